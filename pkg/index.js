@@ -1,0 +1,8 @@
+// tinker-wasm for Node.js (ESM, and require() on Node >= 20.19): loads the wasm synchronously
+// from the file next to this one, so importing is enough, no init call.
+import { readFileSync } from 'node:fs';
+import { initSync } from './gen/full/tinker_wasm.js';
+
+initSync({ module: readFileSync(new URL('./gen/full/tinker_wasm_bg.wasm', import.meta.url)) });
+
+export * from './gen/full/tinker_wasm.js';

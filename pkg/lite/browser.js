@@ -1,0 +1,8 @@
+// tinker-wasm/lite for browsers and bundlers (Vite, webpack, esbuild with a wasm asset loader):
+// fetches and compiles the wasm with streaming compilation, then exports the SDK.
+// Uses top-level await, so importing is enough, no init call.
+import init from '../gen/lite/tinker_wasm.js';
+
+await init({ module_or_path: new URL('../gen/lite/tinker_wasm_bg.wasm', import.meta.url) });
+
+export * from '../gen/lite/tinker_wasm.js';

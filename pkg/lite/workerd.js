@@ -1,0 +1,9 @@
+// tinker-wasm/lite for Cloudflare Workers (workerd): Workers refuse to compile wasm bytes at run
+// time, so the module arrives precompiled through a static import (wrangler and miniflare
+// turn '*.wasm' imports into WebAssembly.Module) and is instantiated synchronously.
+import { initSync } from '../gen/lite/tinker_wasm.js';
+import module from '../gen/lite/tinker_wasm_bg.wasm';
+
+initSync({ module });
+
+export * from '../gen/lite/tinker_wasm.js';

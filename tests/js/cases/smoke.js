@@ -1,0 +1,37 @@
+// Foundation smoke: the package loads in this runtime and its wasm works (exported
+// functions, serde round trips through serde-wasm-bindgen, timers through gloo-timers).
+import * as tinker from 'tinker-wasm';
+import * as lite from 'tinker-wasm/lite';
+import { assert } from '../harness.js';
+
+export default {
+  'exports the SDK version'() {
+    assert.match(tinker.version(), /^\d+\.\d+\.\d+/);
+    assert.equal(lite.version(), tinker.version(), 'lite and full builds carry the same version');
+  },
+
+  'fills AdamParams defaults through the core type'() {
+    assert.deepEqual(tinker.normalizeAdamParams({ learning_rate: 0.01 }), {
+      learning_rate: 0.01,
+      beta1: 0.9,
+      beta2: 0.95,
+      eps: 1e-12,
+      weight_decay: 0,
+      grad_clip_norm: 0,
+    });
+  },
+
+  'rejects an unknown AdamParams field by name'() {
+    assert.throws(() => tinker.normalizeAdamParams({ learning_rat: 0.01 }), /learning_rat/);
+  },
+
+  async 'sleeps on the runtime timer'() {
+    let fired = false;
+    const p = tinker.sleep(20).then(() => (fired = true));
+    assert.equal(fired, false, 'sleep resolved synchronously');
+    await new Promise((r) => setTimeout(r, 0));
+    assert.equal(fired, false, 'sleep(20) resolved before a 0 ms timer');
+    await p;
+    assert.equal(fired, true);
+  },
+};

@@ -1,0 +1,76 @@
+// workerd runner: bundles tests/js/worker.js the way wrangler does (esbuild, conditions
+// 'workerd'/'worker'/'browser', each '*.wasm' import kept as a CompiledWasm module), then
+// runs it in miniflare's workerd and reports the cases' results.
+//   node tests/js/run-workerd.mjs
+import path from 'node:path';
+import { mkdir, copyFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import * as esbuild from 'esbuild';
+import { Miniflare } from 'miniflare';
+import { report } from './harness.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+/** Bundles a worker entry for workerd; returns miniflare module options. */
+export async function bundleWorker(entry, outName) {
+  const outdir = path.join(here, '.out', outName);
+  await mkdir(outdir, { recursive: true });
+  const wasmModules = [];
+  const wasmPlugin = {
+    name: 'compiled-wasm',
+    setup(build) {
+      build.onResolve({ filter: /\.wasm$/ }, async (args) => {
+        const abs = path.resolve(args.resolveDir, args.path);
+        const name = `${createHash('sha256').update(abs).digest('hex').slice(0, 8)}-${path.basename(abs)}`;
+        await copyFile(abs, path.join(outdir, name));
+        if (!wasmModules.includes(name)) wasmModules.push(name);
+        return { path: `./${name}`, external: true };
+      });
+    },
+  };
+  await esbuild.build({
+    entryPoints: [entry],
+    bundle: true,
+    format: 'esm',
+    platform: 'neutral',
+    target: 'es2022',
+    conditions: ['workerd', 'worker', 'browser'],
+    mainFields: ['module', 'main'],
+    outfile: path.join(outdir, 'worker.mjs'),
+    plugins: [wasmPlugin],
+    logLevel: 'error',
+  });
+  return {
+    modulesRoot: outdir,
+    modules: [
+      { type: 'ESModule', path: path.join(outdir, 'worker.mjs') },
+      ...wasmModules.map((m) => ({ type: 'CompiledWasm', path: path.join(outdir, m) })),
+    ],
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const bindings = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('TINKER_') || k.startsWith('SIM_')));
+  const mf = new Miniflare({
+    ...(await bundleWorker(path.join(here, 'worker.js'), 'cases')),
+    compatibilityDate: '2026-04-01',
+    bindings,
+  });
+  let failed = 1;
+  try {
+    const filter = process.env.TEST_FILTER ? `?filter=${encodeURIComponent(process.env.TEST_FILTER)}` : '';
+    const res = await mf.dispatchFetch(`http://localhost/${filter}`);
+    const text = await res.text();
+    let results;
+    try {
+      results = JSON.parse(text);
+    } catch {
+      results = [{ name: 'worker', ok: false, ms: 0, error: `HTTP ${res.status}: ${text.slice(0, 2000)}` }];
+    }
+    failed = report('workerd', results);
+  } finally {
+    await mf.dispose();
+  }
+  process.exit(failed ? 1 : 0);
+}
