@@ -1,0 +1,65 @@
+use std::fmt;
+
+/// Whether bad input is of the wrong type or out of range (maps to JS `TypeError` /
+/// `RangeError`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputErrorKind {
+    /// A value of the wrong type or shape (JS `TypeError`).
+    Type,
+    /// A value of the right type but outside its allowed range (JS `RangeError`).
+    Range,
+}
+
+/// Caller input rejected before anything was sent. `field` is a path such as
+/// `data[3].loss_fn_inputs.weights`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputError {
+    /// Type or range.
+    pub kind: InputErrorKind,
+    /// The offending field's path.
+    pub field: String,
+    /// What is wrong, including the value.
+    pub message: String,
+}
+
+impl InputError {
+    /// A type error at `field`.
+    pub fn type_error(field: impl Into<String>, message: impl Into<String>) -> Self {
+        InputError {
+            kind: InputErrorKind::Type,
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+    /// A range error at `field`.
+    pub fn range_error(field: impl Into<String>, message: impl Into<String>) -> Self {
+        InputError {
+            kind: InputErrorKind::Range,
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+    /// Prefixes the field path (`data[3]` + `.weights`).
+    pub fn within(mut self, prefix: &str) -> Self {
+        self.field = if self.field.is_empty() {
+            prefix.to_string()
+        } else if self.field.starts_with('[') {
+            format!("{prefix}{}", self.field)
+        } else {
+            format!("{prefix}.{}", self.field)
+        };
+        self
+    }
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for InputError {}
