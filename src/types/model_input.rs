@@ -215,7 +215,7 @@ pub(crate) fn tensor_container_shape(data: &[u8]) -> Result<Vec<u64>, String> {
         return Err(format!("Unknown TensorContainer dtype byte: {dtype}"));
     }
     at += 1;
-    let mut varint = |at: &mut usize| -> Result<u64, String> {
+    let varint = |at: &mut usize| -> Result<u64, String> {
         let (mut v, mut shift) = (0u64, 0u32);
         loop {
             let b = *data.get(*at).ok_or("Truncated TensorContainer header")?;
