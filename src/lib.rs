@@ -13,6 +13,14 @@
 //!   the core into promise-returning JavaScript classes over `fetch` and `setTimeout`.
 #![warn(missing_docs)]
 
+pub mod chunking;
+pub mod error;
+pub mod metrics;
+pub mod paths;
+pub mod platform;
+pub mod proto;
+pub mod retry;
+pub mod sync;
 pub mod types;
 
 /// The SDK version, as published on npm and sent to the server.

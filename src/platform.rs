@@ -1,0 +1,144 @@
+//! The one IO seam of the core: send an HTTP request, sleep, read the clock, draw a
+//! random number, and spawn a background task.
+//!
+//! In wasm it is implemented over `fetch` and `setTimeout` (`src/wasm/platform.rs`);
+//! native tests implement it over a real HTTP client. Everything else in the core is
+//! pure logic over this trait, single-threaded (`!Send` futures), as in a JS runtime.
+
+use std::fmt;
+use std::rc::Rc;
+use std::time::Duration;
+
+use futures_util::future::LocalBoxFuture;
+
+/// HTTP method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// GET
+    Get,
+    /// POST
+    Post,
+    /// PUT
+    Put,
+    /// DELETE
+    Delete,
+}
+
+impl Method {
+    /// The method's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Delete => "DELETE",
+        }
+    }
+}
+
+/// Header list with case-insensitive lookup (names are stored as given).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Headers(pub Vec<(String, String)>);
+
+impl Headers {
+    /// The first value of `name` (case-insensitive).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+    /// Sets `name`, replacing any value it had.
+    pub fn set(&mut self, name: &str, value: impl Into<String>) {
+        self.0.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
+        self.0.push((name.to_string(), value.into()));
+    }
+    /// Whether `name` is present.
+    pub fn contains(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+    /// Removes `name`.
+    pub fn remove(&mut self, name: &str) {
+        self.0.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
+    }
+    /// Iterates over (name, value).
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+}
+
+/// An HTTP request for the platform to send.
+#[derive(Debug, Clone)]
+pub struct HttpRequest {
+    /// The method.
+    pub method: Method,
+    /// Absolute URL.
+    pub url: String,
+    /// Request headers.
+    pub headers: Headers,
+    /// The body, if any.
+    pub body: Option<Vec<u8>>,
+    /// Whole-request timeout; the platform answers [`TransportError::Timeout`] past it.
+    pub timeout: Option<Duration>,
+}
+
+/// A complete HTTP response.
+#[derive(Debug, Clone)]
+pub struct HttpResponse {
+    /// Status code.
+    pub status: u16,
+    /// Response headers.
+    pub headers: Headers,
+    /// The whole body.
+    pub body: Vec<u8>,
+}
+
+/// A request that got no HTTP response.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TransportError {
+    /// No response within the request's timeout.
+    Timeout,
+    /// The connection failed or broke (DNS, refused, reset, CORS, …).
+    Connection(String),
+}
+
+impl fmt::Display for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TransportError::Timeout => f.write_str("request timed out"),
+            TransportError::Connection(m) => write!(f, "connection error: {m}"),
+        }
+    }
+}
+
+/// The IO the core needs. Dropping a future returned by `send` or `sleep` cancels it.
+pub trait Platform {
+    /// Sends one HTTP request and reads the whole response.
+    fn send(&self, request: HttpRequest) -> LocalBoxFuture<'static, Result<HttpResponse, TransportError>>;
+    /// Resolves after `duration`.
+    fn sleep(&self, duration: Duration) -> LocalBoxFuture<'static, ()>;
+    /// Wall-clock time in milliseconds since the Unix epoch.
+    fn now_ms(&self) -> f64;
+    /// A uniformly distributed number in `[0, 1)`.
+    fn random(&self) -> f64;
+    /// Runs `task` in the background on the current (single) thread.
+    fn spawn(&self, task: LocalBoxFuture<'static, ()>);
+}
+
+/// Shared handle to the platform.
+pub type Env = Rc<dyn Platform>;
+
+/// Seconds since the epoch, as f64.
+pub fn now_secs(env: &dyn Platform) -> f64 {
+    env.now_ms() / 1000.0
+}
+
+/// A random UUID v4 string.
+pub fn uuid4(env: &dyn Platform) -> String {
+    let mut b = [0u8; 16];
+    for chunk in b.chunks_mut(4) {
+        let r = (env.random() * 4294967296.0) as u64 as u32;
+        chunk.copy_from_slice(&r.to_le_bytes());
+    }
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h = |r: std::ops::Range<usize>| b[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
+    format!("{}-{}-{}-{}-{}", h(0..4), h(4..6), h(6..8), h(8..10), h(10..16))
+}

