@@ -22,6 +22,9 @@ pub mod proto;
 pub mod retry;
 pub mod sync;
 pub mod types;
+/// Tokenization, chat templates and SFT/RL renderers (feature `tokenizer`).
+#[cfg(feature = "tokenizer")]
+pub mod tokenizer;
 
 /// The SDK version, as published on npm and sent to the server.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

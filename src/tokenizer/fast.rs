@@ -627,7 +627,11 @@ impl FastBpe {
     /// Builds the fast tokenizer from `tokenizer.json`, or `Ok(None)` when the file is
     /// not one this path specialises. `Err` only for JSON that is not a tokenizer file.
     pub(crate) fn from_json(json: &str) -> Result<Option<FastBpe>, String> {
-        let raw: RawFile<'_> = serde_json::from_str(json).map_err(|e| e.to_string())?;
+        // Anything this reader cannot take (other model types, or broken JSON) goes to
+        // the general path, which also reports the errors.
+        let Ok(raw) = serde_json::from_str::<RawFile<'_>>(json) else {
+            return Ok(None);
+        };
         if raw.truncation.as_ref().is_some_and(|v| !v.is_null())
             || raw.padding.as_ref().is_some_and(|v| !v.is_null())
         {

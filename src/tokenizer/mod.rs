@@ -25,6 +25,8 @@ mod cache;
 mod chat;
 mod fast;
 mod renderer;
+#[cfg(test)]
+mod tests;
 mod unicode;
 
 use std::fmt;
