@@ -18,7 +18,11 @@ pub struct Chunk {
 
 /// Plans the chunks of a batch.
 pub fn plan_chunks(data: &[Datum], max_len: usize, max_bytes: usize) -> Vec<Chunk> {
-    plan_chunks_by_size(&data.iter().map(Datum::estimated_bytes).collect::<Vec<_>>(), max_len, max_bytes)
+    plan_chunks_by_size(
+        &data.iter().map(Datum::estimated_bytes).collect::<Vec<_>>(),
+        max_len,
+        max_bytes,
+    )
 }
 
 /// Plans chunks from per-datum byte estimates.
@@ -29,14 +33,20 @@ pub fn plan_chunks_by_size(sizes: &[usize], max_len: usize, max_bytes: usize) ->
     for (i, &size) in sizes.iter().enumerate() {
         let len = i - start;
         if (len > 0 && bytes + size > max_bytes) || len == max_len {
-            chunks.push(Chunk { range: start..i, estimated_bytes: bytes });
+            chunks.push(Chunk {
+                range: start..i,
+                estimated_bytes: bytes,
+            });
             start = i;
             bytes = 0;
         }
         bytes += size;
     }
     if start < sizes.len() {
-        chunks.push(Chunk { range: start..sizes.len(), estimated_bytes: bytes });
+        chunks.push(Chunk {
+            range: start..sizes.len(),
+            estimated_bytes: bytes,
+        });
     }
     chunks
 }
@@ -48,15 +58,26 @@ mod tests {
     #[test]
     fn by_count() {
         let c = plan_chunks_by_size(&[1; 5], 2, 1000);
-        assert_eq!(c.iter().map(|c| c.range.clone()).collect::<Vec<_>>(), vec![0..2, 2..4, 4..5]);
+        assert_eq!(
+            c.iter().map(|c| c.range.clone()).collect::<Vec<_>>(),
+            vec![0..2, 2..4, 4..5]
+        );
         let c = plan_chunks_by_size(&[1; 2049], 1024, usize::MAX);
-        assert_eq!(c.iter().map(|c| c.range.len()).collect::<Vec<_>>(), vec![1024, 1024, 1]);
+        assert_eq!(
+            c.iter().map(|c| c.range.len()).collect::<Vec<_>>(),
+            vec![1024, 1024, 1]
+        );
     }
 
     #[test]
     fn by_bytes_lets_an_oversized_datum_alone() {
         let c = plan_chunks_by_size(&[4, 4, 10, 1, 1], 100, 8);
-        assert_eq!(c.iter().map(|c| (c.range.clone(), c.estimated_bytes)).collect::<Vec<_>>(), vec![(0..2, 8), (2..3, 10), (3..5, 2)]);
+        assert_eq!(
+            c.iter()
+                .map(|c| (c.range.clone(), c.estimated_bytes))
+                .collect::<Vec<_>>(),
+            vec![(0..2, 8), (2..3, 10), (3..5, 2)]
+        );
         assert!(plan_chunks_by_size(&[], 10, 10).is_empty());
     }
 }

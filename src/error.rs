@@ -104,7 +104,15 @@ pub enum Error {
 /// Result alias.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-const SECRET_HEADERS: &[&str] = &["x-api-key", "authorization", "proxy-authorization", "cookie", "set-cookie", "x-tinker-weights-access-token", "cf-access-client-secret"];
+const SECRET_HEADERS: &[&str] = &[
+    "x-api-key",
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "set-cookie",
+    "x-tinker-weights-access-token",
+    "cf-access-client-secret",
+];
 
 /// Whether a header carries a credential.
 pub fn is_secret_header(name: &str) -> bool {
@@ -113,7 +121,22 @@ pub fn is_secret_header(name: &str) -> bool {
 
 /// A copy of `headers` with credential values replaced by `<redacted>`.
 pub fn redact_headers(headers: &Headers) -> Headers {
-    Headers(headers.0.iter().map(|(k, v)| (k.clone(), if is_secret_header(k) { "<redacted>".to_string() } else { v.clone() })).collect())
+    Headers(
+        headers
+            .0
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    if is_secret_header(k) {
+                        "<redacted>".to_string()
+                    } else {
+                        v.clone()
+                    },
+                )
+            })
+            .collect(),
+    )
 }
 
 impl Error {
@@ -121,19 +144,31 @@ impl Error {
     pub fn from_response(status: u16, headers: &Headers, body: &[u8]) -> Self {
         let json: Option<serde_json::Value> = serde_json::from_slice(body).ok();
         let detail = match &json {
-            Some(serde_json::Value::Object(m)) => m.get("detail").or_else(|| m.get("error")).or_else(|| m.get("message")).map(|d| match d {
-                serde_json::Value::String(s) => s.clone(),
-                other => other.to_string(),
-            }),
+            Some(serde_json::Value::Object(m)) => m
+                .get("detail")
+                .or_else(|| m.get("error"))
+                .or_else(|| m.get("message"))
+                .map(|d| match d {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                }),
             Some(other) => Some(other.to_string()),
-            None if !body.is_empty() => Some(String::from_utf8_lossy(&body[..body.len().min(500)]).into_owned()),
+            None if !body.is_empty() => {
+                Some(String::from_utf8_lossy(&body[..body.len().min(500)]).into_owned())
+            }
             None => None,
         };
         let message = match detail {
             Some(d) => format!("{status} {}: {d}", status_text(status)),
             None => format!("{status} {}", status_text(status)),
         };
-        Error::Status(StatusError { status, message, body: json, headers: redact_headers(headers), request_id: headers.get("x-request-id").map(str::to_string) })
+        Error::Status(StatusError {
+            status,
+            message,
+            body: json,
+            headers: redact_headers(headers),
+            request_id: headers.get("x-request-id").map(str::to_string),
+        })
     }
 
     /// The HTTP status, for status errors.
@@ -196,9 +231,24 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Status(s) => f.write_str(&s.message),
-            Error::Connection { message } | Error::Timeout { message } | Error::Aborted { message } | Error::InvalidResponse { message } | Error::Closed { message } => f.write_str(message),
-            Error::RequestFailed { message, request_id, category } => write!(f, "request {request_id} failed ({} error): {message}", category.as_str()),
-            Error::FutureExpired { request_id } => write!(f, "the result of request {request_id} expired on the server (HTTP 410)"),
+            Error::Connection { message }
+            | Error::Timeout { message }
+            | Error::Aborted { message }
+            | Error::InvalidResponse { message }
+            | Error::Closed { message } => f.write_str(message),
+            Error::RequestFailed {
+                message,
+                request_id,
+                category,
+            } => write!(
+                f,
+                "request {request_id} failed ({} error): {message}",
+                category.as_str()
+            ),
+            Error::FutureExpired { request_id } => write!(
+                f,
+                "the result of request {request_id} expired on the server (HTTP 410)"
+            ),
             Error::Input(e) => write!(f, "{e}"),
         }
     }
@@ -218,7 +268,10 @@ mod tests {
 
     #[test]
     fn status_errors_carry_detail_and_redact_secrets() {
-        let headers = Headers(vec![("X-Request-Id".into(), "req-1".into()), ("Set-Cookie".into(), "s=1".into())]);
+        let headers = Headers(vec![
+            ("X-Request-Id".into(), "req-1".into()),
+            ("Set-Cookie".into(), "s=1".into()),
+        ]);
         let e = Error::from_response(404, &headers, br#"{"detail":"no such model"}"#);
         assert_eq!(e.to_string(), "404 Not Found: no such model");
         match &e {

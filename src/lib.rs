@@ -13,18 +13,29 @@
 //!   the core into promise-returning JavaScript classes over `fetch` and `setTimeout`.
 #![warn(missing_docs)]
 
+pub mod call;
 pub mod chunking;
+pub mod config;
 pub mod error;
+pub mod future;
+pub mod http;
 pub mod metrics;
 pub mod paths;
 pub mod platform;
 pub mod proto;
+pub mod rest;
 pub mod retry;
+pub mod sampling;
+pub mod sequencer;
+pub mod service;
+pub mod session;
 pub mod sync;
-pub mod types;
+pub mod telemetry;
 /// Tokenization, chat templates and SFT/RL renderers (feature `tokenizer`).
 #[cfg(feature = "tokenizer")]
 pub mod tokenizer;
+pub mod training;
+pub mod types;
 
 /// The SDK version, as published on npm and sent to the server.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

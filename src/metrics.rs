@@ -8,14 +8,27 @@ use std::collections::BTreeMap;
 use crate::proto::ForwardBackwardOutput;
 
 /// Combines per-chunk results into one, as the Python SDK does.
-pub fn combine_forward_backward(results: Vec<ForwardBackwardOutput>) -> Result<ForwardBackwardOutput, String> {
+pub fn combine_forward_backward(
+    results: Vec<ForwardBackwardOutput>,
+) -> Result<ForwardBackwardOutput, String> {
     if results.is_empty() {
-        return Ok(ForwardBackwardOutput { loss_fn_output_type: String::new(), loss_fn_outputs: vec![], metrics: BTreeMap::new() });
+        return Ok(ForwardBackwardOutput {
+            loss_fn_output_type: String::new(),
+            loss_fn_outputs: vec![],
+            metrics: BTreeMap::new(),
+        });
     }
     let metrics = reduce_metrics(&results)?;
     let loss_fn_output_type = results[0].loss_fn_output_type.clone();
-    let loss_fn_outputs = results.into_iter().flat_map(|r| r.loss_fn_outputs).collect();
-    Ok(ForwardBackwardOutput { loss_fn_output_type, loss_fn_outputs, metrics })
+    let loss_fn_outputs = results
+        .into_iter()
+        .flat_map(|r| r.loss_fn_outputs)
+        .collect();
+    Ok(ForwardBackwardOutput {
+        loss_fn_output_type,
+        loss_fn_outputs,
+        metrics,
+    })
 }
 
 /// The low 64 bits of the exact integer part of `v` (Python `int(v) & 0xFFFF_FFFF_FFFF_FFFF`).
@@ -37,24 +50,44 @@ fn int_low64(v: f64) -> Result<u64, String> {
     } else {
         mantissa >> (-exp) as u32
     };
-    Ok(if t < 0.0 { magnitude.wrapping_neg() } else { magnitude })
+    Ok(if t < 0.0 {
+        magnitude.wrapping_neg()
+    } else {
+        magnitude
+    })
 }
 
 /// Reduces metrics across chunks, weighted by each chunk's number of outputs.
 pub fn reduce_metrics(results: &[ForwardBackwardOutput]) -> Result<BTreeMap<String, f64>, String> {
     let mut out = BTreeMap::new();
-    let Some(first) = results.first() else { return Ok(out) };
-    let weights: Vec<f64> = results.iter().map(|r| r.loss_fn_outputs.len() as f64).collect();
+    let Some(first) = results.first() else {
+        return Ok(out);
+    };
+    let weights: Vec<f64> = results
+        .iter()
+        .map(|r| r.loss_fn_outputs.len() as f64)
+        .collect();
     for key in first.metrics.keys() {
         let parts: Vec<&str> = key.split(':').collect();
         if parts.len() != 2 {
-            return Err(format!("metric key {key:?} must be \"name:reduction\" with exactly one ':'"));
+            return Err(format!(
+                "metric key {key:?} must be \"name:reduction\" with exactly one ':'"
+            ));
         }
         let reduction = parts[1];
-        if !matches!(reduction, "mean" | "sum" | "min" | "max" | "slack" | "hash2" | "unique") {
+        if !matches!(
+            reduction,
+            "mean" | "sum" | "min" | "max" | "slack" | "hash2" | "unique"
+        ) {
             continue; // a reduction newer than this client: dropped, as in Python
         }
-        let Some(values) = results.iter().map(|r| r.metrics.get(key).copied()).collect::<Option<Vec<f64>>>() else { continue };
+        let Some(values) = results
+            .iter()
+            .map(|r| r.metrics.get(key).copied())
+            .collect::<Option<Vec<f64>>>()
+        else {
+            continue;
+        };
         let weighted_mean = || -> Result<f64, String> {
             let total: f64 = weights.iter().sum();
             if total == 0.0 {
@@ -74,7 +107,10 @@ pub fn reduce_metrics(results: &[ForwardBackwardOutput]) -> Result<BTreeMap<Stri
                 out.insert(key.clone(), values.iter().sum());
             }
             "min" => {
-                out.insert(key.clone(), values.iter().copied().fold(f64::INFINITY, f64::min));
+                out.insert(
+                    key.clone(),
+                    values.iter().copied().fold(f64::INFINITY, f64::min),
+                );
             }
             "max" => {
                 out.insert(key.clone(), max());
@@ -82,7 +118,8 @@ pub fn reduce_metrics(results: &[ForwardBackwardOutput]) -> Result<BTreeMap<Stri
             "hash2" => {
                 let mut acc = 0u64;
                 for v in &values {
-                    acc = acc.wrapping_add(int_low64(*v).map_err(|e| format!("metric {key:?}: {e}"))?);
+                    acc = acc
+                        .wrapping_add(int_low64(*v).map_err(|e| format!("metric {key:?}: {e}"))?);
                 }
                 out.insert(key.clone(), acc as f64);
             }
@@ -105,7 +142,9 @@ mod tests {
     fn out(metrics: &[(&str, f64)], n: usize) -> ForwardBackwardOutput {
         ForwardBackwardOutput {
             loss_fn_output_type: "test".into(),
-            loss_fn_outputs: (0..n).map(|_| BTreeMap::from([("loss".to_string(), TensorData::from_f32(vec![0.0]))])).collect(),
+            loss_fn_outputs: (0..n)
+                .map(|_| BTreeMap::from([("loss".to_string(), TensorData::from_f32(vec![0.0]))]))
+                .collect(),
             metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         }
     }
@@ -113,8 +152,17 @@ mod tests {
     // The Python repository's own cases (tests/test_chunked_fwdbwd_helpers.py), for 0.38.
     #[test]
     fn unique_single_and_multiple() {
-        assert_eq!(reduce_metrics(&[out(&[("clock_cycle:unique", 12345.0)], 1)]).unwrap()["clock_cycle:unique"], 12345.0);
-        let r = reduce_metrics(&[out(&[("clock_cycle:unique", 12345.0)], 1), out(&[("clock_cycle:unique", 12346.0)], 1), out(&[("clock_cycle:unique", 12347.0)], 1)]).unwrap();
+        assert_eq!(
+            reduce_metrics(&[out(&[("clock_cycle:unique", 12345.0)], 1)]).unwrap()
+                ["clock_cycle:unique"],
+            12345.0
+        );
+        let r = reduce_metrics(&[
+            out(&[("clock_cycle:unique", 12345.0)], 1),
+            out(&[("clock_cycle:unique", 12346.0)], 1),
+            out(&[("clock_cycle:unique", 12347.0)], 1),
+        ])
+        .unwrap();
         assert_eq!(r["clock_cycle:unique"], 12345.0);
         assert_eq!(r["clock_cycle:unique_1"], 12346.0);
         assert_eq!(r["clock_cycle:unique_2"], 12347.0);
@@ -123,8 +171,22 @@ mod tests {
     #[test]
     fn unique_with_other_metrics() {
         let r = reduce_metrics(&[
-            out(&[("clock_cycle:unique", 100.0), ("loss:mean", 0.5), ("accuracy:max", 0.8)], 1),
-            out(&[("clock_cycle:unique", 101.0), ("loss:mean", 0.6), ("accuracy:max", 0.9)], 1),
+            out(
+                &[
+                    ("clock_cycle:unique", 100.0),
+                    ("loss:mean", 0.5),
+                    ("accuracy:max", 0.8),
+                ],
+                1,
+            ),
+            out(
+                &[
+                    ("clock_cycle:unique", 101.0),
+                    ("loss:mean", 0.6),
+                    ("accuracy:max", 0.9),
+                ],
+                1,
+            ),
         ])
         .unwrap();
         assert_eq!(r["clock_cycle:unique_1"], 101.0);
@@ -135,13 +197,21 @@ mod tests {
     #[test]
     fn empty_and_missing() {
         assert!(reduce_metrics(&[]).unwrap().is_empty());
-        let r = reduce_metrics(&[out(&[("clock_cycle:unique", 100.0)], 1), out(&[("other_metric:mean", 0.5)], 1)]).unwrap();
+        let r = reduce_metrics(&[
+            out(&[("clock_cycle:unique", 100.0)], 1),
+            out(&[("other_metric:mean", 0.5)], 1),
+        ])
+        .unwrap();
         assert!(r.is_empty());
     }
 
     #[test]
     fn unique_floats() {
-        let r = reduce_metrics(&[out(&[("timestamp:unique", 1234567890.123)], 1), out(&[("timestamp:unique", 1234567890.456)], 1)]).unwrap();
+        let r = reduce_metrics(&[
+            out(&[("timestamp:unique", 1234567890.123)], 1),
+            out(&[("timestamp:unique", 1234567890.456)], 1),
+        ])
+        .unwrap();
         assert_eq!(r["timestamp:unique"], 1234567890.123);
         assert_eq!(r["timestamp:unique_1"], 1234567890.456);
     }
@@ -149,20 +219,48 @@ mod tests {
     #[test]
     fn hash2_wraps_as_u64() {
         // 2^64 - 1 is not an f64; the nearest double is 2^64 whose low 64 bits are 0.
-        assert_eq!(reduce_metrics(&[out(&[("fp:hash2", 18446744073709551615.0)], 1), out(&[("fp:hash2", 2.0)], 1)]).unwrap()["fp:hash2"], 2.0);
+        assert_eq!(
+            reduce_metrics(&[
+                out(&[("fp:hash2", 18446744073709551615.0)], 1),
+                out(&[("fp:hash2", 2.0)], 1)
+            ])
+            .unwrap()["fp:hash2"],
+            2.0
+        );
         // Negative values wrap like Python's `int(v) & mask`.
         assert_eq!(int_low64(-1.0).unwrap(), u64::MAX);
         assert_eq!(int_low64(-2.9).unwrap(), u64::MAX - 1);
         assert_eq!(int_low64(2f64.powi(70)).unwrap(), 0);
         assert_eq!(int_low64(3.0 * 2f64.powi(62)).unwrap(), 3u64 << 62);
         assert!(int_low64(f64::NAN).is_err());
-        let r = reduce_metrics(&[out(&[("h:hash2", 5.0)], 1), out(&[("h:hash2", 7.0)], 3)]).unwrap();
+        let r =
+            reduce_metrics(&[out(&[("h:hash2", 5.0)], 1), out(&[("h:hash2", 7.0)], 3)]).unwrap();
         assert_eq!(r["h:hash2"], 12.0, "order-insensitive sum");
     }
 
     #[test]
     fn weighted_mean_and_slack_and_sum() {
-        let r = reduce_metrics(&[out(&[("l:mean", 1.0), ("l:slack", 1.0), ("l:sum", 2.0), ("l:min", 3.0)], 1), out(&[("l:mean", 4.0), ("l:slack", 4.0), ("l:sum", 5.0), ("l:min", -1.0)], 3)]).unwrap();
+        let r = reduce_metrics(&[
+            out(
+                &[
+                    ("l:mean", 1.0),
+                    ("l:slack", 1.0),
+                    ("l:sum", 2.0),
+                    ("l:min", 3.0),
+                ],
+                1,
+            ),
+            out(
+                &[
+                    ("l:mean", 4.0),
+                    ("l:slack", 4.0),
+                    ("l:sum", 5.0),
+                    ("l:min", -1.0),
+                ],
+                3,
+            ),
+        ])
+        .unwrap();
         assert_eq!(r["l:mean"], (1.0 + 12.0) / 4.0);
         assert_eq!(r["l:slack"], 4.0 - 13.0 / 4.0);
         assert_eq!(r["l:sum"], 7.0);
@@ -172,7 +270,12 @@ mod tests {
     #[test]
     fn unknown_reductions_dropped_and_bad_keys_fail() {
         // 0.38: an unknown reduction is dropped even for a single chunk.
-        assert!(reduce_metrics(&[out(&[("invalid:nonexistent", 100.0), ("loss:sum", 1.0)], 1)]).unwrap().get("invalid:nonexistent").is_none());
+        assert!(
+            reduce_metrics(&[out(&[("invalid:nonexistent", 100.0), ("loss:sum", 1.0)], 1)])
+                .unwrap()
+                .get("invalid:nonexistent")
+                .is_none()
+        );
         assert!(reduce_metrics(&[out(&[("noreduction", 1.0)], 1)]).is_err());
         assert!(reduce_metrics(&[out(&[("a:b:sum", 1.0)], 1)]).is_err());
     }
@@ -183,6 +286,13 @@ mod tests {
         a.loss_fn_output_type = "ArrayRecord".into();
         let b = out(&[("loss:sum", 2.0)], 1);
         let c = combine_forward_backward(vec![a, b]).unwrap();
-        assert_eq!((c.loss_fn_output_type.as_str(), c.loss_fn_outputs.len(), c.metrics["loss:sum"]), ("ArrayRecord", 3, 3.0));
+        assert_eq!(
+            (
+                c.loss_fn_output_type.as_str(),
+                c.loss_fn_outputs.len(),
+                c.metrics["loss:sum"]
+            ),
+            ("ArrayRecord", 3, 3.0)
+        );
     }
 }

@@ -67,21 +67,34 @@ const SCHEME: &str = "tinker://";
 impl TinkerPath {
     /// Parses `tinker://{run}/{kind}/{name}`; errors name the problem and the value.
     pub fn parse(path: &str) -> Result<Self, InputError> {
-        let bad = |why: &str| InputError::type_error("path", format!("invalid tinker path {path:?}: {why}"));
-        let rest = path.strip_prefix(SCHEME).ok_or_else(|| bad("must start with tinker://"))?;
+        let bad = |why: &str| {
+            InputError::type_error("path", format!("invalid tinker path {path:?}: {why}"))
+        };
+        let rest = path
+            .strip_prefix(SCHEME)
+            .ok_or_else(|| bad("must start with tinker://"))?;
         let parts: Vec<&str> = rest.split('/').collect();
         if parts.len() != 3 {
             return Err(bad("expected tinker://<training_run_id>/<weights|sampler_weights|external_weights>/<name>"));
         }
-        let checkpoint_type = CheckpointType::from_segment(parts[1]).ok_or_else(|| bad("the kind must be weights, sampler_weights or external_weights"))?;
+        let checkpoint_type = CheckpointType::from_segment(parts[1])
+            .ok_or_else(|| bad("the kind must be weights, sampler_weights or external_weights"))?;
         if parts[0].is_empty() || parts[2].is_empty() {
             return Err(bad("the training run id and the name must not be empty"));
         }
-        Ok(TinkerPath { training_run_id: parts[0].to_string(), checkpoint_type, name: parts[2].to_string() })
+        Ok(TinkerPath {
+            training_run_id: parts[0].to_string(),
+            checkpoint_type,
+            name: parts[2].to_string(),
+        })
     }
     /// A path from its parts.
     pub fn new(training_run_id: &str, checkpoint_type: CheckpointType, name: &str) -> Self {
-        TinkerPath { training_run_id: training_run_id.into(), checkpoint_type, name: name.into() }
+        TinkerPath {
+            training_run_id: training_run_id.into(),
+            checkpoint_type,
+            name: name.into(),
+        }
     }
     /// The REST API's checkpoint id: `{kind}/{name}`.
     pub fn checkpoint_id(&self) -> String {
@@ -91,7 +104,13 @@ impl TinkerPath {
 
 impl fmt::Display for TinkerPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{SCHEME}{}/{}/{}", self.training_run_id, self.checkpoint_type.segment(), self.name)
+        write!(
+            f,
+            "{SCHEME}{}/{}/{}",
+            self.training_run_id,
+            self.checkpoint_type.segment(),
+            self.name
+        )
     }
 }
 
@@ -124,11 +143,18 @@ pub mod console {
     }
     /// A checkpoint's page.
     pub fn checkpoint(training_run_id: &str, checkpoint_id: &str) -> String {
-        format!("{CONSOLE_BASE_URL}/checkpoints/{}/{}", quote(training_run_id), quote(checkpoint_id))
+        format!(
+            "{CONSOLE_BASE_URL}/checkpoints/{}/{}",
+            quote(training_run_id),
+            quote(checkpoint_id)
+        )
     }
     /// The playground, opened on a sampler checkpoint.
     pub fn playground(tinker_path: &str) -> String {
-        format!("{CONSOLE_BASE_URL}/playground?mode=checkpoint&checkpoint={}", quote(tinker_path))
+        format!(
+            "{CONSOLE_BASE_URL}/playground?mode=checkpoint&checkpoint={}",
+            quote(tinker_path)
+        )
     }
 }
 
@@ -142,13 +168,28 @@ mod tests {
         assert_eq!(p.training_run_id, "sess-1:train:0");
         assert_eq!(p.checkpoint_type, CheckpointType::Sampler);
         assert_eq!(p.checkpoint_id(), "sampler_weights/final");
-        assert_eq!(p.to_string(), "tinker://sess-1:train:0/sampler_weights/final");
-        assert_eq!(TinkerPath::parse("tinker://r/external_weights/x").unwrap().checkpoint_type, CheckpointType::External);
+        assert_eq!(
+            p.to_string(),
+            "tinker://sess-1:train:0/sampler_weights/final"
+        );
+        assert_eq!(
+            TinkerPath::parse("tinker://r/external_weights/x")
+                .unwrap()
+                .checkpoint_type,
+            CheckpointType::External
+        );
     }
 
     #[test]
     fn rejects_malformed_paths_with_the_value() {
-        for bad in ["http://r/weights/x", "tinker://r/weights", "tinker://r/weights/x/y", "tinker://r/checkpoints/x", "tinker:///weights/x", "tinker://r/weights/"] {
+        for bad in [
+            "http://r/weights/x",
+            "tinker://r/weights",
+            "tinker://r/weights/x/y",
+            "tinker://r/checkpoints/x",
+            "tinker:///weights/x",
+            "tinker://r/weights/",
+        ] {
             let e = TinkerPath::parse(bad).unwrap_err();
             assert!(e.message.contains(bad), "{e}");
         }
@@ -156,7 +197,10 @@ mod tests {
 
     #[test]
     fn console_urls_quote_like_python() {
-        assert_eq!(console::checkpoint("a:train:0", "weights/x y"), "https://tinker.thinkingmachines.ai/checkpoints/a%3Atrain%3A0/weights%2Fx%20y");
+        assert_eq!(
+            console::checkpoint("a:train:0", "weights/x y"),
+            "https://tinker.thinkingmachines.ai/checkpoints/a%3Atrain%3A0/weights%2Fx%20y"
+        );
         assert_eq!(console::playground("tinker://r/sampler_weights/s"), "https://tinker.thinkingmachines.ai/playground?mode=checkpoint&checkpoint=tinker%3A%2F%2Fr%2Fsampler_weights%2Fs");
     }
 }

@@ -43,7 +43,10 @@ pub struct Headers(pub Vec<(String, String)>);
 impl Headers {
     /// The first value of `name` (case-insensitive).
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.0
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
     /// Sets `name`, replacing any value it had.
     pub fn set(&mut self, name: &str, value: impl Into<String>) {
@@ -111,7 +114,10 @@ impl fmt::Display for TransportError {
 /// The IO the core needs. Dropping a future returned by `send` or `sleep` cancels it.
 pub trait Platform {
     /// Sends one HTTP request and reads the whole response.
-    fn send(&self, request: HttpRequest) -> LocalBoxFuture<'static, Result<HttpResponse, TransportError>>;
+    fn send(
+        &self,
+        request: HttpRequest,
+    ) -> LocalBoxFuture<'static, Result<HttpResponse, TransportError>>;
     /// Resolves after `duration`.
     fn sleep(&self, duration: Duration) -> LocalBoxFuture<'static, ()>;
     /// Wall-clock time in milliseconds since the Unix epoch.
@@ -140,5 +146,12 @@ pub fn uuid4(env: &dyn Platform) -> String {
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
     let h = |r: std::ops::Range<usize>| b[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
-    format!("{}-{}-{}-{}-{}", h(0..4), h(4..6), h(6..8), h(8..10), h(10..16))
+    format!(
+        "{}-{}-{}-{}-{}",
+        h(0..4),
+        h(4..6),
+        h(6..8),
+        h(8..10),
+        h(10..16)
+    )
 }

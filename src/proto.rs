@@ -76,33 +76,42 @@ fn put_u32s(buf: &mut Vec<u8>, v: &[u32]) {
     {
         // SAFETY: u32 has no padding and any byte pattern is a valid u8; on a
         // little-endian target the in-memory bytes are the wire bytes.
-        let bytes = unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) };
+        let bytes = unsafe {
+            std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v))
+        };
         buf.extend_from_slice(bytes);
     }
     #[cfg(not(target_endian = "little"))]
-    v.iter().for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
+    v.iter()
+        .for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
 }
 
 fn put_f32s(buf: &mut Vec<u8>, v: &[f32]) {
     #[cfg(target_endian = "little")]
     {
         // SAFETY: as above; f32 has no padding.
-        let bytes = unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) };
+        let bytes = unsafe {
+            std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v))
+        };
         buf.extend_from_slice(bytes);
     }
     #[cfg(not(target_endian = "little"))]
-    v.iter().for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
+    v.iter()
+        .for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
 }
 
 fn put_i64s(buf: &mut Vec<u8>, v: &[i64]) {
     #[cfg(target_endian = "little")]
     {
         // SAFETY: as above; i64 has no padding.
-        let bytes = unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) };
+        let bytes = unsafe {
+            std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v))
+        };
         buf.extend_from_slice(bytes);
     }
     #[cfg(not(target_endian = "little"))]
-    v.iter().for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
+    v.iter()
+        .for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
 }
 
 /// A loss-function config value: numbers go to both config maps, strings only to v2.
@@ -137,7 +146,8 @@ fn tensor_len(t: &TensorData) -> usize {
     let mut n = 0;
     match (&t.sparse_crow_indices, &t.sparse_col_indices) {
         (Some(crow), Some(col)) => {
-            let csr = len_field(1, values) + len_field(2, crow.len() * 8) + len_field(3, col.len() * 8);
+            let csr =
+                len_field(1, values) + len_field(2, crow.len() * 8) + len_field(3, col.len() * 8);
             n += len_field(2, csr);
         }
         _ => n += len_field(1, values),
@@ -160,7 +170,9 @@ fn write_tensor(w: &mut W, t: &TensorData) {
     };
     match (&t.sparse_crow_indices, &t.sparse_col_indices) {
         (Some(crow), Some(col)) => {
-            let csr = len_field(1, values_len) + len_field(2, crow.len() * 8) + len_field(3, col.len() * 8);
+            let csr = len_field(1, values_len)
+                + len_field(2, crow.len() * 8)
+                + len_field(3, col.len() * 8);
             w.len_header(2, csr);
             w.len_header(1, values_len);
             put_values(w);
@@ -191,8 +203,17 @@ fn write_tensor(w: &mut W, t: &TensorData) {
 fn chunk_len(c: &ModelInputChunk) -> usize {
     match c {
         ModelInputChunk::EncodedText { tokens } => len_field(1, len_field(1, tokens.len() * 4)),
-        ModelInputChunk::Image { data, format, expected_tokens } => {
-            let mut n = len_field(1, data.len()) + if format.is_empty() { 0 } else { len_field(2, format.len()) };
+        ModelInputChunk::Image {
+            data,
+            format,
+            expected_tokens,
+        } => {
+            let mut n = len_field(1, data.len())
+                + if format.is_empty() {
+                    0
+                } else {
+                    len_field(2, format.len())
+                };
             if let Some(e) = expected_tokens {
                 n += key_len(3) + varint_len(u64::from(*e));
             }
@@ -211,8 +232,17 @@ fn write_chunk(w: &mut W, c: &ModelInputChunk) {
             w.len_header(1, tokens.len() * 4);
             put_u32s(&mut w.buf, tokens);
         }
-        ModelInputChunk::Image { data, format, expected_tokens } => {
-            let mut n = len_field(1, data.len()) + if format.is_empty() { 0 } else { len_field(2, format.len()) };
+        ModelInputChunk::Image {
+            data,
+            format,
+            expected_tokens,
+        } => {
+            let mut n = len_field(1, data.len())
+                + if format.is_empty() {
+                    0
+                } else {
+                    len_field(2, format.len())
+                };
             if let Some(e) = expected_tokens {
                 n += key_len(3) + varint_len(u64::from(*e));
             }
@@ -236,13 +266,33 @@ fn write_chunk(w: &mut W, c: &ModelInputChunk) {
 
 fn span_parts(s: &ProvenanceSpan) -> (u32, &str, u64, u64) {
     match s {
-        ProvenanceSpan::PromptTokens { sequence_id, offset, length } => (1, sequence_id, *offset, *length),
-        ProvenanceSpan::SampledTokens { sequence_id, offset, length } => (2, sequence_id, *offset, *length),
+        ProvenanceSpan::PromptTokens {
+            sequence_id,
+            offset,
+            length,
+        } => (1, sequence_id, *offset, *length),
+        ProvenanceSpan::SampledTokens {
+            sequence_id,
+            offset,
+            length,
+        } => (2, sequence_id, *offset, *length),
     }
 }
 
 fn span_inner_len(id: &str, offset: u64, length: u64) -> usize {
-    (if id.is_empty() { 0 } else { len_field(1, id.len()) }) + if offset == 0 { 0 } else { key_len(2) + varint_len(offset) } + if length == 0 { 0 } else { key_len(3) + varint_len(length) }
+    (if id.is_empty() {
+        0
+    } else {
+        len_field(1, id.len())
+    }) + if offset == 0 {
+        0
+    } else {
+        key_len(2) + varint_len(offset)
+    } + if length == 0 {
+        0
+    } else {
+        key_len(3) + varint_len(length)
+    }
 }
 
 fn span_len(s: &ProvenanceSpan) -> usize {
@@ -273,7 +323,12 @@ fn map_entry_len(key: &str, value_len: usize) -> usize {
 }
 
 fn datum_len(d: &Datum) -> usize {
-    let mut n: usize = d.model_input.chunks.iter().map(|c| len_field(1, chunk_len(c))).sum();
+    let mut n: usize = d
+        .model_input
+        .chunks
+        .iter()
+        .map(|c| len_field(1, chunk_len(c)))
+        .sum();
     for (k, t) in &d.loss_fn_inputs {
         n += len_field(2, map_entry_len(k, len_field(2, tensor_len(t))));
     }
@@ -310,7 +365,12 @@ fn write_datum(w: &mut W, d: &Datum) {
 /// protobuf format cannot carry (as in the Python SDK).
 pub fn encode_forward_backward(req: &ForwardBackwardRequest<'_>) -> Result<Vec<u8>, String> {
     for (i, d) in req.data.iter().enumerate() {
-        if let Some(j) = d.model_input.chunks.iter().position(|c| matches!(c, ModelInputChunk::ImageAssetPointer { .. })) {
+        if let Some(j) = d
+            .model_input
+            .chunks
+            .iter()
+            .position(|c| matches!(c, ModelInputChunk::ImageAssetPointer { .. }))
+        {
             return Err(format!("data[{i}].model_input.chunks[{j}]: image_asset_pointer chunks can only be used in sampling prompts, not in training data"));
         }
     }
@@ -326,7 +386,10 @@ pub fn encode_forward_backward(req: &ForwardBackwardRequest<'_>) -> Result<Vec<u
     if !req.loss_fn.is_empty() {
         total += len_field(4, req.loss_fn.len());
     }
-    let config: Vec<(&String, &LossConfigValue)> = req.loss_fn_config.map(|c| c.iter().collect()).unwrap_or_default();
+    let config: Vec<(&String, &LossConfigValue)> = req
+        .loss_fn_config
+        .map(|c| c.iter().collect())
+        .unwrap_or_default();
     let v1_entry = |k: &str| map_entry_len(k, key_len(2) + 8);
     let v2_value_len = |v: &LossConfigValue| match v {
         LossConfigValue::Number(_) => key_len(1) + 8,
@@ -342,7 +405,9 @@ pub fn encode_forward_backward(req: &ForwardBackwardRequest<'_>) -> Result<Vec<u
         total += key_len(6) + 1;
     }
 
-    let mut w = W { buf: Vec::with_capacity(total) };
+    let mut w = W {
+        buf: Vec::with_capacity(total),
+    };
     if !req.model_id.is_empty() {
         w.string(1, req.model_id);
     }
@@ -390,7 +455,7 @@ enum Val<'a> {
     Varint(u64),
     I64(u64),
     Len(&'a [u8]),
-    I32(u32),
+    I32(#[cfg_attr(not(test), allow(dead_code))] u32),
 }
 
 struct R<'a> {
@@ -406,12 +471,17 @@ impl<'a> R<'a> {
         R { buf, pos: 0, what }
     }
     fn err<T>(&self, msg: &str) -> DResult<T> {
-        Err(format!("malformed {} protobuf at byte {}: {msg}", self.what, self.pos))
+        Err(format!(
+            "malformed {} protobuf at byte {}: {msg}",
+            self.what, self.pos
+        ))
     }
     fn varint(&mut self) -> DResult<u64> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
-            let Some(&b) = self.buf.get(self.pos) else { return self.err("truncated varint") };
+            let Some(&b) = self.buf.get(self.pos) else {
+                return self.err("truncated varint");
+            };
             self.pos += 1;
             v |= u64::from(b & 0x7f) << shift;
             if b & 0x80 == 0 {
@@ -442,13 +512,17 @@ impl<'a> R<'a> {
         }
         let v = match key & 7 {
             0 => Val::Varint(self.varint()?),
-            1 => Val::I64(u64::from_le_bytes(self.take(8)?.try_into().unwrap_or([0; 8]))),
+            1 => Val::I64(u64::from_le_bytes(
+                self.take(8)?.try_into().unwrap_or([0; 8]),
+            )),
             2 => {
                 let n = self.varint()?;
                 let n = usize::try_from(n).or_else(|_| self.err("length too large"))?;
                 Val::Len(self.take(n)?)
             }
-            5 => Val::I32(u32::from_le_bytes(self.take(4)?.try_into().unwrap_or([0; 4]))),
+            5 => Val::I32(u32::from_le_bytes(
+                self.take(4)?.try_into().unwrap_or([0; 4]),
+            )),
             wt => return self.err(&format!("unsupported wire type {wt}")),
         };
         Ok(Some((field, v)))
@@ -475,23 +549,38 @@ fn as_string(v: Val<'_>, what: &str) -> DResult<String> {
 
 fn le_i32s(b: &[u8], what: &str) -> DResult<Vec<i32>> {
     if b.len() % 4 != 0 {
-        return Err(format!("{what}: {} bytes is not a whole number of int32 values", b.len()));
+        return Err(format!(
+            "{what}: {} bytes is not a whole number of int32 values",
+            b.len()
+        ));
     }
-    Ok(b.chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+    Ok(b.chunks_exact(4)
+        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect())
 }
 
 fn le_f32s(b: &[u8], what: &str) -> DResult<Vec<f32>> {
     if b.len() % 4 != 0 {
-        return Err(format!("{what}: {} bytes is not a whole number of float32 values", b.len()));
+        return Err(format!(
+            "{what}: {} bytes is not a whole number of float32 values",
+            b.len()
+        ));
     }
-    Ok(b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+    Ok(b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect())
 }
 
 fn le_i64s(b: &[u8], what: &str) -> DResult<Vec<i64>> {
     if b.len() % 8 != 0 {
-        return Err(format!("{what}: {} bytes is not a whole number of int64 values", b.len()));
+        return Err(format!(
+            "{what}: {} bytes is not a whole number of int64 values",
+            b.len()
+        ));
     }
-    Ok(b.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect())
+    Ok(b.chunks_exact(8)
+        .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+        .collect())
 }
 
 /// Wire dtypes (proto `DType`).
@@ -523,13 +612,22 @@ impl WireDType {
     /// Widens raw bytes to the public dtypes (INT32 → int64, BF16 → float32).
     fn values(self, b: &[u8], what: &str) -> DResult<TensorValues> {
         if b.len() % self.size() != 0 {
-            return Err(format!("{what}: {} bytes is not a whole number of elements", b.len()));
+            return Err(format!(
+                "{what}: {} bytes is not a whole number of elements",
+                b.len()
+            ));
         }
         Ok(match self {
             WireDType::F32 => TensorValues::Float32(le_f32s(b, what)?),
             WireDType::I64 => TensorValues::Int64(le_i64s(b, what)?),
-            WireDType::I32 => TensorValues::Int64(le_i32s(b, what)?.into_iter().map(i64::from).collect()),
-            WireDType::BF16 => TensorValues::Float32(b.chunks_exact(2).map(|c| f32::from_bits(u32::from(u16::from_le_bytes([c[0], c[1]])) << 16)).collect()),
+            WireDType::I32 => {
+                TensorValues::Int64(le_i32s(b, what)?.into_iter().map(i64::from).collect())
+            }
+            WireDType::BF16 => TensorValues::Float32(
+                b.chunks_exact(2)
+                    .map(|c| f32::from_bits(u32::from(u16::from_le_bytes([c[0], c[1]])) << 16))
+                    .collect(),
+            ),
         })
     }
 }
@@ -549,7 +647,9 @@ fn read_packed_i64(v: Val<'_>, out: &mut Vec<i64>, what: &str) -> DResult<()> {
 }
 
 fn shape_from(raw: Vec<i64>, what: &str) -> DResult<Vec<usize>> {
-    raw.into_iter().map(|d| usize::try_from(d).map_err(|_| format!("{what}: negative dimension {d}"))).collect()
+    raw.into_iter()
+        .map(|d| usize::try_from(d).map_err(|_| format!("{what}: negative dimension {d}")))
+        .collect()
 }
 
 fn decode_tensor(b: &[u8], what: &'static str) -> DResult<TensorData> {
@@ -577,9 +677,19 @@ fn decode_tensor(b: &[u8], what: &'static str) -> DResult<TensorData> {
                 _ => {}
             }
         }
-        return Ok(TensorData { values: dtype.values(values, what)?, shape, sparse_crow_indices: Some(le_i64s(crow, what)?), sparse_col_indices: Some(le_i64s(col, what)?) });
+        return Ok(TensorData {
+            values: dtype.values(values, what)?,
+            shape,
+            sparse_crow_indices: Some(le_i64s(crow, what)?),
+            sparse_col_indices: Some(le_i64s(col, what)?),
+        });
     }
-    Ok(TensorData { values: dtype.values(dense.unwrap_or(&[]), what)?, shape, sparse_crow_indices: None, sparse_col_indices: None })
+    Ok(TensorData {
+        values: dtype.values(dense.unwrap_or(&[]), what)?,
+        shape,
+        sparse_crow_indices: None,
+        sparse_col_indices: None,
+    })
 }
 
 /// Per-datum outputs of a forward/backward pass, by name (`logprobs`, …).
@@ -616,7 +726,12 @@ fn decode_batched(b: &[u8]) -> DResult<Batched> {
             _ => {}
         }
     }
-    Ok(Batched { data: data.to_vec(), offsets: le_i64s(offsets, what)?, dtype: dtype.ok_or("BatchedTensor: missing dtype")?, trailing: shape_from(trailing, what)? })
+    Ok(Batched {
+        data: data.to_vec(),
+        offsets: le_i64s(offsets, what)?,
+        dtype: dtype.ok_or("BatchedTensor: missing dtype")?,
+        trailing: shape_from(trailing, what)?,
+    })
 }
 
 /// Decodes a `ForwardBackwardOutput` (records concatenated, byte offsets sliced per
@@ -636,7 +751,10 @@ pub fn decode_forward_backward_output(b: &[u8]) -> DResult<ForwardBackwardOutput
                 while let Some((f, v)) = rr.next()? {
                     match f {
                         2 => {
-                            let (k, val) = decode_map_entry(as_len(v, "ArrayRecord.fields")?, "ArrayRecord.fields")?;
+                            let (k, val) = decode_map_entry(
+                                as_len(v, "ArrayRecord.fields")?,
+                                "ArrayRecord.fields",
+                            )?;
                             fields.insert(k, decode_batched(val.unwrap_or(&[]))?);
                         }
                         3 => num = as_varint(v, "ArrayRecord.num_datums")? as i64,
@@ -663,37 +781,80 @@ pub fn decode_forward_backward_output(b: &[u8]) -> DResult<ForwardBackwardOutput
         }
     }
     if records.is_empty() {
-        return Ok(ForwardBackwardOutput { loss_fn_output_type: if output_type.is_empty() { "ArrayRecord".into() } else { output_type }, loss_fn_outputs: vec![], metrics });
+        return Ok(ForwardBackwardOutput {
+            loss_fn_output_type: if output_type.is_empty() {
+                "ArrayRecord".into()
+            } else {
+                output_type
+            },
+            loss_fn_outputs: vec![],
+            metrics,
+        });
     }
     let class = output_type.rsplit(':').next().unwrap_or("").to_string();
     let mut outputs: Vec<LossFnOutput> = Vec::new();
     let declared: i64 = records.iter().map(|r| r.1).sum();
     for (fields, num) in records {
         // Datums of this record: declared count, else the first field's offset count.
-        let n = if num > 0 { num as usize } else { fields.values().next().map_or(0, |b| b.offsets.len().saturating_sub(1)) };
+        let n = if num > 0 {
+            num as usize
+        } else {
+            fields
+                .values()
+                .next()
+                .map_or(0, |b| b.offsets.len().saturating_sub(1))
+        };
         let base = outputs.len();
         outputs.resize_with(base + n, BTreeMap::new);
         for (name, bt) in fields {
             let size = bt.dtype.size();
             if bt.offsets.len() < n + 1 {
-                return Err(format!("{what}: field {name} has {} offsets for {n} datums", bt.offsets.len()));
+                return Err(format!(
+                    "{what}: field {name} has {} offsets for {n} datums",
+                    bt.offsets.len()
+                ));
             }
             for i in 0..n {
                 let (a, z) = (bt.offsets[i], bt.offsets[i + 1]);
-                if a < 0 || z < a || z as usize > bt.data.len() || a as usize % size != 0 || z as usize % size != 0 {
-                    return Err(format!("{what}: field {name} has bad byte offsets {a}..{z}"));
+                if a < 0
+                    || z < a
+                    || z as usize > bt.data.len()
+                    || a as usize % size != 0
+                    || z as usize % size != 0
+                {
+                    return Err(format!(
+                        "{what}: field {name} has bad byte offsets {a}..{z}"
+                    ));
                 }
-                let values = bt.dtype.values(&bt.data[a as usize..z as usize], "BatchedTensor.data")?;
+                let values = bt
+                    .dtype
+                    .values(&bt.data[a as usize..z as usize], "BatchedTensor.data")?;
                 let trailing: usize = bt.trailing.iter().product();
-                let leading = if trailing == 0 { 0 } else { values.len() / trailing };
+                let leading = if trailing == 0 {
+                    0
+                } else {
+                    values.len() / trailing
+                };
                 let mut shape = vec![leading];
                 shape.extend_from_slice(&bt.trailing);
-                outputs[base + i].insert(name.clone(), TensorData { values, shape: Some(shape), sparse_crow_indices: None, sparse_col_indices: None });
+                outputs[base + i].insert(
+                    name.clone(),
+                    TensorData {
+                        values,
+                        shape: Some(shape),
+                        sparse_crow_indices: None,
+                        sparse_col_indices: None,
+                    },
+                );
             }
         }
     }
     let _ = declared;
-    Ok(ForwardBackwardOutput { loss_fn_output_type: class, loss_fn_outputs: outputs, metrics })
+    Ok(ForwardBackwardOutput {
+        loss_fn_output_type: class,
+        loss_fn_outputs: outputs,
+        metrics,
+    })
 }
 
 fn decode_map_entry<'a>(b: &'a [u8], what: &'static str) -> DResult<(String, Option<&'a [u8]>)> {
@@ -792,9 +953,18 @@ fn decode_topk(b: &[u8]) -> DResult<Option<TopkLogprobs>> {
     let cells = n.checked_mul(k).ok_or("TopkLogprobs: size overflow")?;
     let (token_ids, logprobs) = (le_i32s(ids, what)?, le_f32s(lps, what)?);
     if token_ids.len() as u64 != cells || logprobs.len() as u64 != cells {
-        return Err(format!("TopkLogprobs: {n}x{k} needs {cells} cells, got {} ids and {} logprobs", token_ids.len(), logprobs.len()));
+        return Err(format!(
+            "TopkLogprobs: {n}x{k} needs {cells} cells, got {} ids and {} logprobs",
+            token_ids.len(),
+            logprobs.len()
+        ));
     }
-    Ok(Some(TopkLogprobs { token_ids, logprobs, k: k as u32, length: n as u32 }))
+    Ok(Some(TopkLogprobs {
+        token_ids,
+        logprobs,
+        k: k as u32,
+        length: n as u32,
+    }))
 }
 
 /// Decodes a `SampleResponse`. `sequence_ids` (from the submit response) are attached
@@ -802,25 +972,46 @@ fn decode_topk(b: &[u8]) -> DResult<Option<TopkLogprobs>> {
 pub fn decode_sample_response(b: &[u8], sequence_ids: &[String]) -> DResult<SampleResponse> {
     let what = "SampleResponse";
     let mut r = R::new(b, what);
-    let mut out = SampleResponse { sequences: vec![], prompt_logprobs: None, topk_prompt_logprobs: None, prompt_cache_hit_tokens: 0, target_prompt_logprobs: None, prompt_alt_tokens: None };
+    let mut out = SampleResponse {
+        sequences: vec![],
+        prompt_logprobs: None,
+        topk_prompt_logprobs: None,
+        prompt_cache_hit_tokens: 0,
+        target_prompt_logprobs: None,
+        prompt_alt_tokens: None,
+    };
     while let Some((f, v)) = r.next()? {
         match f {
             1 => {
                 let mut sr = R::new(as_len(v, what)?, "SampledSequence");
-                let mut seq = SampledSequence { stop_reason: StopReason::Stop, tokens: vec![], logprobs: None, topk_logprobs: None, sequence_id: String::new() };
+                let mut seq = SampledSequence {
+                    stop_reason: StopReason::Stop,
+                    tokens: vec![],
+                    logprobs: None,
+                    topk_logprobs: None,
+                    sequence_id: String::new(),
+                };
                 while let Some((f, v)) = sr.next()? {
                     match f {
                         1 => {
                             seq.stop_reason = match as_varint(v, "stop_reason")? {
                                 0 => StopReason::Stop,
                                 1 => StopReason::Length,
-                                other => return Err(format!("SampledSequence: unknown stop_reason {other}")),
+                                other => {
+                                    return Err(format!(
+                                        "SampledSequence: unknown stop_reason {other}"
+                                    ))
+                                }
                             }
                         }
                         2 => seq.tokens = le_i32s(as_len(v, "tokens")?, "SampledSequence.tokens")?,
                         3 => {
                             let b = as_len(v, "logprobs")?;
-                            seq.logprobs = if b.is_empty() { None } else { Some(le_f32s(b, "SampledSequence.logprobs")?) };
+                            seq.logprobs = if b.is_empty() {
+                                None
+                            } else {
+                                Some(le_f32s(b, "SampledSequence.logprobs")?)
+                            };
                         }
                         4 => seq.topk_logprobs = decode_topk(as_len(v, "topk")?)?,
                         _ => {}
@@ -830,22 +1021,44 @@ pub fn decode_sample_response(b: &[u8], sequence_ids: &[String]) -> DResult<Samp
             }
             2 => {
                 let b = as_len(v, "prompt_logprobs")?;
-                out.prompt_logprobs = if b.is_empty() { None } else { Some(le_f32s(b, "prompt_logprobs")?) };
+                out.prompt_logprobs = if b.is_empty() {
+                    None
+                } else {
+                    Some(le_f32s(b, "prompt_logprobs")?)
+                };
             }
             3 => out.topk_prompt_logprobs = decode_topk(as_len(v, what)?)?,
             4 => out.prompt_cache_hit_tokens = as_varint(v, "prompt_cache_hit_tokens")? as i32,
-            5 => out.target_prompt_logprobs = Some(decode_tensor(as_len(v, what)?, "target_prompt_logprobs")?),
+            5 => {
+                out.target_prompt_logprobs =
+                    Some(decode_tensor(as_len(v, what)?, "target_prompt_logprobs")?)
+            }
             6 => {
                 let mut pr = R::new(as_len(v, what)?, "PromptAltTokens");
                 let (mut tokens, mut logprobs) = (None, None);
                 while let Some((f, v)) = pr.next()? {
                     match f {
-                        1 => tokens = Some(decode_tensor(as_len(v, "PromptAltTokens")?, "PromptAltTokens.tokens")?),
-                        2 => logprobs = Some(decode_tensor(as_len(v, "PromptAltTokens")?, "PromptAltTokens.logprobs")?),
+                        1 => {
+                            tokens = Some(decode_tensor(
+                                as_len(v, "PromptAltTokens")?,
+                                "PromptAltTokens.tokens",
+                            )?)
+                        }
+                        2 => {
+                            logprobs = Some(decode_tensor(
+                                as_len(v, "PromptAltTokens")?,
+                                "PromptAltTokens.logprobs",
+                            )?)
+                        }
                         _ => {}
                     }
                 }
-                let empty = |v| TensorData { values: v, shape: Some(vec![0]), sparse_crow_indices: None, sparse_col_indices: None };
+                let empty = |v| TensorData {
+                    values: v,
+                    shape: Some(vec![0]),
+                    sparse_crow_indices: None,
+                    sparse_col_indices: None,
+                };
                 out.prompt_alt_tokens = Some(PromptAltTokens {
                     tokens: tokens.unwrap_or_else(|| empty(TensorValues::Int64(vec![]))),
                     logprobs: logprobs.unwrap_or_else(|| empty(TensorValues::Float32(vec![]))),
@@ -855,7 +1068,11 @@ pub fn decode_sample_response(b: &[u8], sequence_ids: &[String]) -> DResult<Samp
         }
     }
     if sequence_ids.len() != out.sequences.len() {
-        return Err(format!("{} sample_sequence_ids for {} sequences", sequence_ids.len(), out.sequences.len()));
+        return Err(format!(
+            "{} sample_sequence_ids for {} sequences",
+            sequence_ids.len(),
+            out.sequences.len()
+        ));
     }
     for (s, id) in out.sequences.iter_mut().zip(sequence_ids) {
         s.sequence_id = id.clone();
@@ -886,7 +1103,10 @@ pub(crate) mod tests {
 
     fn sft_datum() -> Datum {
         let mut inputs = LossFnInputs::new();
-        inputs.insert("target_tokens".into(), TensorData::from_i64(vec![102, 103, 104]));
+        inputs.insert(
+            "target_tokens".into(),
+            TensorData::from_i64(vec![102, 103, 104]),
+        );
         inputs.insert("weights".into(), TensorData::from_f32(vec![0.0, 1.0, 1.0]));
         Datum::new(ModelInput::from_ints(vec![101, 102, 103]), inputs)
     }
@@ -897,11 +1117,22 @@ pub(crate) mod tests {
         let mut cfg = BTreeMap::new();
         cfg.insert("clip".to_string(), LossConfigValue::Number(0.5));
         cfg.insert("mode".to_string(), LossConfigValue::Text("x".into()));
-        let req = ForwardBackwardRequest { model_id: "m:train:0", seq_id: 3, data: &data, loss_fn: "ppo", loss_fn_config: Some(&cfg), forward_only: true };
+        let req = ForwardBackwardRequest {
+            model_id: "m:train:0",
+            seq_id: 3,
+            data: &data,
+            loss_fn: "ppo",
+            loss_fn_config: Some(&cfg),
+            forward_only: true,
+        };
         let bytes = encode_forward_backward(&req).unwrap();
         let top = fields(&bytes);
         let nums: Vec<u32> = top.iter().map(|f| f.0).collect();
-        assert_eq!(nums, vec![1, 2, 3, 4, 5, 6, 7, 7], "v1 holds only the number; v2 holds both");
+        assert_eq!(
+            nums,
+            vec![1, 2, 3, 4, 5, 6, 7, 7],
+            "v1 holds only the number; v2 holds both"
+        );
         assert_eq!(top[0].2, b"m:train:0");
         assert_eq!(top[1].2[0], 3);
         // Datum → chunk → encoded_text → tokens as int32 LE.
@@ -909,7 +1140,13 @@ pub(crate) mod tests {
         let chunk = fields(&datum[0].2);
         assert_eq!(chunk[0].0, 1, "encoded_text arm");
         let tokens = fields(&chunk[0].2);
-        assert_eq!(tokens[0].2, [101i32, 102, 103].iter().flat_map(|t| t.to_le_bytes()).collect::<Vec<u8>>());
+        assert_eq!(
+            tokens[0].2,
+            [101i32, 102, 103]
+                .iter()
+                .flat_map(|t| t.to_le_bytes())
+                .collect::<Vec<u8>>()
+        );
         // loss_fn_inputs map entries with tensors: dense bytes, dtype, packed shape.
         let entry = fields(&datum[1].2);
         assert_eq!(entry[0].2, b"target_tokens");
@@ -923,9 +1160,22 @@ pub(crate) mod tests {
     #[test]
     fn rejects_image_pointers() {
         let mut d = sft_datum();
-        d.model_input.push(ModelInputChunk::ImageAssetPointer { format: "png".into(), location: "x".into(), expected_tokens: Some(1) });
-        let req = ForwardBackwardRequest { model_id: "m", seq_id: 1, data: &[d], loss_fn: "cross_entropy", loss_fn_config: None, forward_only: false };
-        assert!(encode_forward_backward(&req).unwrap_err().contains("chunks[1]"));
+        d.model_input.push(ModelInputChunk::ImageAssetPointer {
+            format: "png".into(),
+            location: "x".into(),
+            expected_tokens: Some(1),
+        });
+        let req = ForwardBackwardRequest {
+            model_id: "m",
+            seq_id: 1,
+            data: &[d],
+            loss_fn: "cross_entropy",
+            loss_fn_config: None,
+            forward_only: false,
+        };
+        assert!(encode_forward_backward(&req)
+            .unwrap_err()
+            .contains("chunks[1]"));
     }
 
     // A tiny encoder for test responses.
@@ -945,7 +1195,10 @@ pub(crate) mod tests {
     fn decodes_forward_backward_output_with_widening() {
         // One record, 2 datums, field logprobs in BF16 (3 + 1 elements), metric loss:sum.
         let bf = |x: f32| (x.to_bits() >> 16) as u16;
-        let data: Vec<u8> = [bf(-1.0), bf(-2.0), bf(-0.5), bf(-4.0)].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let data: Vec<u8> = [bf(-1.0), bf(-2.0), bf(-0.5), bf(-4.0)]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
         let offsets: Vec<u8> = [0i64, 6, 8].iter().flat_map(|v| v.to_le_bytes()).collect();
         let bt = [len(1, &data), len(2, &offsets), var(3, 4)].concat();
         let entry = [len(1, b"logprobs"), len(2, &bt)].concat();
@@ -954,12 +1207,20 @@ pub(crate) mod tests {
         let mut w = W { buf: vec![] };
         w.double(2, 7.5);
         metric.extend(w.buf);
-        let msg = [len(1, b"tinker.types:ArrayRecord"), len(2, &record), len(3, &metric)].concat();
+        let msg = [
+            len(1, b"tinker.types:ArrayRecord"),
+            len(2, &record),
+            len(3, &metric),
+        ]
+        .concat();
         let out = decode_forward_backward_output(&msg).unwrap();
         assert_eq!(out.loss_fn_output_type, "ArrayRecord");
         assert_eq!(out.metrics["loss:sum"], 7.5);
         assert_eq!(out.loss_fn_outputs.len(), 2);
-        assert_eq!(out.loss_fn_outputs[0]["logprobs"].as_f32(), Some(&[-1.0, -2.0, -0.5][..]));
+        assert_eq!(
+            out.loss_fn_outputs[0]["logprobs"].as_f32(),
+            Some(&[-1.0, -2.0, -0.5][..])
+        );
         assert_eq!(out.loss_fn_outputs[1]["logprobs"].shape, Some(vec![1]));
         // Truncations are errors, never panics.
         for cut in 0..msg.len() {
@@ -970,9 +1231,15 @@ pub(crate) mod tests {
     #[test]
     fn decodes_sample_response_and_attaches_ids() {
         let toks: Vec<u8> = [5i32, 6].iter().flat_map(|v| v.to_le_bytes()).collect();
-        let lps: Vec<u8> = [-0.1f32, -0.2].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let lps: Vec<u8> = [-0.1f32, -0.2]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
         let seq = [var(1, 1), len(2, &toks), len(3, &lps)].concat();
-        let plp: Vec<u8> = [f32::NAN, -3.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let plp: Vec<u8> = [f32::NAN, -3.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
         let msg = [len(1, &seq), len(2, &plp), var(4, 2)].concat();
         let out = decode_sample_response(&msg, &["s-1".to_string()]).unwrap();
         assert_eq!(out.sequences[0].tokens, vec![5, 6]);

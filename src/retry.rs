@@ -24,7 +24,10 @@ pub const BILLING_PAUSE_SLEEP: Duration = Duration::from_secs(5);
 /// Seconds the server asked us to wait: `retry-after-ms` (ms), else `retry-after` as
 /// seconds (floats allowed), else `retry-after` as an HTTP date relative to `now_secs`.
 pub fn parse_retry_after(headers: &Headers, now_secs: f64) -> Option<f64> {
-    if let Some(ms) = headers.get("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
+    if let Some(ms) = headers
+        .get("retry-after-ms")
+        .and_then(|v| v.trim().parse::<f64>().ok())
+    {
         return Some(ms / 1000.0);
     }
     let ra = headers.get("retry-after")?;
@@ -32,7 +35,10 @@ pub fn parse_retry_after(headers: &Headers, now_secs: f64) -> Option<f64> {
         return Some(secs);
     }
     let when = httpdate::parse_http_date(ra.trim()).ok()?;
-    let epoch = when.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs_f64();
+    let epoch = when
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_secs_f64();
     Some(epoch - now_secs)
 }
 
@@ -48,7 +54,12 @@ pub fn should_retry_response(status: u16, headers: &Headers) -> bool {
 
 /// The HTTP layer's wait before retry number `retries_taken + 1`.
 /// `random` is a uniform draw in [0, 1).
-pub fn http_retry_delay(retries_taken: u32, headers: Option<&Headers>, now_secs: f64, random: f64) -> Duration {
+pub fn http_retry_delay(
+    retries_taken: u32,
+    headers: Option<&Headers>,
+    now_secs: f64,
+    random: f64,
+) -> Duration {
     if let Some(ra) = headers.and_then(|h| parse_retry_after(h, now_secs)) {
         if ra > 0.0 && ra <= 60.0 {
             return Duration::from_secs_f64(ra);
@@ -68,7 +79,9 @@ pub fn holder_retry_delay(attempt: u32, start_secs: f64, now_secs: f64) -> Optio
         return None;
     }
     let wait = 2f64.powi(attempt.min(30) as i32).min(30.0);
-    let wait = wait.min(start_secs + HOLDER_RETRY_WINDOW_SECS - now_secs).max(0.0);
+    let wait = wait
+        .min(start_secs + HOLDER_RETRY_WINDOW_SECS - now_secs)
+        .max(0.0);
     Some(Duration::from_secs_f64(wait))
 }
 
@@ -113,7 +126,8 @@ impl Default for SamplingRetryConfig {
 impl SamplingRetryConfig {
     /// The wait before retry `attempt + 1` (`attempt` counts from 0).
     pub fn delay(&self, attempt: u32, random: f64) -> Duration {
-        let d = (self.retry_delay_base * 2f64.powi(attempt.min(1000) as i32)).min(self.retry_delay_max);
+        let d =
+            (self.retry_delay_base * 2f64.powi(attempt.min(1000) as i32)).min(self.retry_delay_max);
         let jitter = d * self.jitter_factor * (2.0 * random - 1.0);
         Duration::from_secs_f64((d + jitter).clamp(0.0, self.retry_delay_max))
     }
@@ -157,34 +171,67 @@ mod tests {
     use super::*;
 
     fn h(pairs: &[(&str, &str)]) -> Headers {
-        Headers(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+        Headers(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
     }
 
     #[test]
     fn retry_after_forms() {
-        assert_eq!(parse_retry_after(&h(&[("retry-after-ms", "1500")]), 0.0), Some(1.5));
-        assert_eq!(parse_retry_after(&h(&[("Retry-After", "2.5")]), 0.0), Some(2.5));
+        assert_eq!(
+            parse_retry_after(&h(&[("retry-after-ms", "1500")]), 0.0),
+            Some(1.5)
+        );
+        assert_eq!(
+            parse_retry_after(&h(&[("Retry-After", "2.5")]), 0.0),
+            Some(2.5)
+        );
         // An HTTP date 3 s in the future.
         let now = 1_700_000_000.0;
-        let date = httpdate::fmt_http_date(std::time::UNIX_EPOCH + Duration::from_secs_f64(now + 3.0));
-        assert_eq!(parse_retry_after(&h(&[("retry-after", &date)]), now), Some(3.0));
+        let date =
+            httpdate::fmt_http_date(std::time::UNIX_EPOCH + Duration::from_secs_f64(now + 3.0));
+        assert_eq!(
+            parse_retry_after(&h(&[("retry-after", &date)]), now),
+            Some(3.0)
+        );
         assert_eq!(parse_retry_after(&h(&[("retry-after", "soon")]), now), None);
         // retry-after-ms wins over retry-after; a bad ms value falls through.
-        assert_eq!(parse_retry_after(&h(&[("retry-after", "9"), ("retry-after-ms", "100")]), 0.0), Some(0.1));
-        assert_eq!(parse_retry_after(&h(&[("retry-after", "9"), ("retry-after-ms", "x")]), 0.0), Some(9.0));
+        assert_eq!(
+            parse_retry_after(&h(&[("retry-after", "9"), ("retry-after-ms", "100")]), 0.0),
+            Some(0.1)
+        );
+        assert_eq!(
+            parse_retry_after(&h(&[("retry-after", "9"), ("retry-after-ms", "x")]), 0.0),
+            Some(9.0)
+        );
     }
 
     #[test]
     fn http_delay_honours_server_hint_only_in_range() {
         let hint = h(&[("retry-after", "7")]);
-        assert_eq!(http_retry_delay(0, Some(&hint), 0.0, 0.5), Duration::from_secs(7));
+        assert_eq!(
+            http_retry_delay(0, Some(&hint), 0.0, 0.5),
+            Duration::from_secs(7)
+        );
         let too_long = h(&[("retry-after", "61")]);
         // Falls back to exponential: 0.5 * 2^2 = 2 s, jitter factor (1 - 0.25 * 0) = 1.
-        assert_eq!(http_retry_delay(2, Some(&too_long), 0.0, 0.0), Duration::from_secs(2));
+        assert_eq!(
+            http_retry_delay(2, Some(&too_long), 0.0, 0.0),
+            Duration::from_secs(2)
+        );
         let zero = h(&[("retry-after", "0")]);
-        assert_eq!(http_retry_delay(0, Some(&zero), 0.0, 0.0), Duration::from_millis(500));
+        assert_eq!(
+            http_retry_delay(0, Some(&zero), 0.0, 0.0),
+            Duration::from_millis(500)
+        );
         // Capped at 10 s; maximal jitter takes 25 % off.
-        assert_eq!(http_retry_delay(10, None, 0.0, 0.0), Duration::from_secs(10));
+        assert_eq!(
+            http_retry_delay(10, None, 0.0, 0.0),
+            Duration::from_secs(10)
+        );
         let d = http_retry_delay(10, None, 0.0, 0.999_999).as_secs_f64();
         assert!((7.5..7.51).contains(&d), "{d}");
     }
@@ -196,16 +243,31 @@ mod tests {
         assert!(should_retry_response(429, &h(&[])));
         assert!(should_retry_response(502, &h(&[])));
         assert!(!should_retry_response(400, &h(&[])));
-        assert!(!should_retry_response(503, &h(&[("x-should-retry", "false")])));
-        assert!(should_retry_response(400, &h(&[("x-should-retry", "true")])));
+        assert!(!should_retry_response(
+            503,
+            &h(&[("x-should-retry", "false")])
+        ));
+        assert!(should_retry_response(
+            400,
+            &h(&[("x-should-retry", "true")])
+        ));
     }
 
     #[test]
     fn holder_window() {
-        assert_eq!(holder_retry_delay(0, 0.0, 0.0), Some(Duration::from_secs(1)));
-        assert_eq!(holder_retry_delay(6, 0.0, 10.0), Some(Duration::from_secs(30)));
+        assert_eq!(
+            holder_retry_delay(0, 0.0, 0.0),
+            Some(Duration::from_secs(1))
+        );
+        assert_eq!(
+            holder_retry_delay(6, 0.0, 10.0),
+            Some(Duration::from_secs(30))
+        );
         // Never sleeps past the window.
-        assert_eq!(holder_retry_delay(6, 0.0, 290.0), Some(Duration::from_secs(10)));
+        assert_eq!(
+            holder_retry_delay(6, 0.0, 290.0),
+            Some(Duration::from_secs(10))
+        );
         assert_eq!(holder_retry_delay(0, 0.0, 300.0), None);
     }
 

@@ -143,7 +143,11 @@ pub struct Semaphore(Rc<RefCell<SemInner>>);
 impl Semaphore {
     /// A semaphore with `permits` permits.
     pub fn new(permits: usize) -> Self {
-        Semaphore(Rc::new(RefCell::new(SemInner { permits, queue: VecDeque::new(), next_id: 0 })))
+        Semaphore(Rc::new(RefCell::new(SemInner {
+            permits,
+            queue: VecDeque::new(),
+            next_id: 0,
+        })))
     }
     /// Permits currently available.
     pub fn available(&self) -> usize {
@@ -151,7 +155,11 @@ impl Semaphore {
     }
     /// Waits for a permit; it is returned when the [`Permit`] drops.
     pub fn acquire(&self) -> Acquire {
-        Acquire { sem: self.0.clone(), id: None, done: false }
+        Acquire {
+            sem: self.0.clone(),
+            id: None,
+            done: false,
+        }
     }
 }
 
@@ -243,7 +251,10 @@ pub struct BytesSemaphore(Rc<RefCell<BytesInner>>);
 impl BytesSemaphore {
     /// A budget of `max_bytes`.
     pub fn new(max_bytes: i64) -> Self {
-        BytesSemaphore(Rc::new(RefCell::new(BytesInner { budget: max_bytes, wakers: Vec::new() })))
+        BytesSemaphore(Rc::new(RefCell::new(BytesInner {
+            budget: max_bytes,
+            wakers: Vec::new(),
+        })))
     }
     /// Remaining budget (may be negative).
     pub fn remaining(&self) -> i64 {
@@ -365,7 +376,10 @@ impl<T: Clone> AsyncOnce<T> {
                     match result {
                         Ok(v) => {
                             guard.0 = None;
-                            let prev = std::mem::replace(&mut *self.0.borrow_mut(), OnceState::Ready(v.clone()));
+                            let prev = std::mem::replace(
+                                &mut *self.0.borrow_mut(),
+                                OnceState::Ready(v.clone()),
+                            );
                             if let OnceState::Running(wakers) = prev {
                                 wakers.into_iter().for_each(Waker::wake);
                             }
@@ -428,11 +442,14 @@ mod tests {
             let t = CancelToken::new();
             let e = Event::new();
             let (t2, e2) = (t.clone(), e.clone());
-            let r = select(Box::pin(t.cancelled()), Box::pin(async move {
-                e2.set();
-                t2.cancel();
-                futures_util::future::pending::<()>().await
-            }))
+            let r = select(
+                Box::pin(t.cancelled()),
+                Box::pin(async move {
+                    e2.set();
+                    t2.cancel();
+                    futures_util::future::pending::<()>().await
+                }),
+            )
             .await;
             assert!(matches!(r, Either::Left(_)));
             assert!(e.is_set());
@@ -470,8 +487,15 @@ mod tests {
     fn async_once_retries_after_failure() {
         futures_executor::block_on(async {
             let once: AsyncOnce<u32> = AsyncOnce::new();
-            assert_eq!(once.get_or_try_init(|| async { Err::<u32, _>("boom") }).await, Err("boom"));
-            assert_eq!(once.get_or_try_init(|| async { Ok::<_, &str>(3) }).await, Ok(3));
+            assert_eq!(
+                once.get_or_try_init(|| async { Err::<u32, _>("boom") })
+                    .await,
+                Err("boom")
+            );
+            assert_eq!(
+                once.get_or_try_init(|| async { Ok::<_, &str>(3) }).await,
+                Ok(3)
+            );
             assert_eq!(once.get(), Some(3));
         });
     }

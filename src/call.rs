@@ -1,0 +1,98 @@
+//! Per-call options: an abort token and a timeout. They are applied only where
+//! stopping is safe (waiting for a turn, polling for a result, sleeping between
+//! retries), never in the middle of a submission, so an aborted call never leaves
+//! the server with a half-known request.
+
+use std::future::Future;
+use std::time::Duration;
+
+use futures_util::future::{select, Either};
+
+use crate::error::{Error, Result};
+use crate::platform::Env;
+use crate::sync::CancelToken;
+
+/// Options every SDK call accepts.
+#[derive(Clone, Default, Debug)]
+pub struct CallOptions {
+    /// Aborts the call (JS `AbortSignal`).
+    pub cancel: Option<CancelToken>,
+    /// Gives up after this long.
+    pub timeout: Option<Duration>,
+}
+
+/// A call's stop conditions, fixed when the call starts.
+#[derive(Clone)]
+pub struct Guard {
+    env: Env,
+    cancel: Option<CancelToken>,
+    deadline_ms: Option<f64>,
+    what: String,
+}
+
+impl Guard {
+    /// Starts the clock for `what`.
+    pub fn new(env: &Env, opts: &CallOptions, what: impl Into<String>) -> Self {
+        Guard {
+            env: env.clone(),
+            cancel: opts.cancel.clone(),
+            deadline_ms: opts
+                .timeout
+                .map(|t| env.now_ms() + t.as_secs_f64() * 1000.0),
+            what: what.into(),
+        }
+    }
+
+    /// Fails now if already aborted or past the deadline.
+    pub fn check(&self) -> Result<()> {
+        if self.cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
+            return Err(self.aborted());
+        }
+        if self.deadline_ms.is_some_and(|d| self.env.now_ms() >= d) {
+            return Err(self.timed_out());
+        }
+        Ok(())
+    }
+
+    /// The error for an abort.
+    pub fn aborted(&self) -> Error {
+        Error::Aborted {
+            message: format!("{} was aborted", self.what),
+        }
+    }
+
+    fn timed_out(&self) -> Error {
+        Error::Timeout {
+            message: format!("{} timed out", self.what),
+        }
+    }
+
+    /// Runs `fut` unless the call is aborted or times out first (then `fut` is dropped).
+    pub async fn run<T>(&self, fut: impl Future<Output = Result<T>>) -> Result<T> {
+        self.check()?;
+        let cancelled = async {
+            match &self.cancel {
+                Some(c) => c.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let expired = async {
+            match self.deadline_ms {
+                Some(d) => {
+                    self.env
+                        .sleep(Duration::from_secs_f64(
+                            ((d - self.env.now_ms()) / 1000.0).max(0.0),
+                        ))
+                        .await
+                }
+                None => std::future::pending().await,
+            }
+        };
+        futures_util::pin_mut!(fut, cancelled, expired);
+        match select(fut, select(cancelled, expired)).await {
+            Either::Left((r, _)) => r,
+            Either::Right((Either::Left(_), _)) => Err(self.aborted()),
+            Either::Right((Either::Right(_), _)) => Err(self.timed_out()),
+        }
+    }
+}

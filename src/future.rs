@@ -1,0 +1,258 @@
+//! Polling a server-side future (`POST /api/v1/retrieve_future`) exactly as the Python
+//! SDK 0.38 does (`api_future_impl.py`):
+//!
+//! * a protobuf body is the result; JSON `try_again` re-polls at once (reporting the
+//!   queue state); `complete_metadata` reserves the payload size from the in-flight
+//!   budget and re-polls for the payload (once); `{"error": …}` fails with its category;
+//!   any other JSON is the result (rejected for types that must come as protobuf);
+//! * HTTP 408 and 5xx re-poll at once (a 408 body's queue state is reported); 429 and
+//!   connection errors wait `min(2ᶜ, 30)` s; a bare 400 is retried 3 times; 402 pauses
+//!   while billing allows; 410 means the result expired; other statuses fail.
+//!
+//! Unlike Python, an unparseable 200 body is re-polled (within the 400 budget) instead
+//! of failing at once: polling is idempotent, and a proxy can mangle one answer.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::error::{Error, ErrorCategory, Result};
+use crate::http::Req;
+use crate::retry::{poll_backoff_delay, BILLING_PAUSE_SLEEP};
+use crate::session::Holder;
+use crate::sync::BytesPermit;
+
+const MAX_BAD_REQUEST_RETRIES: u32 = 3;
+const POLL_TIMEOUT: Duration = Duration::from_secs(45);
+
+/// Queue state reported by the server while a request waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueState {
+    /// Running or about to.
+    Active,
+    /// Paused: a rate limit (e.g. concurrent training clients).
+    PausedRateLimit,
+    /// Paused: the backend is short on capacity.
+    PausedCapacity,
+    /// Not stated.
+    Unknown,
+}
+
+impl QueueState {
+    /// Parses the wire value.
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "active" => QueueState::Active,
+            "paused_rate_limit" => QueueState::PausedRateLimit,
+            "paused_capacity" => QueueState::PausedCapacity,
+            _ => QueueState::Unknown,
+        }
+    }
+    /// The wire value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueueState::Active => "active",
+            QueueState::PausedRateLimit => "paused_rate_limit",
+            QueueState::PausedCapacity => "paused_capacity",
+            QueueState::Unknown => "unknown",
+        }
+    }
+}
+
+/// Called with queue-state changes while polling.
+pub type QueueObserver<'a> = &'a dyn Fn(QueueState, Option<&str>);
+
+/// What to poll and how.
+pub struct Poll<'a> {
+    /// The server's request id.
+    pub request_id: &'a str,
+    /// `X-Tinker-Request-Type` (`ForwardBackward`, `Sample`, …).
+    pub request_type: &'static str,
+    /// Whether the result comes as protobuf (`ForwardBackwardOutput`, `SampleResponse`).
+    pub proto: bool,
+    /// Seconds between starting the submit and starting to poll.
+    pub submit_roundtrip_secs: f64,
+    /// The public SDK method (`x-sdk-method`).
+    pub sdk_method: Option<&'static str>,
+    /// Queue-state observer.
+    pub observer: Option<QueueObserver<'a>>,
+    /// A payload size announced by the session poller (skips the metadata round trip).
+    pub known_payload_size: Option<u64>,
+}
+
+/// A future's result.
+#[derive(Debug, Clone)]
+pub enum Payload {
+    /// A JSON result.
+    Json(Value),
+    /// A protobuf result.
+    Proto(Vec<u8>),
+}
+
+/// Polls until the future resolves.
+pub async fn retrieve(holder: &Holder, p: Poll<'_>) -> Result<Payload> {
+    let mut allow_metadata_only = true;
+    let mut conn_retries = 0u32;
+    let mut bad_requests = 0u32;
+    let mut _reserved: Option<BytesPermit> = None;
+    if let Some(size) = p.known_payload_size.filter(|s| *s > 0) {
+        allow_metadata_only = false;
+        _reserved = Some(holder.inflight_bytes.acquire(size as i64).await);
+    }
+    let notify = |qs: QueueState, reason: Option<&str>| {
+        if let Some(o) = p.observer {
+            o(qs, reason);
+        }
+    };
+    let mut iteration: u64 = 0;
+    loop {
+        let mut req = Req::post_json(
+            "/api/v1/retrieve_future",
+            &json!({ "request_id": p.request_id, "allow_metadata_only": allow_metadata_only }),
+        )
+        .retries(0)
+        .timeout(POLL_TIMEOUT)
+        .method_name(p.sdk_method)
+        .header("X-Tinker-Request-Iteration", iteration.to_string())
+        .header("X-Tinker-Request-Type", p.request_type);
+        if p.proto {
+            req = req.header("Accept", "application/x-protobuf");
+        }
+        if iteration == 0 {
+            req = req.header(
+                "X-Tinker-Create-Promise-Roundtrip-Time",
+                p.submit_roundtrip_secs.to_string(),
+            );
+        }
+        iteration += 1;
+        let resp = match holder.http.send(req).await {
+            Ok(r) => r,
+            Err(Error::Status(s)) => {
+                if s.status == 402 && holder.should_pause_on_billing(402) {
+                    holder.env.sleep(BILLING_PAUSE_SLEEP).await;
+                    continue;
+                }
+                if s.status != 429 {
+                    conn_retries = 0;
+                }
+                match s.status {
+                    408 => {
+                        if let Some(body) = s.body.as_ref().filter(|b| b.is_object()) {
+                            bad_requests = 0;
+                            if let Some(qs) = body
+                                .get("queue_state")
+                                .and_then(Value::as_str)
+                                .filter(|q| !q.is_empty())
+                            {
+                                notify(
+                                    QueueState::parse(qs),
+                                    body.get("queue_state_reason").and_then(Value::as_str),
+                                );
+                            }
+                        }
+                        continue;
+                    }
+                    500..=599 => continue,
+                    410 => {
+                        return Err(Error::FutureExpired {
+                            request_id: p.request_id.to_string(),
+                        })
+                    }
+                    429 => {
+                        holder.env.sleep(poll_backoff_delay(conn_retries)).await;
+                        conn_retries += 1;
+                        continue;
+                    }
+                    400 if bad_requests < MAX_BAD_REQUEST_RETRIES => {
+                        bad_requests += 1;
+                        continue;
+                    }
+                    _ => return Err(Error::Status(s)),
+                }
+            }
+            Err(Error::Connection { .. } | Error::Timeout { .. }) => {
+                holder.env.sleep(poll_backoff_delay(conn_retries)).await;
+                conn_retries += 1;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        conn_retries = 0;
+        if resp
+            .headers
+            .get("content-type")
+            .is_some_and(|ct| ct.contains("application/x-protobuf"))
+        {
+            if !p.proto {
+                return Err(Error::InvalidResponse {
+                    message: format!(
+                        "request {}: protobuf result for a {} request, which has a JSON result",
+                        p.request_id, p.request_type
+                    ),
+                });
+            }
+            notify(QueueState::Active, None);
+            return Ok(Payload::Proto(resp.body));
+        }
+        let body: Value = match serde_json::from_slice(&resp.body) {
+            Ok(v @ Value::Object(_)) => v,
+            _ if bad_requests < MAX_BAD_REQUEST_RETRIES => {
+                bad_requests += 1;
+                continue;
+            }
+            _ => {
+                let shown =
+                    String::from_utf8_lossy(&resp.body[..resp.body.len().min(200)]).into_owned();
+                return Err(Error::InvalidResponse {
+                    message: format!(
+                        "request {}: unparseable result body {shown:?}",
+                        p.request_id
+                    ),
+                });
+            }
+        };
+        if body.get("type").and_then(Value::as_str) == Some("try_again") {
+            let qs = QueueState::parse(
+                body.get("queue_state")
+                    .and_then(Value::as_str)
+                    .unwrap_or(""),
+            );
+            let reason = body.get("queue_state_reason").and_then(Value::as_str);
+            if qs != QueueState::Unknown || reason.is_some() {
+                notify(qs, reason);
+            }
+            continue;
+        }
+        if body.get("status").and_then(Value::as_str) == Some("complete_metadata") {
+            if !allow_metadata_only {
+                return Err(Error::InvalidResponse {
+                    message: format!(
+                        "request {}: the server sent a metadata-only answer twice",
+                        p.request_id
+                    ),
+                });
+            }
+            allow_metadata_only = false;
+            let size = body
+                .get("response_payload_size")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            _reserved = Some(holder.inflight_bytes.acquire(size as i64).await);
+            continue;
+        }
+        if let Some(err) = body.get("error") {
+            notify(QueueState::Active, None);
+            let message = err.as_str().map_or_else(|| err.to_string(), str::to_string);
+            return Err(Error::RequestFailed {
+                message,
+                request_id: p.request_id.to_string(),
+                category: ErrorCategory::parse(body.get("category").and_then(Value::as_str)),
+            });
+        }
+        if p.proto {
+            return Err(Error::InvalidResponse { message: format!("request {}: the server returned JSON for a {} result, which this client only accepts as protobuf (the server predates protobuf results)", p.request_id, p.request_type) });
+        }
+        notify(QueueState::Active, None);
+        return Ok(Payload::Json(body));
+    }
+}

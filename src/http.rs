@@ -1,0 +1,580 @@
+//! The HTTP layer: one request with the Python SDK's (Stainless) retry rules, its
+//! idempotency key, headers, and authentication (an API key, or a short-lived JWT the
+//! server issues in exchange for it).
+//!
+//! Retries: connection errors, timeouts, and responses the server marks retryable
+//! (`x-should-retry: true`, or 408/409/429/5xx unless `x-should-retry: false`), up to
+//! `max_retries` times, waiting what `retry-after-ms`/`retry-after` ask (when in
+//! (0, 60] s) or `min(0.5·2ⁿ, 10)` s less up to 25 % jitter. Non-GET requests carry one
+//! `X-Idempotency-Key` across all retries.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::config::{join_url, ClientOptions, LogLevel, PROTOCOL_SDK_VERSION};
+use crate::error::{Error, Result};
+use crate::platform::{
+    now_secs, uuid4, Env, Headers, HttpRequest, HttpResponse, Method, TransportError,
+};
+use crate::retry::{http_retry_delay, should_retry_response};
+use crate::sync::{CancelToken, Semaphore};
+use crate::types::InputError;
+
+/// One logical API call (retried as a unit by the HTTP layer).
+#[derive(Debug, Clone)]
+pub struct Req {
+    /// Method.
+    pub method: Method,
+    /// Endpoint path (`/api/v1/...`) or an absolute URL.
+    pub path: String,
+    /// Query parameters.
+    pub query: Vec<(String, String)>,
+    /// Body bytes.
+    pub body: Option<Vec<u8>>,
+    /// `Content-Type` of the body.
+    pub content_type: Option<&'static str>,
+    /// Extra headers.
+    pub headers: Vec<(String, String)>,
+    /// Override of the client's retry count.
+    pub max_retries: Option<u32>,
+    /// Override of the client's timeout.
+    pub timeout: Option<Duration>,
+    /// A fixed idempotency key (else one per call for non-GET).
+    pub idempotency_key: Option<String>,
+    /// The public SDK method this call belongs to (`x-sdk-method`).
+    pub sdk_method: Option<&'static str>,
+}
+
+impl Req {
+    /// A request without a body.
+    pub fn new(method: Method, path: impl Into<String>) -> Self {
+        Req {
+            method,
+            path: path.into(),
+            query: vec![],
+            body: None,
+            content_type: None,
+            headers: vec![],
+            max_retries: None,
+            timeout: None,
+            idempotency_key: None,
+            sdk_method: None,
+        }
+    }
+    /// A POST with a JSON body.
+    pub fn post_json(path: impl Into<String>, body: &impl Serialize) -> Self {
+        Req::new(Method::Post, path).json(body)
+    }
+    /// Sets a JSON body.
+    pub fn json(mut self, body: &impl Serialize) -> Self {
+        self.body = Some(serde_json::to_vec(body).expect("request bodies serialize"));
+        self.content_type = Some("application/json");
+        self
+    }
+    /// Adds a query parameter.
+    pub fn query(mut self, k: &str, v: impl ToString) -> Self {
+        self.query.push((k.to_string(), v.to_string()));
+        self
+    }
+    /// Adds a header.
+    pub fn header(mut self, k: &str, v: impl Into<String>) -> Self {
+        self.headers.push((k.to_string(), v.into()));
+        self
+    }
+    /// Overrides the retry count.
+    pub fn retries(mut self, n: u32) -> Self {
+        self.max_retries = Some(n);
+        self
+    }
+    /// Overrides the timeout.
+    pub fn timeout(mut self, d: Duration) -> Self {
+        self.timeout = Some(d);
+        self
+    }
+    /// Tags the call with its public SDK method.
+    pub fn method_name(mut self, m: Option<&'static str>) -> Self {
+        self.sdk_method = m;
+        self
+    }
+}
+
+/// Percent-encodes a query component.
+fn enc(s: &str) -> String {
+    crate::paths::quote(s)
+}
+
+/// How requests are authenticated.
+#[derive(Clone)]
+pub enum Credential {
+    /// A static API key (or a caller-supplied JWT).
+    Key(String),
+    /// A server-issued JWT obtained by exchanging the API key.
+    Jwt(Rc<JwtProvider>),
+}
+
+impl Credential {
+    async fn token(&self) -> Result<String> {
+        match self {
+            Credential::Key(k) => Ok(k.clone()),
+            // Boxed: the exchange itself goes through `Http::send` (with a key credential).
+            Credential::Jwt(j) => {
+                let fut: futures_util::future::LocalBoxFuture<'_, Result<String>> =
+                    Box::pin(j.get_token());
+                fut.await
+            }
+        }
+    }
+}
+
+/// Sends API calls.
+#[derive(Clone)]
+pub struct Http {
+    /// The platform.
+    pub env: Env,
+    /// Client options (base URL, retries, timeout, headers, logger).
+    pub opts: Rc<ClientOptions>,
+    credential: Credential,
+}
+
+fn is_invalid_token(r: &HttpResponse) -> bool {
+    r.status == 401
+        && r.headers
+            .get("www-authenticate")
+            .is_some_and(|v| v.contains("error=\"invalid_token\""))
+}
+
+impl Http {
+    /// An HTTP layer authenticating with `credential`.
+    pub fn new(env: Env, opts: Rc<ClientOptions>, credential: Credential) -> Self {
+        Http {
+            env,
+            opts,
+            credential,
+        }
+    }
+
+    /// The same layer with another credential.
+    pub fn with_credential(&self, credential: Credential) -> Self {
+        Http {
+            env: self.env.clone(),
+            opts: self.opts.clone(),
+            credential,
+        }
+    }
+
+    /// The credential in use.
+    pub fn credential(&self) -> &Credential {
+        &self.credential
+    }
+
+    fn url(&self, req: &Req) -> String {
+        let mut url = join_url(&self.opts.base_url, &req.path);
+        for (i, (k, v)) in req.query.iter().enumerate() {
+            url.push(if i == 0 && !url.contains('?') {
+                '?'
+            } else {
+                '&'
+            });
+            url.push_str(&enc(k));
+            url.push('=');
+            url.push_str(&enc(v));
+        }
+        url
+    }
+
+    fn build(&self, req: &Req, retries_taken: u32, idem: Option<&str>, token: &str) -> HttpRequest {
+        let mut h = Headers::default();
+        h.set("Accept", "application/json");
+        if let Some(ct) = req.content_type {
+            h.set("Content-Type", ct);
+        }
+        if let Some(ua) = &self.opts.user_agent {
+            h.set("User-Agent", ua.clone());
+        }
+        if let Some(k) = idem {
+            h.set("X-Idempotency-Key", k);
+        }
+        h.set("x-stainless-retry-count", retries_taken.to_string());
+        h.set("x-sdk-version", PROTOCOL_SDK_VERSION);
+        if let Some(m) = req.sdk_method {
+            h.set("x-sdk-method", m);
+        }
+        for (k, v) in &self.opts.default_headers {
+            h.set(k, v.clone());
+        }
+        for (k, v) in &req.headers {
+            h.set(k, v.clone());
+        }
+        h.set("X-API-Key", token);
+        HttpRequest {
+            method: req.method,
+            url: self.url(req),
+            headers: h,
+            body: req.body.clone(),
+            timeout: Some(req.timeout.unwrap_or(self.opts.timeout)),
+        }
+    }
+
+    /// Sends `req`, retrying per the HTTP layer's rules. Returns a 2xx response or the
+    /// error that ended the attempts.
+    pub async fn send(&self, req: Req) -> Result<HttpResponse> {
+        let max_retries = req.max_retries.unwrap_or(self.opts.max_retries);
+        let idem = if req.method != Method::Get {
+            Some(
+                req.idempotency_key
+                    .clone()
+                    .unwrap_or_else(|| format!("tinker-wasm-retry-{}", uuid4(&*self.env))),
+            )
+        } else {
+            None
+        };
+        let mut retries_taken = 0u32;
+        loop {
+            let token = self.credential.token().await?;
+            let mut result = self
+                .env
+                .send(self.build(&req, retries_taken, idem.as_deref(), &token))
+                .await;
+            if let (Ok(r), Credential::Jwt(jwt)) = (&result, &self.credential) {
+                if is_invalid_token(r) {
+                    // The server rejected this JWT itself: replace it and replay once.
+                    let replace: futures_util::future::LocalBoxFuture<'_, Result<String>> =
+                        Box::pin(jwt.replace(&token));
+                    let fresh = replace.await?;
+                    result = self
+                        .env
+                        .send(self.build(&req, retries_taken, idem.as_deref(), &fresh))
+                        .await;
+                }
+            }
+            let can_retry = retries_taken < max_retries;
+            match result {
+                Err(e) => {
+                    if can_retry {
+                        self.env
+                            .sleep(http_retry_delay(
+                                retries_taken,
+                                None,
+                                now_secs(&*self.env),
+                                self.env.random(),
+                            ))
+                            .await;
+                        retries_taken += 1;
+                        continue;
+                    }
+                    return Err(match e {
+                        TransportError::Timeout => Error::Timeout {
+                            message: format!("{} {} timed out", req.method.as_str(), req.path),
+                        },
+                        TransportError::Connection(m) => Error::Connection {
+                            message: format!("{} {}: {m}", req.method.as_str(), req.path),
+                        },
+                    });
+                }
+                Ok(r) => {
+                    if let Some(note) = r.headers.get("x-deprecation-note") {
+                        let level = if r
+                            .headers
+                            .get("x-deprecation-level")
+                            .is_some_and(|l| l.trim().eq_ignore_ascii_case("error"))
+                        {
+                            LogLevel::Error
+                        } else {
+                            LogLevel::Warn
+                        };
+                        self.opts.log(level, &format!("Deprecation notice: {note}"));
+                    }
+                    if (200..300).contains(&r.status) {
+                        return Ok(r);
+                    }
+                    if can_retry && should_retry_response(r.status, &r.headers) {
+                        self.env
+                            .sleep(http_retry_delay(
+                                retries_taken,
+                                Some(&r.headers),
+                                now_secs(&*self.env),
+                                self.env.random(),
+                            ))
+                            .await;
+                        retries_taken += 1;
+                        continue;
+                    }
+                    return Err(Error::from_response(r.status, &r.headers, &r.body));
+                }
+            }
+        }
+    }
+
+    /// Sends `req` and parses a JSON response body.
+    pub async fn json<T: DeserializeOwned>(&self, req: Req) -> Result<T> {
+        let path = req.path.clone();
+        let r = self.send(req).await?;
+        parse_json(&r.body, &path)
+    }
+}
+
+/// Parses a JSON body, or reports what the server sent.
+pub fn parse_json<T: DeserializeOwned>(body: &[u8], what: &str) -> Result<T> {
+    serde_json::from_slice(body).map_err(|e| {
+        let shown = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
+        Error::InvalidResponse {
+            message: format!("unexpected response from {what}: {e} (body: {shown:?})"),
+        }
+    })
+}
+
+// ---------------------------------------------------------------------------------
+// JWT
+
+/// The claims of a JWT (payload decoded without verifying the signature, as the
+/// Python SDK does for tokens it received from the server).
+pub fn jwt_claims(
+    jwt: &str,
+) -> std::result::Result<serde_json::Map<String, serde_json::Value>, String> {
+    let payload = jwt.split('.').nth(1).ok_or("not a JWT (no payload)")?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .map_err(|e| format!("bad JWT payload: {e}"))?;
+    match serde_json::from_slice(&bytes) {
+        Ok(serde_json::Value::Object(m)) => Ok(m),
+        _ => Err("JWT payload is not a JSON object".into()),
+    }
+}
+
+fn claim_f64(c: &serde_json::Map<String, serde_json::Value>, k: &str) -> Option<f64> {
+    c.get(k).and_then(|v| {
+        v.as_f64()
+            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+    })
+}
+
+/// Seconds until `jwt` expires (0 when it cannot be parsed; negative when expired).
+pub fn seconds_until_expiry(jwt: &str, now_secs: f64) -> f64 {
+    jwt_claims(jwt)
+        .ok()
+        .and_then(|c| claim_f64(&c, "exp"))
+        .map_or(0.0, |exp| exp - now_secs)
+}
+
+/// When to refresh a JWT after receiving it: half its `exp − iat` lifetime ±10 %,
+/// or 60 s if the lifetime cannot be read.
+pub fn refresh_delay(jwt: &str, random: f64) -> Duration {
+    let lifetime = jwt_claims(jwt)
+        .ok()
+        .and_then(|c| Some(claim_f64(&c, "exp")? - claim_f64(&c, "iat")?));
+    match lifetime {
+        Some(l) if l > 0.0 => Duration::from_secs_f64(l * (0.45 + 0.1 * random)),
+        _ => Duration::from_secs(60),
+    }
+}
+
+/// Checks a credential before use: the `tml-` / `eyJ` prefix, and a JWT given as the
+/// key must parse and be unexpired.
+pub fn check_api_key(key: &str, now_secs: f64) -> std::result::Result<(), InputError> {
+    if key.starts_with("eyJ") {
+        let claims = jwt_claims(key).map_err(|e| {
+            InputError::type_error("apiKey", format!("the JWT API key is malformed: {e}"))
+        })?;
+        if claim_f64(&claims, "exp").is_some_and(|exp| exp <= now_secs) {
+            return Err(InputError::type_error(
+                "apiKey",
+                "the JWT API key has expired",
+            ));
+        }
+        return Ok(());
+    }
+    if !key.starts_with("tml-") {
+        return Err(InputError::type_error(
+            "apiKey",
+            "the API key must start with \"tml-\"",
+        ));
+    }
+    Ok(())
+}
+
+#[derive(serde::Deserialize)]
+struct AuthTokenResponse {
+    jwt: String,
+}
+
+const REFRESH_ON_DEMAND_SECS: f64 = 60.0;
+const RETRY_DELAY: Duration = Duration::from_secs(60);
+
+/// Exchanges the API key for short-lived JWTs (`POST /api/v1/auth/token`) and keeps a
+/// fresh one: lazily on first use, on demand when ≤ 60 s remain, in the background at
+/// about half its lifetime, and once more when the server rejects one as
+/// `invalid_token`. Concurrent refreshes share one exchange.
+pub struct JwtProvider {
+    exchange: Http,
+    token: RefCell<String>,
+    lock: Semaphore,
+    refresh_running: Cell<bool>,
+    background: bool,
+    stop: CancelToken,
+}
+
+impl JwtProvider {
+    /// A provider exchanging through `exchange` (authenticated with the API key).
+    /// `background` allows the refresh timer.
+    pub fn new(exchange: Http, background: bool) -> Rc<Self> {
+        Rc::new(JwtProvider {
+            exchange,
+            token: RefCell::new(String::new()),
+            lock: Semaphore::new(1),
+            refresh_running: Cell::new(false),
+            background,
+            stop: CancelToken::new(),
+        })
+    }
+
+    fn now(&self) -> f64 {
+        now_secs(&*self.exchange.env)
+    }
+
+    fn fresh(&self) -> Option<String> {
+        let t = self.token.borrow();
+        (!t.is_empty() && seconds_until_expiry(&t, self.now()) > REFRESH_ON_DEMAND_SECS)
+            .then(|| t.clone())
+    }
+
+    /// A valid token, exchanging if none is fresh.
+    pub async fn get_token(self: &Rc<Self>) -> Result<String> {
+        if let Some(t) = self.fresh() {
+            return Ok(t);
+        }
+        let _permit = self.lock.acquire().await;
+        if let Some(t) = self.fresh() {
+            return Ok(t);
+        }
+        match self.fetch().await {
+            Ok(t) => {
+                if self.background && !self.refresh_running.get() && !self.stop.is_cancelled() {
+                    self.refresh_running.set(true);
+                    let me = self.clone();
+                    let first = t.clone();
+                    self.exchange
+                        .env
+                        .spawn(Box::pin(async move { me.refresh_loop(first).await }));
+                }
+                Ok(t)
+            }
+            Err(e) if e.status() == Some(401) => Err(e),
+            Err(e) => {
+                let cached = self.token.borrow().clone();
+                if cached.is_empty() || seconds_until_expiry(&cached, self.now()) <= 0.0 {
+                    return Err(e);
+                }
+                self.exchange.opts.log(
+                    LogLevel::Warn,
+                    &format!("On-demand JWT refresh failed: {e}"),
+                );
+                Ok(cached)
+            }
+        }
+    }
+
+    /// A token other than `rejected` (one exchange for many concurrent rejections).
+    pub async fn replace(&self, rejected: &str) -> Result<String> {
+        if *self.token.borrow() != rejected {
+            return Ok(self.token.borrow().clone());
+        }
+        let _permit = self.lock.acquire().await;
+        if *self.token.borrow() != rejected {
+            return Ok(self.token.borrow().clone());
+        }
+        self.fetch().await
+    }
+
+    async fn fetch(&self) -> Result<String> {
+        let r: AuthTokenResponse = self
+            .exchange
+            .json(Req::post_json("/api/v1/auth/token", &serde_json::json!({})))
+            .await?;
+        *self.token.borrow_mut() = r.jwt.clone();
+        Ok(r.jwt)
+    }
+
+    async fn refresh_loop(self: Rc<Self>, first: String) {
+        let env = self.exchange.env.clone();
+        let mut delay = refresh_delay(&first, env.random());
+        loop {
+            let stop = self.stop.cancelled();
+            futures_util::pin_mut!(stop);
+            let sleep = env.sleep(delay);
+            if let futures_util::future::Either::Left(_) =
+                futures_util::future::select(stop, sleep).await
+            {
+                break;
+            }
+            let result = {
+                let _permit = self.lock.acquire().await;
+                self.fetch().await
+            };
+            match result {
+                Ok(t) => delay = refresh_delay(&t, env.random()),
+                Err(e) => {
+                    let left = seconds_until_expiry(&self.token.borrow(), self.now());
+                    if e.status() == Some(401)
+                        && left - RETRY_DELAY.as_secs_f64() <= REFRESH_ON_DEMAND_SECS
+                    {
+                        self.exchange.opts.log(
+                            LogLevel::Warn,
+                            &format!("JWT refresh rejected, stopping background refresh: {e}"),
+                        );
+                        break;
+                    }
+                    delay = RETRY_DELAY;
+                }
+            }
+        }
+        self.refresh_running.set(false);
+    }
+
+    /// Stops the background refresh.
+    pub fn close(&self) {
+        self.stop.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jwt(claims: &str) -> String {
+        let b = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        format!("{}.{}.sig", b(r#"{"alg":"none"}"#), b(claims))
+    }
+
+    #[test]
+    fn jwt_expiry_and_refresh_delay() {
+        let t = jwt(r#"{"exp": 1000, "iat": 600, "sub": "u"}"#);
+        assert_eq!(seconds_until_expiry(&t, 900.0), 100.0);
+        assert_eq!(seconds_until_expiry("garbage", 900.0), 0.0);
+        assert_eq!(refresh_delay(&t, 0.0), Duration::from_secs(180));
+        assert_eq!(refresh_delay(&t, 1.0), Duration::from_secs(220));
+        assert_eq!(refresh_delay("x.y.z", 0.5), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn api_key_checks() {
+        assert!(check_api_key("tml-abc", 0.0).is_ok());
+        assert!(check_api_key("sk-abc", 0.0)
+            .unwrap_err()
+            .message
+            .contains("tml-"));
+        assert!(check_api_key(&jwt(r#"{"exp": 10}"#), 100.0)
+            .unwrap_err()
+            .message
+            .contains("expired"));
+        assert!(check_api_key(&jwt(r#"{"exp": 1000}"#), 100.0).is_ok());
+        assert!(check_api_key("eyJnope", 0.0)
+            .unwrap_err()
+            .message
+            .contains("malformed"));
+    }
+}

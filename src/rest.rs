@@ -1,0 +1,635 @@
+//! `RestClient`: training runs, checkpoints, sessions, samplers and weights, as in the
+//! Python SDK 0.38 (`rest_client.py`, `admin_client.py`). Every call goes through the
+//! holder's retries. Results are the server's JSON, unchanged (unknown fields kept).
+//! List calls page by offset (runs, checkpoints, sessions) or cursor (session search);
+//! [`Page`] says how to fetch the next page.
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+use crate::http::{jwt_claims, Credential, Req};
+use crate::paths::{CheckpointType, TinkerPath};
+use crate::platform::{uuid4, Method};
+use crate::session::Holder;
+use crate::types::InputError;
+
+/// Who may see a listed resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccessScope {
+    /// Only the caller's.
+    Owned,
+    /// Everything the caller can access.
+    Accessible,
+}
+
+impl AccessScope {
+    /// The query value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AccessScope::Owned => "owned",
+            AccessScope::Accessible => "accessible",
+        }
+    }
+    /// Parses `owned` / `accessible`.
+    pub fn parse(s: &str) -> Result<Self, InputError> {
+        match s {
+            "owned" => Ok(AccessScope::Owned),
+            "accessible" => Ok(AccessScope::Accessible),
+            other => Err(InputError::range_error(
+                "accessScope",
+                format!("must be \"owned\" or \"accessible\", got {other:?}"),
+            )),
+        }
+    }
+}
+
+/// One page of a list call and how to get the next.
+#[derive(Debug, Clone)]
+pub struct Page {
+    /// The items of this page.
+    pub items: Vec<Value>,
+    /// The whole response.
+    pub raw: Value,
+    /// The offset of the next page, if there is one (offset-paged lists).
+    pub next_offset: Option<u64>,
+    /// The cursor of the next page, if there is one (cursor-paged lists).
+    pub next_cursor: Option<Value>,
+}
+
+/// Where the next page starts: a reported `total_count` decides; otherwise a full page
+/// means there may be more.
+pub fn next_offset(raw: &Value, offset: u64, limit: u64, items: usize) -> Option<u64> {
+    let next = offset + items as u64;
+    match raw
+        .get("cursor")
+        .and_then(|c| c.get("total_count"))
+        .and_then(Value::as_u64)
+    {
+        Some(total) => (next < total && items > 0).then_some(next),
+        None => (items as u64 >= limit && items > 0).then_some(next),
+    }
+}
+
+/// REST access over a (usually session-less) holder.
+#[derive(Clone)]
+pub struct RestClient {
+    holder: Rc<Holder>,
+}
+
+fn check_limit(limit: u64, max: u64) -> Result<(), InputError> {
+    if limit == 0 || limit > max {
+        return Err(InputError::range_error(
+            "limit",
+            format!("must be between 1 and {max}, got {limit}"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_id(field: &str, v: &str) -> Result<(), InputError> {
+    if v.is_empty() || v.contains('/') || v.contains('?') || v.contains('#') {
+        return Err(InputError::type_error(
+            field,
+            format!("must be a non-empty id without '/', '?' or '#', got {v:?}"),
+        ));
+    }
+    Ok(())
+}
+
+impl RestClient {
+    /// A REST client over `holder`.
+    pub fn new(holder: Rc<Holder>) -> Self {
+        RestClient { holder }
+    }
+
+    /// The holder.
+    pub fn holder(&self) -> &Rc<Holder> {
+        &self.holder
+    }
+
+    async fn get(
+        &self,
+        what: &'static str,
+        method: &'static str,
+        path: String,
+        query: Vec<(String, String)>,
+    ) -> Result<Value> {
+        self.holder.ensure_open()?;
+        self.holder.get_json(what, path, query, Some(method)).await
+    }
+
+    async fn send(
+        &self,
+        what: &'static str,
+        method: &'static str,
+        m: Method,
+        path: String,
+        body: Option<Value>,
+    ) -> Result<Value> {
+        self.holder.ensure_open()?;
+        let h = &self.holder;
+        let r = h
+            .with_retries(what, || {
+                let mut r = Req::new(m, path.clone()).method_name(Some(method));
+                if let Some(b) = &body {
+                    r = r.json(b);
+                }
+                h.http.send(r)
+            })
+            .await?;
+        Ok(if r.body.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&r.body).unwrap_or(Value::Null)
+        })
+    }
+
+    /// Models the server offers.
+    pub async fn get_server_capabilities(&self) -> Result<Value> {
+        self.get(
+            "get_server_capabilities",
+            "RestClient.get_server_capabilities",
+            "/api/v1/get_server_capabilities".into(),
+            vec![],
+        )
+        .await
+    }
+
+    /// One training run.
+    pub async fn get_training_run(
+        &self,
+        training_run_id: &str,
+        scope: AccessScope,
+    ) -> Result<Value> {
+        check_id("trainingRunId", training_run_id)?;
+        self.get(
+            "get_training_run",
+            "RestClient.get_training_run",
+            format!("/api/v1/training_runs/{training_run_id}"),
+            vec![("access_scope".into(), scope.as_str().into())],
+        )
+        .await
+    }
+
+    /// The training run a `tinker://` path belongs to.
+    pub async fn get_training_run_by_tinker_path(
+        &self,
+        path: &str,
+        scope: AccessScope,
+    ) -> Result<Value> {
+        let p = TinkerPath::parse(path)?;
+        self.get_training_run(&p.training_run_id, scope).await
+    }
+
+    /// A page of training runs (newest first).
+    pub async fn list_training_runs(
+        &self,
+        limit: u64,
+        offset: u64,
+        scope: AccessScope,
+        project_id: Option<&str>,
+    ) -> Result<Page> {
+        check_limit(limit, 1000)?;
+        let mut q = vec![
+            ("limit".into(), limit.to_string()),
+            ("offset".into(), offset.to_string()),
+            ("access_scope".into(), scope.as_str().into()),
+        ];
+        if let Some(p) = project_id {
+            q.push(("project_id".into(), p.into()));
+        }
+        let raw = self
+            .get(
+                "list_training_runs",
+                "RestClient.list_training_runs",
+                "/api/v1/training_runs".into(),
+                q,
+            )
+            .await?;
+        Ok(offset_page(raw, "training_runs", offset, limit))
+    }
+
+    /// Checkpoints of one training run.
+    pub async fn list_checkpoints(&self, training_run_id: &str) -> Result<Value> {
+        check_id("trainingRunId", training_run_id)?;
+        self.get(
+            "list_checkpoints",
+            "RestClient.list_checkpoints",
+            format!("/api/v1/training_runs/{training_run_id}/checkpoints"),
+            vec![],
+        )
+        .await
+    }
+
+    /// A page of all the caller's checkpoints (newest first).
+    pub async fn list_user_checkpoints(&self, limit: u64, offset: u64) -> Result<Page> {
+        check_limit(limit, 1000)?;
+        let raw = self
+            .get(
+                "list_user_checkpoints",
+                "RestClient.list_user_checkpoints",
+                "/api/v1/checkpoints".into(),
+                vec![
+                    ("limit".into(), limit.to_string()),
+                    ("offset".into(), offset.to_string()),
+                ],
+            )
+            .await?;
+        Ok(offset_page(raw, "checkpoints", offset, limit))
+    }
+
+    fn checkpoint_path(path: &str) -> Result<(TinkerPath, String)> {
+        let p = TinkerPath::parse(path)?;
+        let base = format!(
+            "/api/v1/training_runs/{}/checkpoints/{}",
+            p.training_run_id,
+            p.checkpoint_id()
+        );
+        Ok((p, base))
+    }
+
+    /// Deletes a checkpoint.
+    pub async fn delete_checkpoint(&self, path: &str) -> Result<()> {
+        let (_, base) = Self::checkpoint_path(path)?;
+        self.send(
+            "delete_checkpoint",
+            "RestClient.delete_checkpoint_from_tinker_path",
+            Method::Delete,
+            base,
+            None,
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// Makes a checkpoint public (`true`) or private (`false`).
+    pub async fn set_published(&self, path: &str, public: bool) -> Result<()> {
+        let (_, base) = Self::checkpoint_path(path)?;
+        let (m, name) = if public {
+            (
+                Method::Post,
+                "RestClient.publish_checkpoint_from_tinker_path",
+            )
+        } else {
+            (
+                Method::Delete,
+                "RestClient.unpublish_checkpoint_from_tinker_path",
+            )
+        };
+        self.send(
+            "publish_checkpoint",
+            name,
+            m,
+            format!("{base}/publish"),
+            None,
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// Sets (or, with `None`, removes) a checkpoint's time to live.
+    pub async fn set_checkpoint_ttl(&self, path: &str, ttl_seconds: Option<u64>) -> Result<()> {
+        if ttl_seconds == Some(0) {
+            return Err(InputError::range_error(
+                "ttlSeconds",
+                "must be positive (or null to remove the expiry)",
+            )
+            .into());
+        }
+        let (_, base) = Self::checkpoint_path(path)?;
+        self.send(
+            "set_checkpoint_ttl",
+            "RestClient.set_checkpoint_ttl_from_tinker_path",
+            Method::Put,
+            format!("{base}/ttl"),
+            Some(json!({ "ttl_seconds": ttl_seconds })),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// Public information about any readable checkpoint.
+    pub async fn get_weights_info(&self, path: &str) -> Result<Value> {
+        TinkerPath::parse(path)?;
+        self.send(
+            "weights_info",
+            "RestClient.get_weights_info_by_tinker_path",
+            Method::Post,
+            "/api/v1/weights_info".into(),
+            Some(json!({ "tinker_path": path })),
+        )
+        .await
+    }
+
+    /// Signed per-file download URLs of an `external_weights` checkpoint.
+    pub async fn get_external_weights_urls(&self, path: &str) -> Result<Value> {
+        let p = TinkerPath::parse(path)?;
+        if p.checkpoint_type != CheckpointType::External {
+            return Err(InputError::type_error("path", format!("get_external_weights_urls only accepts external weights checkpoints (tinker://<run>/external_weights/<name>), got {path:?}")).into());
+        }
+        self.get(
+            "external_weights_urls",
+            "RestClient.get_external_weights_urls",
+            format!(
+                "/api/v1/training_runs/{}/checkpoints/external_weights/{}/external_weights_urls",
+                p.training_run_id, p.name
+            ),
+            vec![],
+        )
+        .await
+    }
+
+    /// Copies a checkpoint into a project. One idempotency key covers every retry.
+    pub async fn copy_weights(
+        &self,
+        path: &str,
+        destination_project_id: &str,
+        ttl_seconds: Option<u64>,
+        weights_access_token: Option<&str>,
+    ) -> Result<String> {
+        TinkerPath::parse(path)?;
+        if destination_project_id.is_empty() {
+            return Err(InputError::type_error(
+                "destinationProjectId",
+                "provide destinationProjectId (or set projectId / TINKER_PROJECT_ID)",
+            )
+            .into());
+        }
+        self.holder.ensure_open()?;
+        let h = &self.holder;
+        let key = uuid4(&*h.env);
+        let mut body =
+            json!({ "source_path": path, "destination_project_id": destination_project_id });
+        if let Some(t) = ttl_seconds {
+            body["ttl_seconds"] = t.into();
+        }
+        let r: Value = h
+            .with_retries("copy_weights", || {
+                let mut r = Req::post_json("/api/v1/copy_weights", &body)
+                    .method_name(Some("RestClient.copy_weights"));
+                r.idempotency_key = Some(key.clone());
+                if let Some(t) = weights_access_token {
+                    r = r.header("X-Tinker-Weights-Access-Token", t);
+                }
+                h.http.json(r)
+            })
+            .await?;
+        r.get("tinker_path")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| Error::InvalidResponse {
+                message: format!("copy_weights response without tinker_path: {r}"),
+            })
+    }
+
+    /// One session: its training runs and samplers.
+    pub async fn get_session(&self, session_id: &str, scope: AccessScope) -> Result<Value> {
+        check_id("sessionId", session_id)?;
+        self.get(
+            "get_session",
+            "RestClient.get_session",
+            format!("/api/v1/sessions/{session_id}"),
+            vec![("access_scope".into(), scope.as_str().into())],
+        )
+        .await
+    }
+
+    /// A page of session ids.
+    pub async fn list_sessions(&self, limit: u64, offset: u64, scope: AccessScope) -> Result<Page> {
+        check_limit(limit, 1000)?;
+        let q = vec![
+            ("limit".into(), limit.to_string()),
+            ("offset".into(), offset.to_string()),
+            ("access_scope".into(), scope.as_str().into()),
+        ];
+        let raw = self
+            .get(
+                "list_sessions",
+                "RestClient.list_sessions",
+                "/api/v1/sessions".into(),
+                q,
+            )
+            .await?;
+        Ok(offset_page(raw, "sessions", offset, limit))
+    }
+
+    /// Searches sessions (experimental); `request` is the wire body, `cursor` the
+    /// previous page's `next_cursor`.
+    pub async fn search_sessions(&self, mut request: Value, cursor: Option<Value>) -> Result<Page> {
+        if !request.is_object() {
+            return Err(InputError::type_error("request", "must be an object").into());
+        }
+        let limit = request.get("limit").and_then(Value::as_u64).unwrap_or(50);
+        check_limit(limit, 200)?;
+        request["limit"] = limit.into();
+        if request.get("owner").is_none() {
+            request["owner"] = json!({ "type": "own" });
+        }
+        if request.get("user_metadata").is_none() {
+            request["user_metadata"] = json!({});
+        }
+        if let Some(c) = cursor {
+            request["cursor"] = c;
+        }
+        let raw = self
+            .send(
+                "search_sessions",
+                "RestClient.search_sessions",
+                Method::Post,
+                "/api/v1/sessions/search".into(),
+                Some(request),
+            )
+            .await?;
+        let items = raw
+            .get("sessions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let next_cursor = raw.get("next_cursor").filter(|c| !c.is_null()).cloned();
+        Ok(Page {
+            items,
+            raw,
+            next_offset: None,
+            next_cursor,
+        })
+    }
+
+    /// Moves a session into a project.
+    pub async fn assign_session_project(&self, session_id: &str, project_id: &str) -> Result<()> {
+        check_id("sessionId", session_id)?;
+        check_id("projectId", project_id)?;
+        self.send(
+            "assign_session_project",
+            "RestClient.assign_session_project",
+            Method::Put,
+            format!("/api/v1/sessions/{session_id}/project"),
+            Some(json!({ "project_id": project_id })),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// Exports a session's Perfetto trace; polls every 5 s until ready; returns its URL.
+    pub async fn export_session_trace(&self, session_id: &str) -> Result<String> {
+        check_id("sessionId", session_id)?;
+        loop {
+            let r = self
+                .get(
+                    "trace_export",
+                    "RestClient.export_session_trace",
+                    format!("/api/v1/sessions/{session_id}/trace_export"),
+                    vec![],
+                )
+                .await?;
+            match r.get("status").and_then(Value::as_str) {
+                Some("ready") => {
+                    return r
+                        .get("url")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                        .ok_or_else(|| Error::InvalidResponse {
+                            message: "trace export ready without url".into(),
+                        })
+                }
+                Some("failed") => {
+                    return Err(Error::RequestFailed {
+                        message: format!(
+                            "Trace export failed for session {session_id}: {}",
+                            r.get("error").map(Value::to_string).unwrap_or_default()
+                        ),
+                        request_id: session_id.into(),
+                        category: crate::error::ErrorCategory::Unknown,
+                    })
+                }
+                _ => self.holder.env.sleep(Duration::from_secs(5)).await,
+            }
+        }
+    }
+
+    /// One sampler: its base model and weights path.
+    pub async fn get_sampler(&self, sampler_id: &str) -> Result<Value> {
+        check_id("samplerId", sampler_id)?;
+        self.get(
+            "get_sampler",
+            "RestClient.get_sampler",
+            format!("/api/v1/samplers/{sampler_id}"),
+            vec![],
+        )
+        .await
+    }
+
+    /// The organisation's audit log (admins).
+    pub async fn get_audit_log(&self, event_type: &str, day: Option<&str>) -> Result<Value> {
+        if !matches!(
+            event_type,
+            "all" | "checkpoints" | "projects" | "teams" | "organizations"
+        ) {
+            return Err(InputError::range_error("eventType", format!("must be all, checkpoints, projects, teams or organizations, got {event_type:?}")).into());
+        }
+        let mut q = vec![("event_type".into(), event_type.into())];
+        if let Some(d) = day {
+            q.push(("day".into(), d.into()));
+        }
+        self.get(
+            "get_audit_log",
+            "AdminClient.get_audit_log",
+            "/api/v1/audit".into(),
+            q,
+        )
+        .await
+    }
+
+    /// Billing usage events between two RFC 3339 times.
+    pub async fn get_billing_usage(&self, starting_on: &str, ending_before: &str) -> Result<Value> {
+        let q = vec![
+            ("starting_on".into(), starting_on.into()),
+            ("ending_before".into(), ending_before.into()),
+        ];
+        self.get(
+            "get_billing_usage",
+            "AdminClient.get_billing_usage",
+            "/api/v1/billing/usage/events".into(),
+            q,
+        )
+        .await
+    }
+
+    /// Current checkpoint storage usage.
+    pub async fn get_current_checkpoint_storage_usage(
+        &self,
+        project_id: Option<&str>,
+    ) -> Result<Value> {
+        let q = project_id
+            .map(|p| vec![("project_id".to_string(), p.to_string())])
+            .unwrap_or_default();
+        self.get(
+            "checkpoint_storage_usage",
+            "AdminClient.get_current_checkpoint_storage_usage",
+            "/api/v1/billing/usage/checkpoints/current".into(),
+            q,
+        )
+        .await
+    }
+
+    /// Who the credentials belong to, from the held JWT's claims (no request).
+    pub async fn whoami(&self) -> Result<Value> {
+        let jwt = match self.holder.http.credential() {
+            Credential::Jwt(j) => j.get_token().await?,
+            Credential::Key(k) if k.starts_with("eyJ") && jwt_claims(k).ok().and_then(|c| c.get("iss").and_then(Value::as_str).map(|s| s.starts_with("passport-"))).unwrap_or(false) => k.clone(),
+            _ => return Err(Error::Closed { message: "whoami needs a JWT: the server has JWT auth disabled and a plain API key is in use".into() }),
+        };
+        let c = jwt_claims(&jwt).map_err(|m| Error::InvalidResponse { message: m })?;
+        let org = c.get("org_id").and_then(|v| {
+            v.as_str()
+                .map(str::to_string)
+                .or_else(|| v.as_i64().map(|n| n.to_string()))
+        });
+        Ok(json!({
+            "user_urn": c.get("sub").cloned().unwrap_or(Value::Null),
+            "org_urn": org.map(|o| format!("tml:organization:{o}")),
+            "email": c.get("email").and_then(Value::as_str).filter(|e| !e.is_empty()),
+        }))
+    }
+}
+
+fn offset_page(raw: Value, key: &str, offset: u64, limit: u64) -> Page {
+    let items = raw
+        .get(key)
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let next_offset = next_offset(&raw, offset, limit, items.len());
+    Page {
+        items,
+        raw,
+        next_offset,
+        next_cursor: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paging_rules() {
+        assert_eq!(
+            next_offset(&json!({"cursor": {"total_count": 45}}), 20, 20, 20),
+            Some(40)
+        );
+        assert_eq!(
+            next_offset(&json!({"cursor": {"total_count": 40}}), 20, 20, 20),
+            None
+        );
+        assert_eq!(
+            next_offset(&json!({}), 0, 20, 20),
+            Some(20),
+            "a full page without a total may have more"
+        );
+        assert_eq!(next_offset(&json!({}), 20, 20, 3), None);
+        assert_eq!(next_offset(&json!({}), 0, 20, 0), None);
+    }
+}

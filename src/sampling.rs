@@ -1,0 +1,824 @@
+//! `SamplingClient`: sampling and prompt logprobs from a base model or saved weights,
+//! with the Python SDK 0.38's machinery:
+//!
+//! * a per-client retry handler (`RetryConfig`): a concurrency semaphore, retries of
+//!   transient failures (a retry is a new submission with a new `seq_id`) with
+//!   `min(0.5·2ᵃ, 10)` s ± 25 % waits, and stuck detection;
+//! * holder-wide dispatch limits: 400 submissions in flight, a prompt-bytes budget, and
+//!   429 as backpressure: every client of the holder backs off 1 s (5 s for prompts
+//!   over 128 KiB), then the same submission (same `seq_id`) is retried; for 10 s after
+//!   a backoff, dispatch is throttled harder;
+//! * session-wide batched polling through `retrieve_futures` when the server enables
+//!   `sample_use_retrieve_futures`, and `cancel_future` for abandoned polls when the
+//!   dynamic config enables `sample_cancel_enabled`.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::rc::Rc;
+use std::time::Duration;
+
+use futures_util::future::{select, Either, LocalBoxFuture};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::call::{CallOptions, Guard};
+use crate::error::{Error, Result};
+use crate::future::{retrieve, Payload, Poll, QueueState};
+use crate::http::Req;
+use crate::proto::{decode_sample_response, SampleResponse};
+use crate::retry::{SamplingRetryConfig, BILLING_PAUSE_SLEEP};
+use crate::session::Holder;
+use crate::sync::{Event, Semaphore};
+use crate::training::UntypedFuture;
+use crate::types::{DType, InputError, ModelInput, ModelInputChunk, SamplingParams, TensorData};
+
+/// Options of a sampling client.
+#[derive(Debug, Clone, Default)]
+pub struct SamplingOptions {
+    /// Retry behaviour (defaults to the Python SDK's).
+    pub retry: Option<SamplingRetryConfig>,
+    /// Record stability information for StableReinforce training.
+    pub record_stability_info: bool,
+}
+
+/// One `sample` call.
+#[derive(Debug, Clone)]
+pub struct SampleRequest {
+    /// The prompt.
+    pub prompt: ModelInput,
+    /// Independent samples to draw.
+    pub num_samples: u32,
+    /// Sampling parameters.
+    pub sampling_params: SamplingParams,
+    /// Return logprobs of the prompt tokens.
+    pub include_prompt_logprobs: bool,
+    /// Top-k logprobs per prompt position.
+    pub topk_prompt_logprobs: u32,
+    /// Top-k logprobs per sampled position.
+    pub topk_sample_logprobs: u32,
+    /// Token ids to score per prompt position (`[len(prompt) - 1, K]` int64).
+    pub target_prompt_logprobs: Option<TensorData>,
+    /// Alternatives to draw per prompt position.
+    pub prompt_alt_tokens_k: u32,
+    /// Score only the last N prompt tokens.
+    pub prompt_logprobs_last_n: Option<u32>,
+}
+
+impl SampleRequest {
+    /// A request with defaults for everything but the prompt, count and params.
+    pub fn new(prompt: ModelInput, num_samples: u32, sampling_params: SamplingParams) -> Self {
+        SampleRequest {
+            prompt,
+            num_samples,
+            sampling_params,
+            include_prompt_logprobs: false,
+            topk_prompt_logprobs: 0,
+            topk_sample_logprobs: 0,
+            target_prompt_logprobs: None,
+            prompt_alt_tokens_k: 0,
+            prompt_logprobs_last_n: None,
+        }
+    }
+
+    /// Checks everything the server would reject, naming the field.
+    pub fn validate(&self) -> Result<(), InputError> {
+        self.prompt.validate().map_err(|e| e.within("prompt"))?;
+        if self.prompt.chunks.is_empty() {
+            return Err(InputError::range_error("prompt", "must not be empty"));
+        }
+        if self.num_samples == 0 {
+            return Err(InputError::range_error("numSamples", "must be at least 1"));
+        }
+        self.sampling_params
+            .validate()
+            .map_err(|e| e.within("samplingParams"))?;
+        if let Some(t) = &self.target_prompt_logprobs {
+            if t.dtype() != DType::Int64 {
+                return Err(InputError::type_error(
+                    "targetPromptLogprobs.dtype",
+                    format!(
+                        "must be an int64 tensor of token ids, got {}",
+                        t.dtype().name()
+                    ),
+                ));
+            }
+            if t.shape.as_ref().map(Vec::len) != Some(2) {
+                return Err(InputError::type_error(
+                    "targetPromptLogprobs.shape",
+                    format!("must be 2-D, [len(prompt) - 1, K], got {:?}", t.shape),
+                ));
+            }
+            t.validate().map_err(|e| e.within("targetPromptLogprobs"))?;
+        }
+        if let Some(n) = self.prompt_logprobs_last_n {
+            if n < 1 {
+                return Err(InputError::range_error(
+                    "promptLogprobsLastN",
+                    format!("must be 1 or greater, got {n}"),
+                ));
+            }
+            if !self.include_prompt_logprobs {
+                return Err(InputError::type_error(
+                    "promptLogprobsLastN",
+                    "applies to prompt logprobs; set includePromptLogprobs",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The Python SDK's dispatch estimate: 10 bytes per token, image/audio bytes.
+    pub fn estimated_bytes(&self) -> usize {
+        self.prompt
+            .chunks
+            .iter()
+            .map(|c| match c {
+                ModelInputChunk::EncodedText { tokens } => tokens.len() * 10,
+                ModelInputChunk::Image { data, .. } => data.len(),
+                ModelInputChunk::ImageAssetPointer { location, .. } => location.len(),
+                ModelInputChunk::Dmel { dmel } => dmel.len(),
+            })
+            .sum()
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Retry handler
+
+struct RetryHandler {
+    config: SamplingRetryConfig,
+    semaphore: Option<Semaphore>,
+    last_progress_ms: Cell<f64>,
+    in_flight: Cell<usize>,
+}
+
+fn sampling_retryable(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Connection { .. } | Error::Timeout { .. } | Error::FutureExpired { .. }
+    ) || e.status().is_some_and(crate::error::is_retryable_status)
+}
+
+struct InFlight<'a>(&'a RetryHandler);
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.set(self.0.in_flight.get() - 1);
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Session-wide batched polling (`retrieve_futures`)
+
+#[derive(Debug, Clone, Deserialize)]
+struct Completion {
+    state: String,
+    request_id: String,
+    #[serde(default)]
+    response_payload_uncompressed_size: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct FuturesResponse {
+    #[serde(default)]
+    completions: Vec<Completion>,
+    cursor: i64,
+}
+
+#[derive(Default)]
+struct PollerState {
+    cursor: i64,
+    acked: i64,
+    completions: HashMap<String, Completion>,
+    waiters: HashMap<String, Event>,
+    abandoned: HashSet<String>,
+    retrieved: BTreeSet<String>,
+    failure: Option<String>,
+    running: bool,
+}
+
+struct SessionPoller {
+    holder: Rc<Holder>,
+    sampling_session_id: String,
+    clone_id: u64,
+    state: RefCell<PollerState>,
+}
+
+impl SessionPoller {
+    fn ensure_running(self: &Rc<Self>) {
+        if !self.state.borrow().running {
+            self.state.borrow_mut().running = true;
+            let me = self.clone();
+            self.holder
+                .env
+                .spawn(Box::pin(async move { me.poll_loop().await }));
+        }
+    }
+
+    async fn wait_for(self: &Rc<Self>, request_id: &str) -> Result<Completion> {
+        let event = {
+            let mut s = self.state.borrow_mut();
+            if let Some(c) = s.completions.remove(request_id) {
+                return Ok(c);
+            }
+            if let Some(f) = &s.failure {
+                return Err(Error::Connection { message: f.clone() });
+            }
+            let e = Event::new();
+            s.waiters.insert(request_id.to_string(), e.clone());
+            e
+        };
+        self.ensure_running();
+        struct Unregister<'a>(&'a SessionPoller, &'a str, bool);
+        impl Drop for Unregister<'_> {
+            fn drop(&mut self) {
+                let mut s = self.0.state.borrow_mut();
+                s.waiters.remove(self.1);
+                if !self.2 {
+                    // Abandoned: drop its completion when it arrives.
+                    if s.completions.remove(self.1).is_none() {
+                        s.abandoned.insert(self.1.to_string());
+                    }
+                }
+            }
+        }
+        let mut guard = Unregister(self, request_id, false);
+        event.wait().await;
+        guard.2 = true;
+        drop(guard);
+        let mut s = self.state.borrow_mut();
+        match s.completions.remove(request_id) {
+            Some(c) => Ok(c),
+            None => Err(Error::Connection {
+                message: s
+                    .failure
+                    .clone()
+                    .unwrap_or_else(|| "retrieve_futures polling stopped".into()),
+            }),
+        }
+    }
+
+    fn mark_retrieved(self: &Rc<Self>, request_id: &str) {
+        self.state
+            .borrow_mut()
+            .retrieved
+            .insert(request_id.to_string());
+        self.ensure_running();
+    }
+
+    async fn poll_loop(self: Rc<Self>) {
+        let h = self.holder.clone();
+        let mut bad_requests = 0u32;
+        loop {
+            let closing = h.is_closed();
+            let (cursor, ids, ack_only) = {
+                let mut s = self.state.borrow_mut();
+                let idle = s.waiters.is_empty() && s.retrieved.is_empty() && s.cursor <= s.acked;
+                if idle || (closing && s.cursor <= s.acked && s.retrieved.is_empty()) {
+                    s.running = false;
+                    return;
+                }
+                (
+                    s.cursor,
+                    s.retrieved.iter().cloned().collect::<Vec<_>>(),
+                    closing || s.waiters.is_empty(),
+                )
+            };
+            let mut body = json!({
+                "target": { "type": "sampling_session", "sampling_session_id": self.sampling_session_id, "cloned_sampler_id": self.clone_id },
+                "prev_cursor": cursor,
+                "retrieved_request_ids": ids,
+            });
+            if ack_only {
+                body["timeout"] = json!(0);
+            }
+            let req = Req::post_json("/api/v1/retrieve_futures", &body)
+                .retries(0)
+                .timeout(Duration::from_secs(if ack_only { 5 } else { 45 }));
+            match h.http.json::<FuturesResponse>(req).await {
+                Ok(r) => {
+                    bad_requests = 0;
+                    let mut s = self.state.borrow_mut();
+                    for id in &ids {
+                        s.retrieved.remove(id);
+                    }
+                    s.acked = s.acked.max(cursor);
+                    s.cursor = r.cursor;
+                    for c in r.completions {
+                        if s.abandoned.remove(&c.request_id) {
+                            // Nobody waits for it; report it retrieved so the server can drop it.
+                            s.retrieved.insert(c.request_id.clone());
+                            continue;
+                        }
+                        let id = c.request_id.clone();
+                        s.completions.insert(id.clone(), c);
+                        if let Some(e) = s.waiters.remove(&id) {
+                            e.set();
+                        }
+                    }
+                    if closing {
+                        s.running = false;
+                        return;
+                    }
+                }
+                Err(_) if closing => {
+                    self.state.borrow_mut().running = false;
+                    return;
+                }
+                Err(e) => {
+                    if e.status() == Some(402) && h.should_pause_on_billing(402) {
+                        h.env.sleep(BILLING_PAUSE_SLEEP).await;
+                        continue;
+                    }
+                    if e.is_retryable() {
+                        h.env.sleep(Duration::from_secs(1)).await;
+                        continue;
+                    }
+                    if e.status() == Some(400) && bad_requests < 3 {
+                        bad_requests += 1;
+                        h.env.sleep(Duration::from_secs(1)).await;
+                        continue;
+                    }
+                    let message = format!(
+                        "retrieve_futures polling failed for sampling session {} (clone {}): {e}",
+                        self.sampling_session_id, self.clone_id
+                    );
+                    let mut s = self.state.borrow_mut();
+                    s.failure = Some(message);
+                    s.running = false;
+                    for (_, w) in s.waiters.drain() {
+                        w.set();
+                    }
+                    return;
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// The client
+
+struct Inner {
+    holder: Rc<Holder>,
+    sampling_session_id: String,
+    base_model: String,
+    next_seq: Cell<i64>,
+    clone_id: u64,
+    retry: RetryHandler,
+    record_stability_info: bool,
+    poller: RefCell<Option<Rc<SessionPoller>>>,
+    queue_state: Cell<Option<QueueState>>,
+}
+
+/// Samples from one sampler (a base model or saved weights).
+#[derive(Clone)]
+pub struct SamplingClient(Rc<Inner>);
+
+#[derive(Deserialize)]
+struct SamplerInfo {
+    base_model: String,
+}
+
+impl SamplingClient {
+    /// A client on an existing sampling session. Without `base_model` it is looked up
+    /// once (`GET /api/v1/samplers/{id}`).
+    pub async fn connect(
+        holder: Rc<Holder>,
+        sampling_session_id: String,
+        base_model: Option<String>,
+        opts: SamplingOptions,
+    ) -> Result<Self> {
+        Self::connect_clone(holder, sampling_session_id, base_model, opts, 0).await
+    }
+
+    /// Like [`connect`](Self::connect), as clone `clone_id` of the sampler (its seq ids
+    /// start at `1e9 × clone_id`, so clones never collide).
+    pub async fn connect_clone(
+        holder: Rc<Holder>,
+        sampling_session_id: String,
+        base_model: Option<String>,
+        opts: SamplingOptions,
+        clone_id: u64,
+    ) -> Result<Self> {
+        let base_model = match base_model {
+            Some(b) => b,
+            None => {
+                let path = format!("/api/v1/samplers/{sampling_session_id}");
+                holder
+                    .get_json::<SamplerInfo>("get_sampler", path, vec![], None)
+                    .await?
+                    .base_model
+            }
+        };
+        let mut config = opts.retry.unwrap_or_default();
+        config.max_connections = if holder.config.sample_use_retrieve_futures {
+            None
+        } else {
+            Some(holder.config.sample_max_concurrent_requests)
+        };
+        if !holder.config.sample_enable_stuck_detection {
+            config.enable_stuck_detection = false;
+        }
+        let now = holder.env.now_ms();
+        let retry = RetryHandler {
+            semaphore: config.max_connections.map(Semaphore::new),
+            config,
+            last_progress_ms: Cell::new(now),
+            in_flight: Cell::new(0),
+        };
+        Ok(SamplingClient(Rc::new(Inner {
+            holder,
+            sampling_session_id,
+            base_model,
+            next_seq: Cell::new(1_000_000_000 * clone_id as i64),
+            clone_id,
+            retry,
+            record_stability_info: opts.record_stability_info,
+            poller: RefCell::new(None),
+            queue_state: Cell::new(None),
+        })))
+    }
+
+    /// The sampling session id.
+    pub fn sampling_session_id(&self) -> &str {
+        &self.0.sampling_session_id
+    }
+    /// The base model (known since creation; no request).
+    pub fn base_model(&self) -> &str {
+        &self.0.base_model
+    }
+    /// The holder.
+    pub fn holder(&self) -> &Rc<Holder> {
+        &self.0.holder
+    }
+    /// The last queue state the server reported for this client's requests.
+    pub fn queue_state(&self) -> Option<QueueState> {
+        self.0.queue_state.get()
+    }
+
+    fn poller(&self) -> Option<Rc<SessionPoller>> {
+        if !self.0.holder.config.sample_use_retrieve_futures {
+            return None;
+        }
+        let mut p = self.0.poller.borrow_mut();
+        Some(
+            p.get_or_insert_with(|| {
+                Rc::new(SessionPoller {
+                    holder: self.0.holder.clone(),
+                    sampling_session_id: self.0.sampling_session_id.clone(),
+                    clone_id: self.0.clone_id,
+                    state: RefCell::new(PollerState::default()),
+                })
+            })
+            .clone(),
+        )
+    }
+
+    /// Draws samples. The request is validated synchronously.
+    pub fn sample(
+        &self,
+        req: SampleRequest,
+        opts: CallOptions,
+    ) -> Result<LocalBoxFuture<'static, Result<SampleResponse>>> {
+        req.validate()?;
+        self.run(req, opts, "SamplingClient.sample")
+    }
+
+    /// Logprobs of every prompt token (`None` where not computed: the first token, and
+    /// tokens before the last `last_n`).
+    pub fn compute_logprobs(
+        &self,
+        prompt: ModelInput,
+        last_n: Option<u32>,
+        opts: CallOptions,
+    ) -> Result<LocalBoxFuture<'static, Result<Vec<Option<f32>>>>> {
+        let mut req = SampleRequest::new(
+            prompt,
+            1,
+            SamplingParams {
+                max_tokens: Some(1),
+                ..Default::default()
+            },
+        );
+        req.include_prompt_logprobs = true;
+        req.prompt_logprobs_last_n = last_n;
+        req.validate()?;
+        let fut = self.run(req, opts, "SamplingClient.compute_logprobs")?;
+        Ok(Box::pin(async move {
+            let r = fut.await?;
+            Ok(r.prompt_logprobs
+                .unwrap_or_default()
+                .into_iter()
+                .map(|x| (!x.is_nan()).then_some(x))
+                .collect())
+        }))
+    }
+
+    fn run(
+        &self,
+        req: SampleRequest,
+        opts: CallOptions,
+        method: &'static str,
+    ) -> Result<LocalBoxFuture<'static, Result<SampleResponse>>> {
+        self.0.holder.ensure_open()?;
+        let guard = Guard::new(&self.0.holder.env, &opts, method);
+        guard.check()?;
+        let me = self.clone();
+        Ok(Box::pin(async move {
+            let req = Rc::new(req);
+            if me.0.holder.config.sample_no_retries {
+                return me.sample_once(&req, &guard, method).await;
+            }
+            me.with_retry_handler(&guard, || me.sample_once(&req, &guard, method))
+                .await
+        }))
+    }
+
+    async fn with_retry_handler<F, Fut>(&self, guard: &Guard, mut f: F) -> Result<SampleResponse>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<SampleResponse>>,
+    {
+        let rh = &self.0.retry;
+        let env = self.0.holder.env.clone();
+        let _permit = match &rh.semaphore {
+            Some(s) => Some(guard.run(async { Ok(s.acquire().await) }).await?),
+            None => None,
+        };
+        if rh.in_flight.get() == 0 {
+            rh.last_progress_ms.set(env.now_ms());
+        }
+        rh.in_flight.set(rh.in_flight.get() + 1);
+        let _in_flight = InFlight(rh);
+        let attempts = async {
+            let mut attempt = 0u32;
+            loop {
+                match f().await {
+                    Ok(r) => return Ok(r),
+                    Err(e) if rh.config.enable_retry_logic && sampling_retryable(&e) => {
+                        let d = rh.config.delay(attempt, env.random());
+                        attempt += 1;
+                        guard.run(async { Ok(env.sleep(d).await) }).await?;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        let watchdog = async {
+            if !rh.config.enable_stuck_detection {
+                return std::future::pending().await;
+            }
+            let timeout_ms = rh.config.progress_timeout.as_secs_f64() * 1000.0;
+            loop {
+                let deadline = rh.last_progress_ms.get() + timeout_ms;
+                let now = env.now_ms();
+                if now > deadline {
+                    return Error::Connection {
+                        message: format!(
+                            "No progress made in {}s. Requests appear to be stuck.",
+                            rh.config.progress_timeout.as_secs_f64()
+                        ),
+                    };
+                }
+                env.sleep(Duration::from_secs_f64((deadline - now) / 1000.0 + 0.001))
+                    .await;
+            }
+        };
+        futures_util::pin_mut!(attempts, watchdog);
+        match select(attempts, watchdog).await {
+            Either::Left((r, _)) => {
+                if r.is_ok() {
+                    rh.last_progress_ms.set(env.now_ms());
+                }
+                r
+            }
+            Either::Right((e, _)) => Err(e),
+        }
+    }
+
+    async fn sample_once(
+        &self,
+        req: &SampleRequest,
+        guard: &Guard,
+        method: &'static str,
+    ) -> Result<SampleResponse> {
+        let h = self.0.holder.clone();
+        let est = req.estimated_bytes() as i64;
+        let seq_id = self.0.next_seq.get();
+        self.0.next_seq.set(seq_id + 1);
+        let mut body = json!({
+            "num_samples": req.num_samples,
+            "prompt": req.prompt,
+            "sampling_params": req.sampling_params,
+            "sampling_session_id": self.0.sampling_session_id,
+            "seq_id": seq_id,
+            "prompt_logprobs": req.include_prompt_logprobs,
+            "topk_prompt_logprobs": req.topk_prompt_logprobs,
+            "topk_sample_logprobs": req.topk_sample_logprobs,
+            "prompt_alt_tokens_k": req.prompt_alt_tokens_k,
+            "record_stability_info": self.0.record_stability_info,
+            "type": "sample",
+        });
+        if let Some(t) = &req.target_prompt_logprobs {
+            body["target_prompt_logprobs"] = serde_json::to_value(t).expect("serializes");
+        }
+        if let Some(n) = req.prompt_logprobs_last_n {
+            body["prompt_logprobs_last_n"] = json!(n);
+        }
+        let recently = |h: &Holder| {
+            h.sample_backoff_until
+                .get()
+                .is_some_and(|u| h.now() - u < 10.0)
+        };
+        let submitted = {
+            let _count = guard
+                .run(async { Ok(h.sample_dispatch.acquire().await) })
+                .await?;
+            let _throttle = if recently(&h) {
+                Some(
+                    guard
+                        .run(async { Ok(h.sample_throttle.acquire().await) })
+                        .await?,
+                )
+            } else {
+                None
+            };
+            let bytes = if recently(&h) { est * 20 } else { est };
+            let _bytes = guard
+                .run(async { Ok(h.sample_bytes.acquire(bytes).await) })
+                .await?;
+            loop {
+                if let Some(until) = h.sample_backoff_until.get() {
+                    if h.now() < until {
+                        guard
+                            .run(async { Ok(h.env.sleep(Duration::from_secs(1)).await) })
+                            .await?;
+                        continue;
+                    }
+                }
+                let started = h.env.now_ms();
+                let r = h
+                    .with_retries("asample", || async {
+                        match h
+                            .http
+                            .send(
+                                Req::post_json("/api/v1/asample", &body)
+                                    .retries(0)
+                                    .method_name(Some(method))
+                                    .header("X-Tinker-Sampling-Backpressure", "1"),
+                            )
+                            .await
+                        {
+                            Ok(resp) => crate::http::parse_json::<UntypedFuture>(
+                                &resp.body,
+                                "/api/v1/asample",
+                            )
+                            .map(Some),
+                            Err(e)
+                                if e.status() == Some(429)
+                                    || (e.status() == Some(402)
+                                        && h.should_pause_on_billing(402)) =>
+                            {
+                                Ok(None)
+                            }
+                            Err(e) => Err(e),
+                        }
+                    })
+                    .await?;
+                match r {
+                    Some(f) => break (f, (h.env.now_ms() - started) / 1000.0),
+                    None => {
+                        let wait = if est <= 128 * 1024 { 1.0 } else { 5.0 };
+                        h.sample_backoff_until.set(Some(h.now() + wait));
+                    }
+                }
+            }
+        };
+        let (fut, roundtrip) = submitted;
+        let ids = fut
+            .sample_sequence_ids
+            .clone()
+            .ok_or_else(|| Error::InvalidResponse {
+                message: format!(
+                    "asample response for {} has no sample_sequence_ids",
+                    fut.request_id
+                ),
+            })?;
+        let poller = self.poller();
+        let observe = |qs: QueueState, _reason: Option<&str>| self.0.queue_state.set(Some(qs));
+        let poll = async {
+            let known = match &poller {
+                Some(p) => {
+                    let c = p.wait_for(&fut.request_id).await?;
+                    (c.state == "finished")
+                        .then_some(c.response_payload_uncompressed_size)
+                        .flatten()
+                }
+                None => None,
+            };
+            let r = retrieve(
+                &h,
+                Poll {
+                    request_id: &fut.request_id,
+                    request_type: "Sample",
+                    proto: true,
+                    submit_roundtrip_secs: roundtrip,
+                    sdk_method: Some(method),
+                    observer: Some(&observe),
+                    known_payload_size: known,
+                },
+            )
+            .await;
+            if let Some(p) = &poller {
+                if matches!(&r, Ok(_) | Err(Error::RequestFailed { .. })) {
+                    p.mark_retrieved(&fut.request_id);
+                }
+            }
+            r
+        };
+        let payload = match guard.run(poll).await {
+            Ok(p) => p,
+            Err(e @ (Error::Aborted { .. } | Error::Timeout { .. })) => {
+                h.enqueue_cancel(&fut.request_id);
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
+        let bytes = match payload {
+            Payload::Proto(b) => b,
+            Payload::Json(_) => unreachable!("retrieve rejects JSON for protobuf results"),
+        };
+        let resp = decode_sample_response(&bytes, &ids).map_err(|m| Error::InvalidResponse {
+            message: format!("request {}: {m}", fut.request_id),
+        })?;
+        if req.prompt_alt_tokens_k > 0 && resp.prompt_alt_tokens.is_none() {
+            return Err(Error::InvalidResponse { message: format!("prompt_alt_tokens_k={} was requested but the server returned no prompt_alt_tokens; it may predate this feature", req.prompt_alt_tokens_k) });
+        }
+        if let (Some(n), Some(lp)) = (req.prompt_logprobs_last_n, &resp.prompt_logprobs) {
+            let cut = lp.len().saturating_sub(n as usize);
+            if lp[..cut].iter().any(|x| !x.is_nan()) {
+                return Err(Error::InvalidResponse { message: format!("prompt_logprobs_last_n={n} was requested but the server returned prompt logprobs before that suffix; it may predate this feature") });
+            }
+        }
+        Ok(resp)
+    }
+}
+
+/// Creates a sampling session on saved weights (`model_path`) or a base model and a
+/// client on it (`create_sampling_session` has HTTP-layer retries only, as in Python).
+pub async fn create_sampling_client(
+    holder: Rc<Holder>,
+    model_path: Option<String>,
+    base_model: Option<String>,
+    opts: SamplingOptions,
+    method: &'static str,
+) -> Result<SamplingClient> {
+    holder.ensure_open()?;
+    let session_id = holder.require_session()?.to_string();
+    let seq = holder.take_sampling_seq_id();
+    let mut body = json!({ "session_id": session_id, "sampling_session_seq_id": seq, "type": "create_sampling_session" });
+    if let Some(p) = &model_path {
+        body["model_path"] = json!(p);
+    }
+    if let Some(m) = &base_model {
+        body["base_model"] = json!(m);
+    }
+    #[derive(Deserialize)]
+    struct Created {
+        sampling_session_id: String,
+    }
+    let r: Created = holder
+        .http
+        .json(Req::post_json("/api/v1/create_sampling_session", &body).method_name(Some(method)))
+        .await?;
+    SamplingClient::connect(holder, r.sampling_session_id, base_model, opts).await
+}
+
+/// Checks the model choice of a new sampling client: exactly one of a `tinker://`
+/// sampler path or a base model name.
+pub fn check_sampler_target(
+    model_path: Option<&str>,
+    base_model: Option<&str>,
+) -> Result<(), InputError> {
+    match (model_path, base_model) {
+        (None, None) => Err(InputError::type_error(
+            "modelPath",
+            "give modelPath (a tinker:// path) or baseModel",
+        )),
+        (Some(p), _) if !p.starts_with("tinker://") => Err(InputError::type_error(
+            "modelPath",
+            format!("must start with tinker://, got {p:?}"),
+        )),
+        (Some(p), _) => crate::paths::TinkerPath::parse(p)
+            .map(|_| ())
+            .map_err(|mut e| {
+                e.field = "modelPath".into();
+                e
+            }),
+        (None, Some("")) => Err(InputError::type_error(
+            "baseModel",
+            "must be a non-empty model name",
+        )),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,415 @@
+//! `ServiceClient`: the entry point. It connects lazily (the first call creates the
+//! session; concurrent first calls share one connection attempt), creates training and
+//! sampling clients, and closes the session.
+
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use futures_util::future::LocalBoxFuture;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::call::{CallOptions, Guard};
+use crate::config::{ClientOptions, SessionState};
+use crate::error::{Error, Result};
+use crate::future::{retrieve, Payload, Poll};
+use crate::http::Req;
+use crate::paths::{console, TinkerPath};
+use crate::platform::Env;
+use crate::rest::RestClient;
+use crate::sampling::{
+    check_sampler_target, create_sampling_client, SamplingClient, SamplingOptions,
+};
+use crate::session::{FinishStatus, Holder};
+use crate::sync::AsyncOnce;
+use crate::training::TrainingClient;
+use crate::types::{InputError, LoraConfig, OptimizerConfig};
+
+struct Inner {
+    env: Env,
+    opts: Rc<ClientOptions>,
+    session: AsyncOnce<Rc<Holder>>,
+    rest: AsyncOnce<Rc<Holder>>,
+    closed: Cell<Option<FinishStatus>>,
+}
+
+/// The entry point of the SDK.
+#[derive(Clone)]
+pub struct ServiceClient(Rc<Inner>);
+
+#[derive(Deserialize)]
+struct Submitted {
+    request_id: String,
+}
+
+/// Options of `create_lora_training_client`.
+#[derive(Debug, Clone)]
+pub struct LoraOptions {
+    /// The base model to fine-tune.
+    pub base_model: String,
+    /// LoRA configuration.
+    pub lora: LoraConfig,
+    /// Metadata of the training run.
+    pub user_metadata: Option<BTreeMap<String, String>>,
+    /// Optimizer family (AdamW by default).
+    pub optimizer: Option<OptimizerConfig>,
+}
+
+/// Options of `create_training_client_from_state`.
+#[derive(Debug, Clone, Default)]
+pub struct FromStateOptions {
+    /// A `tinker://…/weights/…` checkpoint.
+    pub path: String,
+    /// Also restore the optimizer state.
+    pub with_optimizer: bool,
+    /// Override the checkpoint's base model (a compatible variant).
+    pub base_model: Option<String>,
+    /// Metadata of the new training run.
+    pub user_metadata: Option<BTreeMap<String, String>>,
+    /// Access token of another account that owns the checkpoint.
+    pub weights_access_token: Option<String>,
+    /// Optimizer family (only without optimizer state).
+    pub optimizer: Option<OptimizerConfig>,
+}
+
+impl ServiceClient {
+    /// A client; nothing is sent until the first call.
+    pub fn new(env: Env, opts: ClientOptions) -> Result<Self> {
+        opts.validate()?;
+        crate::http::check_api_key(
+            opts.api_key.as_deref().unwrap_or(""),
+            crate::platform::now_secs(&*env),
+        )?;
+        Ok(ServiceClient(Rc::new(Inner {
+            env,
+            opts: Rc::new(opts),
+            session: AsyncOnce::new(),
+            rest: AsyncOnce::new(),
+            closed: Cell::new(None),
+        })))
+    }
+
+    fn ensure_open(&self) -> Result<()> {
+        if self.0.closed.get().is_some() {
+            Err(Error::Closed {
+                message: "the ServiceClient is closed".into(),
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The session's holder, connecting on first use.
+    pub async fn holder(&self) -> Result<Rc<Holder>> {
+        self.ensure_open()?;
+        let (env, opts) = (self.0.env.clone(), self.0.opts.clone());
+        let h = self
+            .0
+            .session
+            .get_or_try_init(|| Holder::connect(env, opts, true))
+            .await?;
+        if let Some(status) = self.0.closed.get() {
+            // `close` ran while this connection was being made: finish its session too,
+            // so no heartbeat outlives the client.
+            h.close(status, None).await.ok();
+            return Err(Error::Closed {
+                message: "the ServiceClient is closed".into(),
+            });
+        }
+        Ok(h)
+    }
+
+    /// The session-less holder used for REST calls.
+    pub async fn rest_holder(&self) -> Result<Rc<Holder>> {
+        self.ensure_open()?;
+        let (env, opts) = (self.0.env.clone(), self.0.opts.clone());
+        self.0
+            .rest
+            .get_or_try_init(|| Holder::connect(env, opts, false))
+            .await
+    }
+
+    /// A REST client sharing this client's connection and credentials.
+    pub async fn rest_client(&self) -> Result<RestClient> {
+        Ok(RestClient::new(self.rest_holder().await?))
+    }
+
+    /// The session state (to resume it elsewhere), once connected.
+    pub fn session_state(&self) -> Option<SessionState> {
+        self.0.session.get().and_then(|h| h.session_state())
+    }
+
+    /// The Console page of the session (or of all sessions before connecting).
+    pub fn console_url(&self) -> String {
+        match self
+            .0
+            .session
+            .get()
+            .and_then(|h| h.session_id().map(str::to_string))
+        {
+            Some(id) => console::session(&id),
+            None => format!("{}/sessions", crate::paths::CONSOLE_BASE_URL),
+        }
+    }
+
+    /// Creates a LoRA training run and a client on it.
+    pub fn create_lora_training_client(
+        &self,
+        o: LoraOptions,
+        call: CallOptions,
+    ) -> Result<LocalBoxFuture<'static, Result<TrainingClient>>> {
+        const METHOD: &str = "ServiceClient.create_lora_training_client";
+        self.ensure_open()?;
+        if o.base_model.is_empty() {
+            return Err(
+                InputError::type_error("baseModel", "must be a non-empty model name").into(),
+            );
+        }
+        o.lora.validate()?;
+        if let Some(opt) = &o.optimizer {
+            opt.validate().map_err(|e| e.within("optimizer"))?;
+        }
+        let guard = Guard::new(&self.0.env, &call, METHOD);
+        guard.check()?;
+        let me = self.clone();
+        Ok(Box::pin(async move {
+            let h = guard.run(me.holder()).await?;
+            let session_id = h.require_session()?.to_string();
+            let model_seq_id = h.take_model_seq_id();
+            let mut body = json!({
+                "session_id": session_id,
+                "model_seq_id": model_seq_id,
+                "base_model": o.base_model,
+                "lora_config": o.lora,
+                "optimizer_config": o.optimizer.unwrap_or_default(),
+                "type": "create_model",
+            });
+            if let Some(m) = &o.user_metadata {
+                body["user_metadata"] = json!(m);
+            }
+            let started = h.env.now_ms();
+            let sub: Submitted = h
+                .http
+                .json(Req::post_json("/api/v1/create_model", &body).method_name(Some(METHOD)))
+                .await?;
+            let rt = (h.env.now_ms() - started) / 1000.0;
+            let r = guard
+                .run(retrieve(
+                    &h,
+                    Poll {
+                        request_id: &sub.request_id,
+                        request_type: "CreateModel",
+                        proto: false,
+                        submit_roundtrip_secs: rt,
+                        sdk_method: Some(METHOD),
+                        observer: None,
+                        known_payload_size: None,
+                    },
+                ))
+                .await?;
+            let model_id = match r {
+                Payload::Json(v) => v
+                    .get("model_id")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .ok_or_else(|| Error::InvalidResponse {
+                        message: format!("create_model result without model_id: {v}"),
+                    })?,
+                Payload::Proto(_) => {
+                    return Err(Error::InvalidResponse {
+                        message: "create_model returned protobuf".into(),
+                    })
+                }
+            };
+            TrainingClient::attach(h, model_id, 1, Some(METHOD)).await
+        }))
+    }
+
+    /// Creates a training run from a checkpoint (one create-via-load `load_weights`).
+    pub fn create_training_client_from_state(
+        &self,
+        o: FromStateOptions,
+        call: CallOptions,
+    ) -> Result<LocalBoxFuture<'static, Result<TrainingClient>>> {
+        let method = if o.with_optimizer {
+            "ServiceClient.create_training_client_from_state_with_optimizer"
+        } else {
+            "ServiceClient.create_training_client_from_state"
+        };
+        self.ensure_open()?;
+        let p = TinkerPath::parse(&o.path)?;
+        if p.checkpoint_type != crate::paths::CheckpointType::Training {
+            return Err(InputError::type_error(
+                "path",
+                format!(
+                    "needs a training checkpoint (tinker://<run>/weights/<name>), got {:?}",
+                    o.path
+                ),
+            )
+            .into());
+        }
+        if o.with_optimizer && o.optimizer.is_some() {
+            return Err(InputError::type_error(
+                "optimizer",
+                "cannot override the optimizer when restoring optimizer state",
+            )
+            .into());
+        }
+        let guard = Guard::new(&self.0.env, &call, method);
+        guard.check()?;
+        let me = self.clone();
+        Ok(Box::pin(async move {
+            let h = guard.run(me.holder()).await?;
+            let session_id = h.require_session()?.to_string();
+            let model_seq_id = h.take_model_seq_id();
+            let model_id = format!("{session_id}:train:{model_seq_id}");
+            let mut body = json!({ "session_id": session_id, "model_seq_id": model_seq_id, "path": o.path, "optimizer": o.with_optimizer, "type": "load_weights" });
+            if let Some(b) = &o.base_model {
+                body["base_model"] = json!(b);
+            }
+            if let Some(m) = &o.user_metadata {
+                body["user_metadata"] = json!(m);
+            }
+            if let Some(c) = &o.optimizer {
+                body["optimizer_config"] = json!(c);
+            }
+            if let Some(t) = &o.weights_access_token {
+                body["weights_access_token"] = json!(t);
+            }
+            let started = h.env.now_ms();
+            let sub: Submitted = h
+                .with_retries("load_weights", || {
+                    h.http.json(
+                        Req::post_json("/api/v1/load_weights", &body).method_name(Some(method)),
+                    )
+                })
+                .await?;
+            let rt = (h.env.now_ms() - started) / 1000.0;
+            guard
+                .run(retrieve(
+                    &h,
+                    Poll {
+                        request_id: &sub.request_id,
+                        request_type: "LoadWeights",
+                        proto: false,
+                        submit_roundtrip_secs: rt,
+                        sdk_method: Some(method),
+                        observer: None,
+                        known_payload_size: None,
+                    },
+                ))
+                .await?;
+            TrainingClient::attach(h, model_id, 1, Some(method)).await
+        }))
+    }
+
+    /// A client on an existing training run, continuing at `next_seq_id` (resuming a
+    /// model in another process or request).
+    pub fn training_client(
+        &self,
+        model_id: &str,
+        next_seq_id: i64,
+    ) -> Result<LocalBoxFuture<'static, Result<TrainingClient>>> {
+        self.ensure_open()?;
+        if model_id.is_empty() {
+            return Err(InputError::type_error("modelId", "must be a non-empty model id").into());
+        }
+        if next_seq_id < 1 {
+            return Err(InputError::range_error(
+                "nextSeqId",
+                format!("must be at least 1, got {next_seq_id}"),
+            )
+            .into());
+        }
+        let (me, id) = (self.clone(), model_id.to_string());
+        Ok(Box::pin(async move {
+            let h = me.holder().await?;
+            TrainingClient::attach(h, id, next_seq_id, None).await
+        }))
+    }
+
+    /// A sampling client on a base model or saved sampler weights.
+    pub fn create_sampling_client(
+        &self,
+        model_path: Option<String>,
+        base_model: Option<String>,
+        sampling: SamplingOptions,
+        call: CallOptions,
+    ) -> Result<LocalBoxFuture<'static, Result<SamplingClient>>> {
+        const METHOD: &str = "ServiceClient.create_sampling_client";
+        self.ensure_open()?;
+        check_sampler_target(model_path.as_deref(), base_model.as_deref())?;
+        let guard = Guard::new(&self.0.env, &call, METHOD);
+        guard.check()?;
+        let me = self.clone();
+        Ok(Box::pin(async move {
+            let h = guard.run(me.holder()).await?;
+            guard
+                .run(create_sampling_client(
+                    h, model_path, base_model, sampling, METHOD,
+                ))
+                .await
+        }))
+    }
+
+    /// A client on an existing sampling session (e.g. one another process created).
+    pub fn sampling_client(
+        &self,
+        sampling_session_id: &str,
+        base_model: Option<String>,
+        sampling: SamplingOptions,
+    ) -> Result<LocalBoxFuture<'static, Result<SamplingClient>>> {
+        self.ensure_open()?;
+        if sampling_session_id.is_empty() {
+            return Err(
+                InputError::type_error("samplingSessionId", "must be a non-empty id").into(),
+            );
+        }
+        let (me, id) = (self.clone(), sampling_session_id.to_string());
+        Ok(Box::pin(async move {
+            let h = me.holder().await?;
+            SamplingClient::connect(h, id, base_model, sampling).await
+        }))
+    }
+
+    /// Models the server offers (through the REST holder; no session).
+    pub async fn get_server_capabilities(&self) -> Result<Value> {
+        self.rest_client().await?.get_server_capabilities().await
+    }
+
+    /// Copies weights into this client's project (`projectId`).
+    pub async fn copy_weights(
+        &self,
+        path: &str,
+        ttl_seconds: Option<u64>,
+        weights_access_token: Option<&str>,
+    ) -> Result<String> {
+        let project = self.0.opts.project_id.clone().ok_or_else(|| Error::Input(InputError::type_error("projectId", "copyWeights copies into this client's project: construct the ServiceClient with projectId")))?;
+        self.rest_client()
+            .await?
+            .copy_weights(path, &project, ttl_seconds, weights_access_token)
+            .await
+    }
+
+    /// Sends one heartbeat (for callers that disabled background timers).
+    pub async fn heartbeat(&self) -> Result<()> {
+        self.holder().await?.heartbeat_once().await
+    }
+
+    /// Finishes the session with `status` (first call wins; no request if nothing was
+    /// ever connected), stops every background timer and flushes telemetry. Later calls
+    /// on this client or its children fail.
+    pub async fn close(&self, status: FinishStatus, detail: Option<&str>) -> Result<()> {
+        if self.0.closed.replace(Some(status)).is_some() {
+            return Ok(());
+        }
+        if let Some(rest) = self.0.rest.get() {
+            rest.close(status, None).await.ok();
+        }
+        match self.0.session.get() {
+            Some(h) => h.close(status, detail).await,
+            None => Ok(()),
+        }
+    }
+}

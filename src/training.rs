@@ -1,0 +1,906 @@
+//! `TrainingClient`: a LoRA model being trained.
+//!
+//! Every method validates its input synchronously, takes its turn in the model's order
+//! (see [`crate::sequencer`]) at call time, and returns a future; requests are sent in
+//! call order and their results awaited independently.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use futures_util::future::{join_all, LocalBoxFuture};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::call::{CallOptions, Guard};
+use crate::chunking::{plan_chunks, Chunk};
+use crate::error::{Error, Result};
+use crate::future::{retrieve, Payload, Poll};
+use crate::http::Req;
+use crate::metrics::combine_forward_backward;
+use crate::paths::console;
+use crate::proto::{
+    decode_forward_backward_output, encode_forward_backward, ForwardBackwardOutput,
+    ForwardBackwardRequest, LossConfigValue,
+};
+use crate::sampling::{SamplingClient, SamplingOptions};
+use crate::sequencer::{Sequencer, Turn};
+use crate::session::Holder;
+use crate::types::{
+    validate_loss_fn, AdamParams, Datum, InputError, LossFnInputs, TensorData, TensorValues,
+};
+
+/// A loss function's config (`loss_fn_config`): numbers or strings by name.
+pub type LossConfig = BTreeMap<String, LossConfigValue>;
+
+/// Model information fetched once when the client is created (`get_info`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ModelInfo {
+    /// The model id.
+    pub model_id: String,
+    /// The base model's name.
+    pub model_name: Option<String>,
+    /// The tokenizer id (variant suffix after `:` removed).
+    pub tokenizer_id: Option<String>,
+    /// LoRA rank.
+    pub lora_rank: Option<u32>,
+    /// The whole `get_info` response.
+    pub raw: Value,
+}
+
+impl ModelInfo {
+    fn from_raw(raw: Value) -> Result<Self> {
+        let model_id = raw
+            .get("model_id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Error::InvalidResponse {
+                message: format!("get_info response without model_id: {raw}"),
+            })?
+            .to_string();
+        let data = raw.get("model_data");
+        let s = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+        Ok(ModelInfo {
+            model_name: s(data.and_then(|d| d.get("model_name")))
+                .or_else(|| s(raw.get("model_name"))),
+            tokenizer_id: s(data.and_then(|d| d.get("tokenizer_id")))
+                .map(|t| t.split(':').next().unwrap_or_default().to_string()),
+            lora_rank: raw
+                .get("lora_rank")
+                .and_then(Value::as_u64)
+                .map(|r| r as u32),
+            model_id,
+            raw,
+        })
+    }
+}
+
+/// Parameters of an optimizer step: Adam, or another family's params (with `type`).
+#[derive(Debug, Clone)]
+pub enum OptimParams {
+    /// AdamW.
+    Adam(AdamParams),
+    /// Another optimizer family (e.g. `{"type":"dimuon","learning_rate":…}`).
+    Other(serde_json::Map<String, Value>),
+}
+
+/// What `forward_backward_custom`'s loss function returns.
+#[derive(Debug, Clone, Default)]
+pub struct CustomLossOutput {
+    /// The loss value (reported as `loss:sum`).
+    pub loss: f64,
+    /// ∂loss/∂logprobs per datum, shaped like that datum's logprobs.
+    pub gradients: Vec<Vec<f32>>,
+    /// Extra metrics merged into the result.
+    pub metrics: BTreeMap<String, f64>,
+}
+
+/// A custom loss: (data, per-datum logprobs) → loss, gradients, metrics.
+pub type CustomLossFn =
+    Rc<dyn Fn(Vec<Datum>, Vec<TensorData>) -> LocalBoxFuture<'static, Result<CustomLossOutput>>>;
+
+#[derive(Deserialize)]
+pub(crate) struct UntypedFuture {
+    pub request_id: String,
+    #[serde(default)]
+    pub sample_sequence_ids: Option<Vec<String>>,
+}
+
+pub(crate) struct Inner {
+    pub holder: Rc<Holder>,
+    pub model_id: String,
+    pub info: ModelInfo,
+    pub seq: Sequencer,
+}
+
+/// A training run (LoRA model) on the server.
+#[derive(Clone)]
+pub struct TrainingClient(pub(crate) Rc<Inner>);
+
+fn json_future(p: Payload, what: &str) -> Result<Value> {
+    match p {
+        Payload::Json(v) => Ok(v),
+        Payload::Proto(_) => Err(Error::InvalidResponse {
+            message: format!("{what}: unexpected protobuf result"),
+        }),
+    }
+}
+
+fn check_config(config: Option<&LossConfig>) -> Result<(), InputError> {
+    for (k, v) in config.into_iter().flatten() {
+        if let LossConfigValue::Number(x) = v {
+            if !x.is_finite() {
+                return Err(InputError::range_error(
+                    format!("loss_fn_config.{k}"),
+                    format!("must be a finite number, got {x}"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_batch(data: &[Datum], loss_fn: &str) -> Result<(), InputError> {
+    if data.is_empty() {
+        return Err(InputError::range_error(
+            "data",
+            "must contain at least one Datum",
+        ));
+    }
+    for (i, d) in data.iter().enumerate() {
+        d.validate(loss_fn)
+            .map_err(|e| e.within(&format!("data[{i}]")))?;
+    }
+    Ok(())
+}
+
+impl TrainingClient {
+    /// Connects a client to a model that exists on the server; fetches its info once.
+    /// `next_seq_id` is 1 for a freshly created model.
+    pub async fn attach(
+        holder: Rc<Holder>,
+        model_id: String,
+        next_seq_id: i64,
+        sdk_method: Option<&'static str>,
+    ) -> Result<Self> {
+        let raw: Value = holder
+            .with_retries("get_info", || {
+                holder.http.json(
+                    Req::post_json(
+                        "/api/v1/get_info",
+                        &json!({ "model_id": model_id, "type": "get_info" }),
+                    )
+                    .method_name(sdk_method),
+                )
+            })
+            .await?;
+        let info = ModelInfo::from_raw(raw)?;
+        Ok(TrainingClient(Rc::new(Inner {
+            holder,
+            model_id,
+            info,
+            seq: Sequencer::new(next_seq_id),
+        })))
+    }
+
+    /// The model id (also the training run id).
+    pub fn model_id(&self) -> &str {
+        &self.0.model_id
+    }
+    /// The model's info (from creation; no request).
+    pub fn info(&self) -> &ModelInfo {
+        &self.0.info
+    }
+    /// The seq id the next request will use (to resume this model elsewhere).
+    pub fn next_seq_id(&self) -> i64 {
+        self.0.seq.next_seq_id()
+    }
+    /// The Tinker Console page of this run.
+    pub fn console_url(&self) -> String {
+        console::training_run(&self.0.model_id)
+    }
+    /// The holder (shared session state).
+    pub fn holder(&self) -> &Rc<Holder> {
+        &self.0.holder
+    }
+
+    fn precheck(&self, opts: &CallOptions, what: &str) -> Result<Guard> {
+        self.0.holder.ensure_open()?;
+        if let Some(why) = self.0.seq.poisoned() {
+            return Err(Error::Closed { message: format!("A previous request failed; this TrainingClient is poisoned and cannot accept further requests ({why})") });
+        }
+        let g = Guard::new(&self.0.holder.env, opts, what);
+        g.check()?;
+        Ok(g)
+    }
+
+    /// Computes the loss and its per-datum outputs without gradients.
+    pub fn forward(
+        &self,
+        data: Vec<Datum>,
+        loss_fn: &str,
+        config: Option<LossConfig>,
+        opts: CallOptions,
+    ) -> Result<LocalBoxFuture<'static, Result<ForwardBackwardOutput>>> {
+        self.fwd_bwd(data, loss_fn, config, true, opts, "TrainingClient.forward")
+    }
+
+    /// Computes the loss and accumulates gradients (applied by the next `optim_step`).
+    pub fn forward_backward(
+        &self,
+        data: Vec<Datum>,
+        loss_fn: &str,
+        config: Option<LossConfig>,
+        opts: CallOptions,
+    ) -> Result<LocalBoxFuture<'static, Result<ForwardBackwardOutput>>> {
+        self.fwd_bwd(
+            data,
+            loss_fn,
+            config,
+            false,
+            opts,
+            "TrainingClient.forward_backward",
+        )
+    }
+
+    fn fwd_bwd(
+        &self,
+        data: Vec<Datum>,
+        loss_fn: &str,
+        config: Option<LossConfig>,
+        forward_only: bool,
+        opts: CallOptions,
+        method: &'static str,
+    ) -> Result<LocalBoxFuture<'static, Result<ForwardBackwardOutput>>> {
+        validate_loss_fn(loss_fn)?;
+        check_batch(&data, loss_fn)?;
+        check_config(config.as_ref())?;
+        let guard = self.precheck(&opts, method)?;
+        let cfg = &self.0.holder.config;
+        let chunks = plan_chunks(
+            &data,
+            cfg.fwdbwd_max_chunk_len,
+            cfg.fwdbwd_max_chunk_bytes_count,
+        );
+        let ticket = self.0.seq.ticket();
+        let me = self.clone();
+        let loss_fn = loss_fn.to_string();
+        Ok(Box::pin(async move {
+            let turn = guard.run(async { ticket.wait().await }).await?;
+            let data = Rc::new(data);
+            let spec = FwdBwd {
+                data: data.clone(),
+                loss_fn: &loss_fn,
+                config: config.as_ref(),
+                forward_only,
+                method,
+            };
+            let ids = me.submit_chunks(&turn, &spec, &chunks).await;
+            drop(turn);
+            let ids = ids?;
+            guard.run(me.collect(ids, forward_only, method)).await
+        }))
+    }
+
+    /// Reserves seq ids for `chunks` and submits them: all but the first concurrently,
+    /// then the first (the server starts the batch once the lowest id arrives), or one
+    /// at a time when the server disables parallel chunks. Returns request ids in
+    /// chunk order.
+    async fn submit_chunks(
+        &self,
+        turn: &Turn,
+        spec: &FwdBwd<'_>,
+        chunks: &[Chunk],
+    ) -> Result<Vec<String>> {
+        let first = turn.reserve(chunks.len());
+        self.submit_reserved(first, spec, chunks).await
+    }
+
+    async fn submit_reserved(
+        &self,
+        first_seq: i64,
+        spec: &FwdBwd<'_>,
+        chunks: &[Chunk],
+    ) -> Result<Vec<String>> {
+        let h = &self.0.holder;
+        let started = h.env.now_ms();
+        let submit = |i: usize| self.submit_chunk(first_seq + i as i64, spec, &chunks[i], started);
+        if h.config.parallel_fwdbwd_chunks && chunks.len() > 1 {
+            let rest = join_all((1..chunks.len()).map(submit)).await;
+            let head = submit(0).await;
+            let mut out = vec![head?.0];
+            for r in rest {
+                out.push(r?.0);
+            }
+            Ok(out)
+        } else {
+            let mut out = vec![];
+            for i in 0..chunks.len() {
+                out.push(submit(i).await?.0);
+            }
+            Ok(out)
+        }
+    }
+
+    async fn submit_chunk(
+        &self,
+        seq_id: i64,
+        spec: &FwdBwd<'_>,
+        chunk: &Chunk,
+        started_ms: f64,
+    ) -> Result<(String, f64)> {
+        let h = &self.0.holder;
+        let seq_id = i32::try_from(seq_id).map_err(|_| Error::Closed {
+            message: "seq_id overflow".into(),
+        })?;
+        let data = &spec.data[chunk.range.clone()];
+        let body = encode_forward_backward(&ForwardBackwardRequest {
+            model_id: &self.0.model_id,
+            seq_id,
+            data,
+            loss_fn: spec.loss_fn,
+            loss_fn_config: spec.config,
+            forward_only: spec.forward_only,
+        })
+        .map_err(|m| InputError::type_error("data", m))?;
+        let (body, compressed) = if h.config.proto_compress_fwdbwd {
+            (
+                ruzstd::encoding::compress_to_vec(
+                    &body[..],
+                    ruzstd::encoding::CompressionLevel::Fastest,
+                ),
+                true,
+            )
+        } else {
+            (body, false)
+        };
+        let _budget = h.fwdbwd_bytes.acquire(chunk.estimated_bytes as i64).await;
+        let fut: UntypedFuture = h
+            .with_retries("forward_backward", || {
+                let mut r = Req::new(crate::platform::Method::Post, "/api/v1/forward_backward")
+                    .method_name(Some(spec.method));
+                r.body = Some(body.clone());
+                r.content_type = Some("application/x-protobuf");
+                if compressed {
+                    r = r.header("Content-Encoding", "zstd");
+                }
+                h.http.json(r)
+            })
+            .await?;
+        Ok((fut.request_id, (h.env.now_ms() - started_ms) / 1000.0))
+    }
+
+    async fn collect(
+        &self,
+        ids: Vec<String>,
+        forward_only: bool,
+        method: &'static str,
+    ) -> Result<ForwardBackwardOutput> {
+        let h = &self.0.holder;
+        let request_type = if forward_only {
+            "Forward"
+        } else {
+            "ForwardBackward"
+        };
+        let polls = ids.iter().map(|id| async move {
+            let p = retrieve(
+                h,
+                Poll {
+                    request_id: id,
+                    request_type,
+                    proto: true,
+                    submit_roundtrip_secs: 0.0,
+                    sdk_method: Some(method),
+                    observer: None,
+                    known_payload_size: None,
+                },
+            )
+            .await?;
+            match p {
+                Payload::Proto(b) => {
+                    decode_forward_backward_output(&b).map_err(|m| Error::InvalidResponse {
+                        message: format!("request {id}: {m}"),
+                    })
+                }
+                Payload::Json(_) => unreachable!("retrieve rejects JSON for protobuf results"),
+            }
+        });
+        let results = futures_util::future::try_join_all(polls).await?;
+        combine_forward_backward(results).map_err(|m| Error::InvalidResponse { message: m })
+    }
+
+    /// Runs one single-request operation in turn: builds its body with the assigned
+    /// seq id, submits it under the holder's retries, then polls its result.
+    fn simple_op(
+        &self,
+        opts: CallOptions,
+        method: &'static str,
+        path: &'static str,
+        request_type: &'static str,
+        http_retries: Option<u32>,
+        body: impl Fn(i64) -> Value + 'static,
+    ) -> Result<LocalBoxFuture<'static, Result<Value>>> {
+        let guard = self.precheck(&opts, method)?;
+        let ticket = self.0.seq.ticket();
+        let me = self.clone();
+        Ok(Box::pin(async move {
+            let h = me.0.holder.clone();
+            let turn = guard.run(async { ticket.wait().await }).await?;
+            let seq_id = turn.reserve(1);
+            let started = h.env.now_ms();
+            let b = body(seq_id);
+            let submitted: Result<UntypedFuture> = h
+                .with_retries(request_type, || {
+                    let mut r = Req::post_json(path, &b).method_name(Some(method));
+                    r.max_retries = http_retries;
+                    h.http.json(r)
+                })
+                .await;
+            drop(turn);
+            let fut = submitted?;
+            let rt = (h.env.now_ms() - started) / 1000.0;
+            let p = guard
+                .run(retrieve(
+                    &h,
+                    Poll {
+                        request_id: &fut.request_id,
+                        request_type,
+                        proto: false,
+                        submit_roundtrip_secs: rt,
+                        sdk_method: Some(method),
+                        observer: None,
+                        known_payload_size: None,
+                    },
+                ))
+                .await?;
+            json_future(p, method)
+        }))
+    }
+
+    /// Applies the accumulated gradients with the optimizer chosen at creation.
+    pub fn optim_step(
+        &self,
+        params: OptimParams,
+        opts: CallOptions,
+    ) -> Result<LocalBoxFuture<'static, Result<Value>>> {
+        let (key, value) = match &params {
+            OptimParams::Adam(a) => {
+                a.validate().map_err(|e| e.within("adam_params"))?;
+                ("adam_params", serde_json::to_value(a).expect("serializes"))
+            }
+            OptimParams::Other(m) => {
+                match m.get("type") {
+                    Some(Value::String(t)) if !t.is_empty() => {}
+                    _ => {
+                        return Err(InputError::type_error(
+                            "optim_params.type",
+                            "optimizer params need a string \"type\" (e.g. \"dimuon\")",
+                        )
+                        .into())
+                    }
+                }
+                for (k, v) in m {
+                    if v.as_f64().is_some_and(|x| !x.is_finite()) {
+                        return Err(InputError::range_error(
+                            format!("optim_params.{k}"),
+                            "must be a finite number",
+                        )
+                        .into());
+                    }
+                }
+                ("optimizer_params", Value::Object(m.clone()))
+            }
+        };
+        let model_id = self.0.model_id.clone();
+        self.simple_op(
+            opts,
+            "TrainingClient.optim_step",
+            "/api/v1/optim_step",
+            "OptimStep",
+            None,
+            move |seq| {
+                let mut b = json!({ "model_id": model_id, "seq_id": seq, "type": "optim_step" });
+                b[key] = value.clone();
+                b
+            },
+        )
+    }
+
+    /// Saves weights and optimizer state as `tinker://{model}/weights/{name}`.
+    pub fn save_state(
+        &self,
+        name: &str,
+        ttl_seconds: Option<u64>,
+        overwrite: bool,
+        user_metadata: Option<BTreeMap<String, String>>,
+        opts: CallOptions,
+    ) -> Result<LocalBoxFuture<'static, Result<Value>>> {
+        check_name(name)?;
+        check_ttl(ttl_seconds)?;
+        let (model_id, name) = (self.0.model_id.clone(), name.to_string());
+        self.simple_op(opts, "TrainingClient.save_state", "/api/v1/save_weights", "SaveWeights", Some(0), move |seq| {
+            let mut b = json!({ "model_id": model_id, "path": name, "seq_id": seq, "overwrite": overwrite, "type": "save_weights" });
+            if let Some(t) = ttl_seconds {
+                b["ttl_seconds"] = t.into();
+            }
+            if let Some(m) = &user_metadata {
+                b["user_metadata"] = json!(m);
+            }
+            b
+        })
+    }
+
+    /// Loads a checkpoint into this model (weights, and optimizer state if asked).
+    pub fn load_state(
+        &self,
+        path: &str,
+        optimizer: bool,
+        weights_access_token: Option<String>,
+        opts: CallOptions,
+    ) -> Result<LocalBoxFuture<'static, Result<Value>>> {
+        crate::paths::TinkerPath::parse(path)?;
+        let (model_id, path) = (self.0.model_id.clone(), path.to_string());
+        let method = if optimizer {
+            "TrainingClient.load_state_with_optimizer"
+        } else {
+            "TrainingClient.load_state"
+        };
+        self.simple_op(opts, method, "/api/v1/load_weights", "LoadWeights", None, move |seq| {
+            let mut b = json!({ "model_id": model_id, "path": path, "seq_id": seq, "optimizer": optimizer, "type": "load_weights" });
+            if let Some(t) = &weights_access_token {
+                b["weights_access_token"] = t.clone().into();
+            }
+            b
+        })
+    }
+
+    /// Saves sampler weights as `tinker://{model}/sampler_weights/{name}`.
+    pub fn save_weights_for_sampler(
+        &self,
+        name: &str,
+        ttl_seconds: Option<u64>,
+        user_metadata: Option<BTreeMap<String, String>>,
+        opts: CallOptions,
+    ) -> Result<LocalBoxFuture<'static, Result<Value>>> {
+        check_name(name)?;
+        check_ttl(ttl_seconds)?;
+        let (model_id, name) = (self.0.model_id.clone(), name.to_string());
+        self.simple_op(opts, "TrainingClient.save_weights_for_sampler", "/api/v1/save_weights_for_sampler", "SaveWeightsForSampler", Some(0), move |seq| {
+            let mut b = json!({ "model_id": model_id, "path": name, "kind": "snapshot", "seq_id": seq, "type": "save_weights_for_sampler" });
+            if let Some(t) = ttl_seconds {
+                b["ttl_seconds"] = t.into();
+            }
+            if let Some(m) = &user_metadata {
+                b["user_metadata"] = json!(m);
+            }
+            b
+        })
+    }
+
+    /// Exports weights in an external (HuggingFace-style) format as
+    /// `tinker://{model}/external_weights/{name}`.
+    pub fn save_weights_external(
+        &self,
+        name: &str,
+        ttl_seconds: Option<u64>,
+        age_encryption_recipients: Option<Vec<String>>,
+        opts: CallOptions,
+    ) -> Result<LocalBoxFuture<'static, Result<Value>>> {
+        check_name(name)?;
+        check_ttl(ttl_seconds)?;
+        if let Some(r) = &age_encryption_recipients {
+            if r.len() > 10 {
+                return Err(InputError::range_error(
+                    "ageEncryptionRecipients",
+                    format!("at most 10 recipients, got {}", r.len()),
+                )
+                .into());
+            }
+        }
+        let (model_id, name) = (self.0.model_id.clone(), name.to_string());
+        self.simple_op(opts, "TrainingClient.save_weights_external", "/api/v1/save_weights_external", "SaveWeightsExternal", Some(0), move |seq| {
+            let mut b = json!({ "model_id": model_id, "path": name, "seq_id": seq, "type": "save_weights_external" });
+            if let Some(t) = ttl_seconds {
+                b["ttl_seconds"] = t.into();
+            }
+            if let Some(r) = &age_encryption_recipients {
+                b["age_encryption_recipients"] = json!(r);
+            }
+            b
+        })
+    }
+
+    /// Saves the current weights for sampling (ephemeral) and returns a sampling client
+    /// on them. `kind` is `snapshot` (fixed weights) or `inflight` (shared, updated by
+    /// later saves).
+    pub fn save_weights_and_get_sampling_client(
+        &self,
+        kind: &str,
+        sampling: SamplingOptions,
+        opts: CallOptions,
+    ) -> Result<LocalBoxFuture<'static, Result<SamplingClient>>> {
+        if kind != "snapshot" && kind != "inflight" {
+            return Err(InputError::range_error(
+                "kind",
+                format!("must be \"snapshot\" or \"inflight\", got {kind:?}"),
+            )
+            .into());
+        }
+        let h = self.0.holder.clone();
+        h.require_session()?;
+        let model_id = self.0.model_id.clone();
+        let kind = kind.to_string();
+        let base_model = self.0.info.model_name.clone();
+        let counter = std::cell::Cell::new(None::<u32>);
+        let h2 = h.clone();
+        let op = self.simple_op(opts, "TrainingClient.save_weights_and_get_sampling_client", "/api/v1/save_weights_for_sampler", "SaveWeightsForSampler", Some(0), move |seq| {
+            let n = counter.get().unwrap_or_else(|| {
+                let n = h2.take_sampling_seq_id();
+                counter.set(Some(n));
+                n
+            });
+            json!({ "model_id": model_id, "sampling_session_seq_id": n, "kind": kind, "seq_id": seq, "type": "save_weights_for_sampler" })
+        })?;
+        Ok(Box::pin(async move {
+            let r = op.await?;
+            let id = r
+                .get("sampling_session_id")
+                .and_then(Value::as_str)
+                .ok_or_else(|| Error::InvalidResponse {
+                    message: format!("save_weights_for_sampler without sampling_session_id: {r}"),
+                })?;
+            SamplingClient::connect(h, id.to_string(), base_model, sampling).await
+        }))
+    }
+
+    /// Computes a custom loss on the client: a forward pass for the logprobs, the loss
+    /// function for the loss and its gradients, then a backward pass with
+    /// `cross_entropy` weights `−∂loss/∂logprobs` (which backpropagates the custom loss
+    /// exactly). Reserves both passes' seq ids at once; if anything fails after that,
+    /// the client is poisoned, since the reserved ids can no longer be filled.
+    pub fn forward_backward_custom(
+        &self,
+        data: Vec<Datum>,
+        loss: CustomLossFn,
+        opts: CallOptions,
+    ) -> Result<LocalBoxFuture<'static, Result<ForwardBackwardOutput>>> {
+        const METHOD: &str = "TrainingClient.forward_backward_custom";
+        if data.is_empty() {
+            return Err(InputError::range_error("data", "must contain at least one Datum").into());
+        }
+        let mut forward = Vec::with_capacity(data.len());
+        for (i, d) in data.iter().enumerate() {
+            let tt = d.loss_fn_inputs.get("target_tokens").ok_or_else(|| {
+                InputError::type_error(
+                    format!("data[{i}].loss_fn_inputs.target_tokens"),
+                    "is required by forward_backward_custom",
+                )
+            })?;
+            let weights = d
+                .loss_fn_inputs
+                .get("weights")
+                .cloned()
+                .unwrap_or_else(|| TensorData {
+                    values: TensorValues::Float32(vec![0.0; tt.values.len()]),
+                    shape: tt.shape.clone(),
+                    sparse_crow_indices: None,
+                    sparse_col_indices: None,
+                });
+            let mut inputs = LossFnInputs::new();
+            inputs.insert("target_tokens".into(), tt.clone());
+            inputs.insert("weights".into(), weights);
+            let fd = Datum {
+                model_input: d.model_input.clone(),
+                loss_fn_inputs: inputs,
+                model_input_spans: d.model_input_spans.clone(),
+                loss_fn_input_spans: d.loss_fn_input_spans.clone(),
+            };
+            fd.validate("cross_entropy")
+                .map_err(|e| e.within(&format!("data[{i}]")))?;
+            forward.push(fd);
+        }
+        let guard = self.precheck(&opts, METHOD)?;
+        let cfg = &self.0.holder.config;
+        let chunks = plan_chunks(
+            &forward,
+            cfg.fwdbwd_max_chunk_len,
+            cfg.fwdbwd_max_chunk_bytes_count,
+        );
+        let ticket = self.0.seq.ticket();
+        let me = self.clone();
+        Ok(Box::pin(async move {
+            let turn = guard.run(async { ticket.wait().await }).await?;
+            let n = chunks.len();
+            let first = turn.reserve(2 * n);
+            let result = me
+                .custom_reserved(&turn, first, forward, data, &chunks, loss, &guard)
+                .await;
+            if let Err(e) = &result {
+                me.0.seq.poison(&e.to_string());
+            }
+            drop(turn);
+            let ids = result?;
+            guard
+                .run(me.collect(ids.backward, false, METHOD))
+                .await
+                .and_then(|mut out| {
+                    let surrogate = out.metrics.remove("loss:sum").unwrap_or(0.0);
+                    out.metrics.extend(ids.user_metrics);
+                    out.metrics.insert("loss:sum".into(), ids.loss);
+                    out.metrics.insert("surrogate_loss:sum".into(), surrogate);
+                    Ok(out)
+                })
+        }))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn custom_reserved(
+        &self,
+        _turn: &Turn,
+        first: i64,
+        forward: Vec<Datum>,
+        original: Vec<Datum>,
+        chunks: &[Chunk],
+        loss: CustomLossFn,
+        guard: &Guard,
+    ) -> Result<CustomIds> {
+        const METHOD: &str = "TrainingClient.forward_backward_custom";
+        let n = chunks.len() as i64;
+        let forward = Rc::new(forward);
+        let spec = FwdBwd {
+            data: forward.clone(),
+            loss_fn: "cross_entropy",
+            config: None,
+            forward_only: true,
+            method: METHOD,
+        };
+        let fwd_ids = self.submit_reserved(first, &spec, chunks).await?;
+        let fwd = guard.run(self.collect(fwd_ids, true, METHOD)).await?;
+        if fwd.loss_fn_outputs.len() != forward.len() {
+            return Err(Error::InvalidResponse {
+                message: format!(
+                    "forward returned {} outputs for {} datums",
+                    fwd.loss_fn_outputs.len(),
+                    forward.len()
+                ),
+            });
+        }
+        let mut logprobs = Vec::with_capacity(forward.len());
+        for (i, o) in fwd.loss_fn_outputs.iter().enumerate() {
+            logprobs.push(
+                o.get("logprobs")
+                    .cloned()
+                    .ok_or_else(|| Error::InvalidResponse {
+                        message: format!("forward output {i} has no logprobs"),
+                    })?,
+            );
+        }
+        let sizes: Vec<usize> = logprobs.iter().map(|l| l.values.len()).collect();
+        let out = guard.run(loss(original, logprobs)).await?;
+        if !out.loss.is_finite() {
+            return Err(InputError::range_error(
+                "loss",
+                format!("the custom loss must be a finite number, got {}", out.loss),
+            )
+            .into());
+        }
+        if out.gradients.len() != sizes.len() {
+            return Err(InputError::range_error(
+                "gradients",
+                format!(
+                    "expected one gradient per datum ({}), got {}",
+                    sizes.len(),
+                    out.gradients.len()
+                ),
+            )
+            .into());
+        }
+        let mut backward = Vec::with_capacity(forward.len());
+        for (i, (g, d)) in out.gradients.iter().zip(forward.iter()).enumerate() {
+            if g.len() != sizes[i] {
+                return Err(InputError::range_error(
+                    format!("gradients[{i}]"),
+                    format!(
+                        "must have {} values (like logprobs[{i}]), got {}",
+                        sizes[i],
+                        g.len()
+                    ),
+                )
+                .into());
+            }
+            if let Some(j) = g.iter().position(|x| !x.is_finite()) {
+                return Err(InputError::range_error(
+                    format!("gradients[{i}][{j}]"),
+                    format!("must be finite, got {}", g[j]),
+                )
+                .into());
+            }
+            let mut bd = d.clone();
+            let shape = d.loss_fn_inputs["target_tokens"].shape.clone();
+            bd.loss_fn_inputs.insert(
+                "weights".into(),
+                TensorData {
+                    values: TensorValues::Float32(g.iter().map(|x| -x).collect()),
+                    shape,
+                    sparse_crow_indices: None,
+                    sparse_col_indices: None,
+                },
+            );
+            backward.push(bd);
+        }
+        // Same chunk boundaries as the forward pass, so the reserved ids line up.
+        let bchunks: Vec<Chunk> = chunks
+            .iter()
+            .map(|c| Chunk {
+                range: c.range.clone(),
+                estimated_bytes: c.range.clone().map(|i| backward[i].estimated_bytes()).sum(),
+            })
+            .collect();
+        let spec = FwdBwd {
+            data: Rc::new(backward),
+            loss_fn: "cross_entropy",
+            config: None,
+            forward_only: false,
+            method: METHOD,
+        };
+        let backward_ids = self.submit_reserved(first + n, &spec, &bchunks).await?;
+        Ok(CustomIds {
+            backward: backward_ids,
+            loss: out.loss,
+            user_metrics: out.metrics,
+        })
+    }
+}
+
+struct CustomIds {
+    backward: Vec<String>,
+    loss: f64,
+    user_metrics: BTreeMap<String, f64>,
+}
+
+struct FwdBwd<'a> {
+    data: Rc<Vec<Datum>>,
+    loss_fn: &'a str,
+    config: Option<&'a LossConfig>,
+    forward_only: bool,
+    method: &'static str,
+}
+
+fn check_name(name: &str) -> Result<(), InputError> {
+    if name.is_empty() || name.contains('/') || name.len() > 256 {
+        return Err(InputError::range_error(
+            "name",
+            format!("must be 1-256 characters without '/', got {name:?}"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_ttl(ttl: Option<u64>) -> Result<(), InputError> {
+    match ttl {
+        Some(t) if !(3600..=10 * 365 * 86400).contains(&t) => Err(InputError::range_error(
+            "ttlSeconds",
+            format!("must be between 3600 (1 hour) and 315360000 (10 years), got {t}"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+impl TrainingClient {
+    /// A sampling client on saved sampler weights (`tinker://…/sampler_weights/…`).
+    pub fn create_sampling_client(
+        &self,
+        model_path: &str,
+        sampling: SamplingOptions,
+    ) -> Result<LocalBoxFuture<'static, Result<SamplingClient>>> {
+        crate::sampling::check_sampler_target(Some(model_path), None)?;
+        let h = self.0.holder.clone();
+        h.ensure_open()?;
+        let path = model_path.to_string();
+        Ok(Box::pin(crate::sampling::create_sampling_client(
+            h,
+            Some(path),
+            None,
+            sampling,
+            "TrainingClient.create_sampling_client",
+        )))
+    }
+}
