@@ -67,6 +67,15 @@ impl Guard {
         }
     }
 
+    /// Sleeps `d` unless the call is aborted or times out first.
+    pub async fn sleep(&self, d: Duration) -> Result<()> {
+        self.run(async {
+            self.env.sleep(d).await;
+            Ok(())
+        })
+        .await
+    }
+
     /// Runs `fut` unless the call is aborted or times out first (then `fut` is dropped).
     pub async fn run<T>(&self, fut: impl Future<Output = Result<T>>) -> Result<T> {
         self.check()?;

@@ -57,7 +57,7 @@ pub struct StatusError {
 #[derive(Debug, Clone)]
 pub enum Error {
     /// The server answered with an error status.
-    Status(StatusError),
+    Status(Box<StatusError>),
     /// No response: DNS, refused, reset, CORS, or a broken body.
     Connection {
         /// What happened.
@@ -162,13 +162,13 @@ impl Error {
             Some(d) => format!("{status} {}: {d}", status_text(status)),
             None => format!("{status} {}", status_text(status)),
         };
-        Error::Status(StatusError {
+        Error::Status(Box::new(StatusError {
             status,
             message,
             body: json,
             headers: redact_headers(headers),
             request_id: headers.get("x-request-id").map(str::to_string),
-        })
+        }))
     }
 
     /// The HTTP status, for status errors.

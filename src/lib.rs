@@ -37,6 +37,9 @@ pub mod tokenizer;
 pub mod training;
 pub mod types;
 
+#[cfg(test)]
+mod tests;
+
 /// The SDK version, as published on npm and sent to the server.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 

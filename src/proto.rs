@@ -830,11 +830,8 @@ pub fn decode_forward_backward_output(b: &[u8]) -> DResult<ForwardBackwardOutput
                     .dtype
                     .values(&bt.data[a as usize..z as usize], "BatchedTensor.data")?;
                 let trailing: usize = bt.trailing.iter().product();
-                let leading = if trailing == 0 {
-                    0
-                } else {
-                    values.len() / trailing
-                };
+                let leading = values.len().checked_div(trailing).unwrap_or(0);
+
                 let mut shape = vec![leading];
                 shape.extend_from_slice(&bt.trailing);
                 outputs[base + i].insert(

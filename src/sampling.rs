@@ -558,7 +558,7 @@ impl SamplingClient {
                     Err(e) if rh.config.enable_retry_logic && sampling_retryable(&e) => {
                         let d = rh.config.delay(attempt, env.random());
                         attempt += 1;
-                        guard.run(async { Ok(env.sleep(d).await) }).await?;
+                        guard.sleep(d).await?;
                     }
                     Err(e) => return Err(e),
                 }
@@ -650,9 +650,7 @@ impl SamplingClient {
             loop {
                 if let Some(until) = h.sample_backoff_until.get() {
                     if h.now() < until {
-                        guard
-                            .run(async { Ok(h.env.sleep(Duration::from_secs(1)).await) })
-                            .await?;
+                        guard.sleep(Duration::from_secs(1)).await?;
                         continue;
                     }
                 }

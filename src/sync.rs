@@ -352,41 +352,39 @@ impl<T: Clone> AsyncOnce<T> {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        loop {
-            let run = poll_fn(|cx| {
-                let mut s = self.0.borrow_mut();
-                match &mut *s {
-                    OnceState::Ready(v) => Poll::Ready(Some(Ok(v.clone()))),
-                    OnceState::Running(w) => {
-                        w.push(cx.waker().clone());
-                        Poll::Pending
-                    }
-                    OnceState::Empty => {
-                        *s = OnceState::Running(Vec::new());
-                        Poll::Ready(None)
-                    }
+        let run = poll_fn(|cx| {
+            let mut s = self.0.borrow_mut();
+            match &mut *s {
+                OnceState::Ready(v) => Poll::Ready(Some(Ok(v.clone()))),
+                OnceState::Running(w) => {
+                    w.push(cx.waker().clone());
+                    Poll::Pending
                 }
-            })
-            .await;
-            match run {
-                Some(ready) => return ready,
-                None => {
-                    let mut guard = ResetOnDrop(Some(self.0.clone()));
-                    let result = init().await;
-                    match result {
-                        Ok(v) => {
-                            guard.0 = None;
-                            let prev = std::mem::replace(
-                                &mut *self.0.borrow_mut(),
-                                OnceState::Ready(v.clone()),
-                            );
-                            if let OnceState::Running(wakers) = prev {
-                                wakers.into_iter().for_each(Waker::wake);
-                            }
-                            return Ok(v);
+                OnceState::Empty => {
+                    *s = OnceState::Running(Vec::new());
+                    Poll::Ready(None)
+                }
+            }
+        })
+        .await;
+        match run {
+            Some(ready) => ready,
+            None => {
+                let mut guard = ResetOnDrop(Some(self.0.clone()));
+                let result = init().await;
+                match result {
+                    Ok(v) => {
+                        guard.0 = None;
+                        let prev = std::mem::replace(
+                            &mut *self.0.borrow_mut(),
+                            OnceState::Ready(v.clone()),
+                        );
+                        if let OnceState::Running(wakers) = prev {
+                            wakers.into_iter().for_each(Waker::wake);
                         }
-                        Err(e) => return Err(e), // guard resets to Empty and wakes waiters
+                        Ok(v)
                     }
+                    Err(e) => Err(e), // the guard resets to Empty and wakes waiters
                 }
             }
         }

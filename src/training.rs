@@ -721,12 +721,12 @@ impl TrainingClient {
             guard
                 .run(me.collect(ids.backward, false, METHOD))
                 .await
-                .and_then(|mut out| {
+                .map(|mut out| {
                     let surrogate = out.metrics.remove("loss:sum").unwrap_or(0.0);
                     out.metrics.extend(ids.user_metrics);
                     out.metrics.insert("loss:sum".into(), ids.loss);
                     out.metrics.insert("surrogate_loss:sum".into(), surrogate);
-                    Ok(out)
+                    out
                 })
         }))
     }
