@@ -7,7 +7,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all setup build wasm demo test lint test-rust test-js test-node test-browser test-workerd typecheck clean
+.PHONY: all setup build wasm demo test lint test-rust test-js test-node test-browser test-workerd typecheck test-tokenizer-parity bench-tokenizer clean
 
 all: build
 
@@ -45,7 +45,18 @@ test-workerd: wasm
 
 test-js: test-node test-browser test-workerd
 
-test: lint test-rust typecheck test-js
+# Tokenizer parity (issue 6): the wasm package against native PyPI tokenizers/transformers
+# over a >1 MB corpus from npm packages (ids, decodes, chat templates, renderers).
+test-tokenizer-parity: wasm
+	node tests/tokenizer/corpus.mjs target/tokenizer-parity/corpus.json
+	tests/conformance/.venv/bin/python tests/tokenizer/oracle.py target/tokenizer-parity/corpus.json target/tokenizer-parity/expected.json
+	node tests/tokenizer/parity.mjs target/tokenizer-parity/expected.json
+
+# Tokenizer benchmark (a script, not a test): ours vs @lenml/tokenizers vs native, same run.
+bench-tokenizer: wasm
+	node tests/bench/tokenizer.mjs
+
+test: lint test-rust typecheck test-js test-tokenizer-parity
 	@echo "make test: all suites passed"
 
 clean:

@@ -250,12 +250,21 @@ mod tests {
         assert_eq!(r("a/b/c/d", None), "a/b/c/d");
         // The server's id wins (suffix stripped), even for Llama-3 names.
         assert_eq!(
-            r("meta-llama/Llama-3.1-8B", Some("meta-llama/Llama-3.1-8B:rev")),
+            r(
+                "meta-llama/Llama-3.1-8B",
+                Some("meta-llama/Llama-3.1-8B:rev")
+            ),
             "meta-llama/Llama-3.1-8B"
         );
-        assert_eq!(r("x/y", Some("moonshotai/Kimi-K2.5-Text-Only")), "moonshotai/Kimi-K2.5");
+        assert_eq!(
+            r("x/y", Some("moonshotai/Kimi-K2.5-Text-Only")),
+            "moonshotai/Kimi-K2.5"
+        );
         assert_eq!(r("x/y", Some("")), "");
-        assert_eq!(tokenizer_revision("moonshotai/Kimi-K2.5"), Some("4d01dfe0332d63057c186e0b262165819efb6611"));
+        assert_eq!(
+            tokenizer_revision("moonshotai/Kimi-K2.5"),
+            Some("4d01dfe0332d63057c186e0b262165819efb6611")
+        );
         assert_eq!(tokenizer_revision("Qwen/Qwen3-8B"), None);
     }
 }

@@ -72,7 +72,11 @@ impl ChatTemplates {
     }
 
     /// The template `transformers.get_chat_template` would pick.
-    fn pick<'a>(&'a self, requested: Option<&'a str>, has_tools: bool) -> Result<&'a str, TokenizerError> {
+    fn pick<'a>(
+        &'a self,
+        requested: Option<&'a str>,
+        has_tools: bool,
+    ) -> Result<&'a str, TokenizerError> {
         if let Some(r) = requested {
             if let Some(t) = self.named.get(r) {
                 return Ok(t);
@@ -124,7 +128,12 @@ pub(crate) struct JsonStyle<'a> {
     pub ensure_ascii: bool,
 }
 
-pub(crate) fn py_json(v: &Value, out: &mut String, st: JsonStyle<'_>, depth: usize) -> Result<(), Error> {
+pub(crate) fn py_json(
+    v: &Value,
+    out: &mut String,
+    st: JsonStyle<'_>,
+    depth: usize,
+) -> Result<(), Error> {
     let (indent, seps, sort) = (st.indent, st.seps, st.sort);
     let newline = |out: &mut String, depth: usize| {
         if let Some(ind) = indent {
@@ -292,7 +301,11 @@ fn tojson(v: Value, kwargs: Kwargs) -> Result<String, Error> {
             None => i.as_str().unwrap_or_default().to_owned(),
         }),
     };
-    let default_seps = if indent.is_some() { (",", ": ") } else { (", ", ": ") };
+    let default_seps = if indent.is_some() {
+        (",", ": ")
+    } else {
+        (", ", ": ")
+    };
     let seps_owned: Option<(String, String)> = match separators {
         Some(s) if !s.is_none() => {
             let items: Vec<Value> = s.try_iter()?.collect();
@@ -339,10 +352,28 @@ fn strftime(secs: i64, fmt: &str) -> String {
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
     const MONTHS: [&str; 12] = [
-        "January", "February", "March", "April", "May", "June", "July", "August", "September",
-        "October", "November", "December",
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
     ];
-    const DAYS: [&str; 7] = ["Thursday", "Friday", "Saturday", "Sunday", "Monday", "Tuesday", "Wednesday"];
+    const DAYS: [&str; 7] = [
+        "Thursday",
+        "Friday",
+        "Saturday",
+        "Sunday",
+        "Monday",
+        "Tuesday",
+        "Wednesday",
+    ];
     let wd = DAYS[days.rem_euclid(7) as usize];
     let month = MONTHS[(m - 1) as usize];
     let mut out = String::new();
@@ -396,15 +427,18 @@ fn environment(now: Option<i64>) -> Environment<'static> {
     env.add_function("raise_exception", |msg: String| -> Result<Value, Error> {
         Err(Error::new(ErrorKind::InvalidOperation, msg))
     });
-    env.add_function("strftime_now", move |fmt: String| -> Result<String, Error> {
-        match now {
-            Some(t) => Ok(strftime(t, &fmt)),
-            None => Err(Error::new(
-                ErrorKind::InvalidOperation,
-                "strftime_now needs the current time (pass `now`)",
-            )),
-        }
-    });
+    env.add_function(
+        "strftime_now",
+        move |fmt: String| -> Result<String, Error> {
+            match now {
+                Some(t) => Ok(strftime(t, &fmt)),
+                None => Err(Error::new(
+                    ErrorKind::InvalidOperation,
+                    "strftime_now needs the current time (pass `now`)",
+                )),
+            }
+        },
+    );
     env
 }
 
@@ -429,10 +463,22 @@ pub(crate) fn render(
     };
     for (i, m) in list.iter().enumerate() {
         if !m.is_object() {
-            return Err(InputError::type_error(format!("messages[{i}]"), "must be an object with `role` and `content`").into());
+            return Err(InputError::type_error(
+                format!("messages[{i}]"),
+                "must be an object with `role` and `content`",
+            )
+            .into());
         }
         if !m.get("role").is_some_and(|r| r.is_string()) {
-            return Err(InputError::type_error(format!("messages[{i}].role"), format!("must be a string, got {}", m.get("role").map_or("undefined".to_string(), |v| v.to_string()))).into());
+            return Err(InputError::type_error(
+                format!("messages[{i}].role"),
+                format!(
+                    "must be a string, got {}",
+                    m.get("role")
+                        .map_or("undefined".to_string(), |v| v.to_string())
+                ),
+            )
+            .into());
         }
     }
     if opts.add_generation_prompt && opts.continue_final_message {
@@ -443,23 +489,42 @@ pub(crate) fn render(
         .into());
     }
     let has_tools = opts.tools.as_ref().is_some_and(|t| !t.is_null());
-    let source = tok.chat_templates().pick(opts.chat_template.as_deref(), has_tools)?;
+    let source = tok
+        .chat_templates()
+        .pick(opts.chat_template.as_deref(), has_tools)?;
 
     let mut ctx = serde_json::Map::new();
     // transformers passes the special tokens map first, then its own arguments, then kwargs.
     let sp = tok.special_tokens();
-    for (k, v) in [("bos_token", &sp.bos), ("eos_token", &sp.eos), ("unk_token", &sp.unk), ("pad_token", &sp.pad)] {
+    for (k, v) in [
+        ("bos_token", &sp.bos),
+        ("eos_token", &sp.eos),
+        ("unk_token", &sp.unk),
+        ("pad_token", &sp.pad),
+    ] {
         if let Some(v) = v {
             ctx.insert(k.into(), v.clone().into());
         }
     }
     if !sp.additional.is_empty() {
-        ctx.insert("additional_special_tokens".into(), sp.additional.clone().into());
+        ctx.insert(
+            "additional_special_tokens".into(),
+            sp.additional.clone().into(),
+        );
     }
     ctx.insert("messages".into(), messages.clone());
-    ctx.insert("tools".into(), opts.tools.clone().unwrap_or(serde_json::Value::Null));
-    ctx.insert("documents".into(), opts.documents.clone().unwrap_or(serde_json::Value::Null));
-    ctx.insert("add_generation_prompt".into(), opts.add_generation_prompt.into());
+    ctx.insert(
+        "tools".into(),
+        opts.tools.clone().unwrap_or(serde_json::Value::Null),
+    );
+    ctx.insert(
+        "documents".into(),
+        opts.documents.clone().unwrap_or(serde_json::Value::Null),
+    );
+    ctx.insert(
+        "add_generation_prompt".into(),
+        opts.add_generation_prompt.into(),
+    );
     for (k, v) in &opts.extra {
         ctx.insert(k.clone(), v.clone());
     }
@@ -473,7 +538,10 @@ pub(crate) fn render(
 
     if opts.continue_final_message {
         let last = list.last().ok_or_else(|| {
-            TokenizerError::Input(InputError::type_error("messages", "continueFinalMessage needs at least one message"))
+            TokenizerError::Input(InputError::type_error(
+                "messages",
+                "continueFinalMessage needs at least one message",
+            ))
         })?;
         let content = match last.get("content") {
             Some(serde_json::Value::String(s)) => s.clone(),
@@ -559,7 +627,10 @@ mod tests {
     #[test]
     fn strftime_formats_utc() {
         // 2024-07-23 12:34:56 UTC
-        assert_eq!(strftime(1_721_738_096, "%d %b %Y %H:%M:%S %A %j"), "23 Jul 2024 12:34:56 Tuesday 205");
+        assert_eq!(
+            strftime(1_721_738_096, "%d %b %Y %H:%M:%S %A %j"),
+            "23 Jul 2024 12:34:56 Tuesday 205"
+        );
         assert_eq!(strftime(0, "%Y-%m-%d %B"), "1970-01-01 January");
     }
 
@@ -568,7 +639,10 @@ mod tests {
         let env = environment(None);
         let v = serde_json::json!({"b": 1, "a": [true, null, "x\"\n\u{1}é"], "c": {}, "d": 1.5});
         let out = env
-            .render_str("{{ v | tojson }}|{{ v | tojson(indent=2) }}", Value::from(minijinja::value::Serde(serde_json::json!({"v": v}))))
+            .render_str(
+                "{{ v | tojson }}|{{ v | tojson(indent=2) }}",
+                Value::from(minijinja::value::Serde(serde_json::json!({"v": v}))),
+            )
             .unwrap();
         assert_eq!(
             out,

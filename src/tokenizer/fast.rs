@@ -19,9 +19,9 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
+use super::scan::{ScanResult, Scanner};
 use super::unicode::{classes, Classes, LETTER, NUMBER, SPACE};
 
 // ---------------------------------------------------------------------------------
@@ -65,11 +65,18 @@ impl Hasher for FxHasher {
     }
     #[inline]
     fn finish(&self) -> u64 {
-        self.0
+        // The multiply leaves the well-mixed bits at the top; tables index with the low
+        // bits, so bring them down (as rustc-hash 2 does).
+        self.0.rotate_left(26)
     }
 }
 
 type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// The FxHash product (best bits on top: tables index with the top bits).
+fn table_hash(bytes: &[u8]) -> u64 {
+    fx_hash(bytes).rotate_right(26)
+}
 
 fn fx_hash(bytes: &[u8]) -> u64 {
     let mut h = FxHasher::default();
@@ -77,31 +84,39 @@ fn fx_hash(bytes: &[u8]) -> u64 {
     h.finish()
 }
 
-/// An open-addressing table from byte strings stored in an arena to ids: one `u32` per
-/// slot, no allocation per key.
+/// An open-addressing table from byte strings stored in an arena to ids: one `u64` per
+/// slot (32 bits of hash, then the id), no allocation per key; keys are compared only
+/// when the stored hash matches.
 #[derive(Default)]
 struct BytesTable {
-    slots: Vec<u32>,
+    slots: Vec<u64>,
+    shift: u32,
 }
+
+const EMPTY: u64 = u64::MAX;
 
 impl BytesTable {
     fn with_capacity(n: usize) -> Self {
+        let size = (n * 2).next_power_of_two().max(16);
         BytesTable {
-            slots: vec![u32::MAX; (n * 2).next_power_of_two().max(16)],
+            slots: vec![EMPTY; size],
+            shift: 64 - size.trailing_zeros(),
         }
     }
     /// Inserts `id` for `key` unless present (the first insertion wins); `get_key`
     /// reads the key of an already stored id.
     fn insert<'a>(&mut self, key: &[u8], id: u32, get_key: impl Fn(u32) -> &'a [u8]) {
+        let h = table_hash(key);
+        let tag = (h >> 8) & 0xFFFF_FFFF;
         let mask = self.slots.len() - 1;
-        let mut i = fx_hash(key) as usize & mask;
+        let mut i = (h >> self.shift) as usize;
         loop {
             let s = self.slots[i];
-            if s == u32::MAX {
-                self.slots[i] = id;
+            if s == EMPTY {
+                self.slots[i] = (tag << 32) | u64::from(id);
                 return;
             }
-            if get_key(s) == key {
+            if s >> 32 == tag && get_key(s as u32) == key {
                 return;
             }
             i = (i + 1) & mask;
@@ -109,15 +124,17 @@ impl BytesTable {
     }
     #[inline]
     fn get<'a>(&self, key: &[u8], get_key: impl Fn(u32) -> &'a [u8]) -> Option<u32> {
+        let h = table_hash(key);
+        let tag = (h >> 8) & 0xFFFF_FFFF;
         let mask = self.slots.len() - 1;
-        let mut i = fx_hash(key) as usize & mask;
+        let mut i = (h >> self.shift) as usize;
         loop {
             let s = self.slots[i];
-            if s == u32::MAX {
+            if s == EMPTY {
                 return None;
             }
-            if get_key(s) == key {
-                return Some(s);
+            if s >> 32 == tag && get_key(s as u32) == key {
+                return Some(s as u32);
             }
             i = (i + 1) & mask;
         }
@@ -143,31 +160,43 @@ pub(crate) fn byte_to_char() -> [char; 256] {
     map
 }
 
-/// The raw bytes of a byte-level token, or `None` when a char is outside the alphabet.
-fn token_to_bytes(token: &str, char_to_byte: &FxMap<char, u8>) -> Option<Vec<u8>> {
-    token.chars().map(|c| char_to_byte.get(&c).copied()).collect()
+/// Byte-level chars are all below U+0144: a direct table from char to byte + 1.
+fn char_to_byte_table() -> [u16; 0x144] {
+    let mut t = [0u16; 0x144];
+    for (b, c) in byte_to_char().iter().enumerate() {
+        t[*c as usize] = b as u16 + 1;
+    }
+    t
+}
+
+/// Appends the raw bytes of a byte-level token to `out`; `false` (and `out` unchanged)
+/// when a char is outside the alphabet.
+#[inline]
+fn push_token_bytes(token: &str, table: &[u16; 0x144], out: &mut Vec<u8>) -> bool {
+    let start = out.len();
+    for c in token.chars() {
+        match table.get(c as usize) {
+            Some(&b) if b != 0 => out.push((b - 1) as u8),
+            _ => {
+                out.truncate(start);
+                return false;
+            }
+        }
+    }
+    true
 }
 
 // ---------------------------------------------------------------------------------
 // tokenizer.json, parsed with borrowed strings
 
-#[derive(Deserialize)]
 struct RawFile<'a> {
-    #[serde(default, borrow)]
     added_tokens: Vec<RawAdded<'a>>,
-    #[serde(default)]
     normalizer: Option<serde_json::Value>,
-    #[serde(default)]
     pre_tokenizer: Option<serde_json::Value>,
-    #[serde(default)]
     post_processor: Option<serde_json::Value>,
-    #[serde(default)]
     decoder: Option<serde_json::Value>,
-    #[serde(default)]
     truncation: Option<serde_json::Value>,
-    #[serde(default)]
     padding: Option<serde_json::Value>,
-    #[serde(borrow)]
     model: RawModel<'a>,
 }
 
@@ -188,107 +217,140 @@ struct RawAdded<'a> {
     special: bool,
 }
 
-#[derive(Deserialize)]
+#[derive(Default)]
 struct RawModel<'a> {
-    #[serde(rename = "type", default)]
     kind: Option<String>,
-    #[serde(default)]
     dropout: Option<f64>,
-    #[serde(default, borrow)]
-    continuing_subword_prefix: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    end_of_word_suffix: Option<Cow<'a, str>>,
-    #[serde(default)]
+    continuing_subword_prefix: Option<String>,
+    end_of_word_suffix: Option<String>,
     ignore_merges: bool,
-    #[serde(borrow)]
-    vocab: Vocab<'a>,
-    #[serde(borrow)]
-    merges: Merges<'a>,
+    vocab: Vec<(Cow<'a, str>, u32)>,
+    merges: Vec<(Cow<'a, str>, Cow<'a, str>)>,
 }
 
-struct Vocab<'a>(Vec<(Cow<'a, str>, u32)>);
-struct Merges<'a>(Vec<(Cow<'a, str>, Cow<'a, str>)>);
+fn small<T: serde::de::DeserializeOwned>(raw: &str) -> ScanResult<T> {
+    serde_json::from_str(raw).map_err(|e| e.to_string())
+}
 
-impl<'de: 'a, 'a> Deserialize<'de> for Vocab<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Vocab<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a vocab object")
-            }
-            fn visit_map<M: MapAccess<'de>>(self, mut m: M) -> Result<Vocab<'a>, M::Error> {
-                let mut out = Vec::with_capacity(m.size_hint().unwrap_or(0));
-                while let Some((k, v)) = m.next_entry::<Cow<'a, str>, u32>()? {
-                    out.push((k, v));
+/// Reads `tokenizer.json` with the scanner: big sections walked in place, small ones
+/// handed to serde. `Err` for anything unexpected (the general path then decides).
+fn scan_file(json: &str) -> ScanResult<RawFile<'_>> {
+    let mut sc = Scanner::new(json);
+    let mut f = RawFile {
+        added_tokens: Vec::new(),
+        normalizer: None,
+        pre_tokenizer: None,
+        post_processor: None,
+        decoder: None,
+        truncation: None,
+        padding: None,
+        model: RawModel::default(),
+    };
+    let mut saw_model = false;
+    sc.expect(b'{')?;
+    if !sc.empty(b'}') {
+        loop {
+            let key = sc.string()?;
+            sc.expect(b':')?;
+            match key.as_ref() {
+                "model" => {
+                    f.model = scan_model(&mut sc)?;
+                    saw_model = true;
                 }
-                Ok(Vocab(out))
+                "added_tokens" => f.added_tokens = serde_json::from_str(sc.skip()?).map_err(|e| e.to_string())?,
+                "normalizer" => f.normalizer = small(sc.skip()?)?,
+                "pre_tokenizer" => f.pre_tokenizer = small(sc.skip()?)?,
+                "post_processor" => f.post_processor = small(sc.skip()?)?,
+                "decoder" => f.decoder = small(sc.skip()?)?,
+                "truncation" => f.truncation = small(sc.skip()?)?,
+                "padding" => f.padding = small(sc.skip()?)?,
+                _ => {
+                    sc.skip()?;
+                }
+            }
+            if !sc.more(b'}')? {
+                break;
             }
         }
-        d.deserialize_map(V(std::marker::PhantomData))
     }
+    if !saw_model {
+        return Err("no model".into());
+    }
+    Ok(f)
 }
 
-/// One merge: `"a b"` (legacy) or `["a", "b"]`.
-struct Merge<'a>(Option<(Cow<'a, str>, Cow<'a, str>)>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Merge<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Merge<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a merge (\"a b\" or [\"a\", \"b\"])")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Merge<'a>, E> {
-                let mut it = s.split(' ');
-                Ok(Merge(match (it.next(), it.next(), it.next()) {
-                    (Some(a), Some(b), None) => Some((Cow::Borrowed(a), Cow::Borrowed(b))),
-                    _ => None,
-                }))
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<Merge<'a>, E> {
-                let mut it = s.split(' ');
-                Ok(Merge(match (it.next(), it.next(), it.next()) {
-                    (Some(a), Some(b), None) => Some((a.to_owned().into(), b.to_owned().into())),
-                    _ => None,
-                }))
-            }
-            fn visit_seq<S: SeqAccess<'de>>(self, mut s: S) -> Result<Merge<'a>, S::Error> {
-                let a: Option<Cow<'a, str>> = s.next_element()?;
-                let b: Option<Cow<'a, str>> = s.next_element()?;
-                let c: Option<de::IgnoredAny> = s.next_element()?;
-                Ok(Merge(match (a, b, c) {
-                    (Some(a), Some(b), None) => Some((a, b)),
-                    _ => None,
-                }))
-            }
-        }
-        d.deserialize_any(V(std::marker::PhantomData))
+fn scan_model<'a>(sc: &mut Scanner<'a>) -> ScanResult<RawModel<'a>> {
+    let mut m = RawModel::default();
+    sc.expect(b'{')?;
+    if sc.empty(b'}') {
+        return Ok(m);
     }
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for Merges<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Merges<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a list of merges")
-            }
-            fn visit_seq<S: SeqAccess<'de>>(self, mut s: S) -> Result<Merges<'a>, S::Error> {
-                let mut out = Vec::with_capacity(s.size_hint().unwrap_or(0));
-                while let Some(m) = s.next_element::<Merge<'a>>()? {
-                    match m.0 {
-                        Some(pair) => out.push(pair),
-                        None => return Err(de::Error::custom("a merge is not a pair")),
+    loop {
+        let key = sc.string()?;
+        sc.expect(b':')?;
+        match key.as_ref() {
+            "type" => m.kind = small(sc.skip()?)?,
+            "dropout" => m.dropout = small(sc.skip()?)?,
+            "continuing_subword_prefix" => m.continuing_subword_prefix = small(sc.skip()?)?,
+            "end_of_word_suffix" => m.end_of_word_suffix = small(sc.skip()?)?,
+            "ignore_merges" => m.ignore_merges = small(sc.skip()?)?,
+            "vocab" => {
+                sc.expect(b'{')?;
+                if !sc.empty(b'}') {
+                    loop {
+                        let tok = sc.string()?;
+                        sc.expect(b':')?;
+                        m.vocab.push((tok, sc.u32()?));
+                        if !sc.more(b'}')? {
+                            break;
+                        }
                     }
                 }
-                Ok(Merges(out))
+            }
+            "merges" => {
+                sc.expect(b'[')?;
+                if !sc.empty(b']') {
+                    loop {
+                        let pair = match sc.peek() {
+                            Some(b'"') => match sc.string()? {
+                                Cow::Borrowed(s) => split_merge(s).map(|(a, b)| (Cow::Borrowed(a), Cow::Borrowed(b))),
+                                Cow::Owned(s) => split_merge(&s).map(|(a, b)| (Cow::Owned(a.to_owned()), Cow::Owned(b.to_owned()))),
+                            },
+                            Some(b'[') => {
+                                sc.expect(b'[')?;
+                                let a = sc.string()?;
+                                sc.expect(b',')?;
+                                let b = sc.string()?;
+                                sc.expect(b']')?;
+                                Some((a, b))
+                            }
+                            _ => None,
+                        };
+                        match pair {
+                            Some(p) => m.merges.push(p),
+                            None => return Err("a merge is not a pair".into()),
+                        }
+                        if !sc.more(b']')? {
+                            break;
+                        }
+                    }
+                }
+            }
+            _ => {
+                sc.skip()?;
             }
         }
-        d.deserialize_seq(V(std::marker::PhantomData))
+        if !sc.more(b'}')? {
+            break;
+        }
     }
+    Ok(m)
+}
+
+/// A legacy merge line `"a b"`: exactly two parts separated by one space.
+fn split_merge(s: &str) -> Option<(&str, &str)> {
+    let (a, b) = s.split_once(' ')?;
+    (!b.contains(' ')).then_some((a, b))
 }
 
 // ---------------------------------------------------------------------------------
@@ -384,7 +446,11 @@ fn contraction(cls: &Classes, b: &[u8], i: usize) -> Option<usize> {
         return None;
     }
     let (c1, l1) = char_at(b, i);
-    if cls.folds_to(c1, 's') || cls.folds_to(c1, 't') || cls.folds_to(c1, 'm') || cls.folds_to(c1, 'd') {
+    if cls.folds_to(c1, 's')
+        || cls.folds_to(c1, 't')
+        || cls.folds_to(c1, 'm')
+        || cls.folds_to(c1, 'd')
+    {
         return Some(i + l1);
     }
     let second = |want: char| -> Option<usize> {
@@ -629,7 +695,7 @@ impl FastBpe {
     pub(crate) fn from_json(json: &str) -> Result<Option<FastBpe>, String> {
         // Anything this reader cannot take (other model types, or broken JSON) goes to
         // the general path, which also reports the errors.
-        let Ok(raw) = serde_json::from_str::<RawFile<'_>>(json) else {
+        let Ok(raw) = scan_file(json) else {
             return Ok(None);
         };
         if raw.truncation.as_ref().is_some_and(|v| !v.is_null())
@@ -640,8 +706,12 @@ impl FastBpe {
         let m = &raw.model;
         if m.kind.as_deref().is_some_and(|k| k != "BPE")
             || m.dropout.is_some_and(|d| d != 0.0)
-            || m.continuing_subword_prefix.as_deref().is_some_and(|p| !p.is_empty())
-            || m.end_of_word_suffix.as_deref().is_some_and(|p| !p.is_empty())
+            || m.continuing_subword_prefix
+                .as_deref()
+                .is_some_and(|p| !p.is_empty())
+            || m.end_of_word_suffix
+                .as_deref()
+                .is_some_and(|p| !p.is_empty())
         {
             return Ok(None);
         }
@@ -659,10 +729,10 @@ impl FastBpe {
         };
 
         let b2c = byte_to_char();
-        let c2b: FxMap<char, u8> = b2c.iter().enumerate().map(|(b, &c)| (c, b as u8)).collect();
+        let c2b = char_to_byte_table();
 
         // Model vocab, id-indexed.
-        let vocab = &m.vocab.0;
+        let vocab = &m.vocab;
         let max_id = vocab.iter().map(|(_, id)| *id as usize).max().unwrap_or(0);
         let mut tok_span = vec![NONE_SPAN; max_id + 1];
         let mut raw_span = vec![NONE_SPAN; max_id + 1];
@@ -676,9 +746,9 @@ impl FastBpe {
             }
             tok_span[id] = (tok_arena.len() as u32, tok.len() as u32);
             tok_arena.extend_from_slice(tok.as_bytes());
-            if let Some(bytes) = token_to_bytes(tok, &c2b) {
-                raw_span[id] = (raw_arena.len() as u32, bytes.len() as u32);
-                raw_arena.extend_from_slice(&bytes);
+            let start = raw_arena.len();
+            if push_token_bytes(tok, &c2b, &mut raw_arena) {
+                raw_span[id] = (start as u32, (raw_arena.len() - start) as u32);
             }
         }
         let span = |s: (u32, u32)| -> std::ops::Range<usize> {
@@ -689,13 +759,14 @@ impl FastBpe {
             }
         };
         let mut by_token = BytesTable::with_capacity(vocab.len());
-        let mut by_raw = BytesTable::with_capacity(vocab.len());
+        // Whole-piece lookups by raw bytes are only needed with `ignore_merges`.
+        let mut by_raw = BytesTable::with_capacity(if m.ignore_merges { vocab.len() } else { 0 });
         {
             let tk = |id: u32| &tok_arena[span(tok_span[id as usize])];
             let rk = |id: u32| &raw_arena[span(raw_span[id as usize])];
             for (tok, id) in vocab {
                 by_token.insert(tok.as_bytes(), *id, tk);
-                if raw_span[*id as usize] != NONE_SPAN {
+                if m.ignore_merges && raw_span[*id as usize] != NONE_SPAN {
                     by_raw.insert(rk(*id), *id, rk);
                 }
             }
@@ -712,18 +783,32 @@ impl FastBpe {
         }
 
         let mut merges: FxMap<u64, u64> =
-            HashMap::with_capacity_and_hasher(m.merges.0.len(), Default::default());
+            HashMap::with_capacity_and_hasher(m.merges.len(), Default::default());
         let mut buf = String::new();
-        for (rank, (a, b)) in m.merges.0.iter().enumerate() {
+        let mut last_new = u32::MAX;
+        let tok_of_checked = |id: u32| -> Option<&[u8]> {
+            let s = *tok_span.get(id as usize)?;
+            (s != NONE_SPAN).then(|| &tok_arena[span(s)])
+        };
+        for (rank, (a, b)) in m.merges.iter().enumerate() {
             let (Some(ia), Some(ib)) = (lookup(a), lookup(b)) else {
                 return Err(format!("merge {a:?} {b:?}: token out of vocabulary"));
             };
-            buf.clear();
-            buf.push_str(a);
-            buf.push_str(b);
-            let Some(new) = lookup(&buf) else {
-                return Err(format!("merge {a:?} {b:?}: merged token out of vocabulary"));
+            // Vocabularies trained by `tokenizers` number merged tokens in merge order:
+            // try the id after the previous one (one sequential read) before hashing.
+            let guess = last_new.wrapping_add(1);
+            let new = if tok_of_checked(guess).is_some_and(|t| t.len() == a.len() + b.len() && t.starts_with(a.as_bytes()) && t.ends_with(b.as_bytes())) {
+                guess
+            } else {
+                buf.clear();
+                buf.push_str(a);
+                buf.push_str(b);
+                let Some(new) = lookup(&buf) else {
+                    return Err(format!("merge {a:?} {b:?}: merged token out of vocabulary"));
+                };
+                new
             };
+            last_new = new;
             merges.insert(pair_key(ia, ib), ((rank as u64) << 32) | new as u64);
         }
 
@@ -781,7 +866,9 @@ impl FastBpe {
             )
         };
         for id in prefix.iter().chain(&suffix) {
-            if !added_by_id.contains_key(id) && (*id as usize >= tok_span.len() || tok_span[*id as usize] == NONE_SPAN) {
+            if !added_by_id.contains_key(id)
+                && (*id as usize >= tok_span.len() || tok_span[*id as usize] == NONE_SPAN)
+            {
                 return Ok(None);
             }
         }
@@ -848,7 +935,9 @@ impl FastBpe {
     fn encode_text(&self, text: &str, out: &mut Vec<u32>, cache: &mut WordCache) {
         let normalized;
         let text = if self.nfc && !text.is_ascii() {
-            use unicode_normalization_alignments::{is_nfc_quick, IsNormalized, UnicodeNormalization};
+            use unicode_normalization_alignments::{
+                is_nfc_quick, IsNormalized, UnicodeNormalization,
+            };
             if is_nfc_quick(text.chars()) == IsNormalized::Yes {
                 text
             } else {
@@ -858,7 +947,9 @@ impl FastBpe {
         } else {
             text
         };
-        split(text, self.pattern, |piece| self.encode_word(piece.as_bytes(), out, cache));
+        split(text, self.pattern, |piece| {
+            self.encode_word(piece.as_bytes(), out, cache)
+        });
     }
 
     #[inline]
@@ -984,7 +1075,7 @@ impl FastBpe {
                 if skip_special_tokens && a.special {
                     continue;
                 }
-                self.push_token_bytes(content, &mut bytes);
+                self.push_added_bytes(content, &mut bytes);
             } else if let Some(raw) = self.raw(id) {
                 if skip_special_tokens && self.is_special_content(id) {
                     continue;
@@ -1004,25 +1095,18 @@ impl FastBpe {
     }
 
     fn is_special_content(&self, id: u32) -> bool {
-        let Some(tok) = self.tok(id) else { return false };
+        let Some(tok) = self.tok(id) else {
+            return false;
+        };
         std::str::from_utf8(tok)
             .ok()
             .and_then(|t| self.added_by_content.get(t))
             .is_some_and(|&i| self.added[i].1.special)
     }
 
-    fn push_token_bytes(&self, token: &str, out: &mut Vec<u8>) {
-        let b2c = byte_to_char();
-        let start = out.len();
-        for c in token.chars() {
-            match b2c.iter().position(|&x| x == c) {
-                Some(b) => out.push(b as u8),
-                None => {
-                    out.truncate(start);
-                    out.extend_from_slice(token.as_bytes());
-                    return;
-                }
-            }
+    fn push_added_bytes(&self, token: &str, out: &mut Vec<u8>) {
+        if !push_token_bytes(token, &char_to_byte_table(), out) {
+            out.extend_from_slice(token.as_bytes());
         }
     }
 
@@ -1051,13 +1135,19 @@ impl FastBpe {
             + self
                 .added
                 .iter()
-                .filter(|(c, _)| self.by_token.get(c.as_bytes(), |id| self.tok(id).unwrap_or(&[])).is_none())
+                .filter(|(c, _)| {
+                    self.by_token
+                        .get(c.as_bytes(), |id| self.tok(id).unwrap_or(&[]))
+                        .is_none()
+                })
                 .count()
     }
 
     /// Added tokens as (content, id, special).
     pub(crate) fn added_tokens(&self) -> impl Iterator<Item = (&str, u32, bool)> {
-        self.added.iter().map(|(c, a)| (c.as_str(), a.id, a.special))
+        self.added
+            .iter()
+            .map(|(c, a)| (c.as_str(), a.id, a.special))
     }
 }
 

@@ -25,6 +25,7 @@ mod cache;
 mod chat;
 mod fast;
 mod renderer;
+mod scan;
 #[cfg(test)]
 mod tests;
 mod unicode;
@@ -33,9 +34,7 @@ use std::fmt;
 
 pub use cache::{resolve_tokenizer_id, tokenizer_revision, SingleFlight};
 pub use chat::{ChatTemplateOptions, ChatTemplates};
-pub use renderer::{
-    datum_from_tokens_weights, Message, Renderer, RendererKind, Role, TrainOnWhat,
-};
+pub use renderer::{datum_from_tokens_weights, Message, Renderer, RendererKind, Role, TrainOnWhat};
 
 use crate::types::InputError;
 
@@ -69,7 +68,7 @@ impl From<InputError> for TokenizerError {
 }
 
 enum Engine {
-    Fast(fast::FastBpe),
+    Fast(Box<fast::FastBpe>),
     General(Box<tokenizers::Tokenizer>),
 }
 
@@ -120,7 +119,7 @@ impl Tokenizer {
         let text = std::str::from_utf8(json)
             .map_err(|e| TokenizerError::Load(format!("tokenizer.json is not UTF-8: {e}")))?;
         let engine = match fast::FastBpe::from_json(text).map_err(TokenizerError::Load)? {
-            Some(f) => Engine::Fast(f),
+            Some(f) => Engine::Fast(Box::new(f)),
             None => Engine::General(Box::new(Self::general(text)?)),
         };
         let mut tok = Tokenizer {
@@ -164,7 +163,11 @@ impl Tokenizer {
             ))
         })?;
         let Some(o) = v.as_object() else {
-            return Err(InputError::type_error("config", "tokenizer_config.json must be a JSON object").into());
+            return Err(InputError::type_error(
+                "config",
+                "tokenizer_config.json must be a JSON object",
+            )
+            .into());
         };
         self.special = SpecialTokens {
             bos: token_str(o.get("bos_token")),

@@ -184,7 +184,10 @@ fn show(v: Option<&Json>) -> String {
         Some(v) => {
             let s = v.to_string();
             if s.len() > 60 {
-                format!("{}…", &s[..s.char_indices().nth(57).map_or(s.len(), |x| x.0)])
+                format!(
+                    "{}…",
+                    &s[..s.char_indices().nth(57).map_or(s.len(), |x| x.0)]
+                )
             } else {
                 s
             }
@@ -242,7 +245,10 @@ impl TrainOnWhat {
             _ => {
                 return Err(InputError::range_error(
                     "trainOn",
-                    format!("unknown value {s:?}; expected one of {}", Self::NAMES.join(", ")),
+                    format!(
+                        "unknown value {s:?}; expected one of {}",
+                        Self::NAMES.join(", ")
+                    ),
                 ))
             }
         })
@@ -267,7 +273,12 @@ pub enum RendererKind {
 
 impl RendererKind {
     /// The renderer names accepted by [`RendererKind::parse`].
-    pub const NAMES: [&'static str; 4] = ["qwen3", "qwen3_disable_thinking", "qwen3_instruct", "llama3"];
+    pub const NAMES: [&'static str; 4] = [
+        "qwen3",
+        "qwen3_disable_thinking",
+        "qwen3_instruct",
+        "llama3",
+    ];
 
     /// Parses a cookbook renderer name.
     pub fn parse(name: &str) -> Result<RendererKind, InputError> {
@@ -281,7 +292,10 @@ impl RendererKind {
             _ => {
                 return Err(InputError::range_error(
                     "renderer",
-                    format!("unknown renderer {name:?}; expected one of {}", Self::NAMES.join(", ")),
+                    format!(
+                        "unknown renderer {name:?}; expected one of {}",
+                        Self::NAMES.join(", ")
+                    ),
                 ))
             }
         })
@@ -308,7 +322,11 @@ impl RendererKind {
             if lower.contains("instruct-2507") {
                 return Some(RendererKind::Qwen3Instruct);
             }
-            if lower.contains("-base") || lower.contains("-vl") || lower.contains("qwen3.5") || lower.contains("qwen3-5") {
+            if lower.contains("-base")
+                || lower.contains("-vl")
+                || lower.contains("qwen3.5")
+                || lower.contains("qwen3-5")
+            {
                 return None;
             }
             return Some(RendererKind::Qwen3 {
@@ -382,7 +400,11 @@ impl Renderer {
         let at = |e: InputError| e.within(&format!("messages[{idx}]"));
         match self.kind {
             RendererKind::Llama3 => {
-                let role = if m.role == "tool" { "ipython" } else { m.role.as_str() };
+                let role = if m.role == "tool" {
+                    "ipython"
+                } else {
+                    m.role.as_str()
+                };
                 let header = format!("<|start_header_id|>{role}<|end_header_id|>\n\n");
                 let content = m.text().map_err(at)?;
                 let mut output = if m.role == "tool" {
@@ -391,12 +413,17 @@ impl Renderer {
                     content
                 };
                 for c in m.tool_calls.iter().flatten() {
-                    output.push_str(&format!("{{\"name\": \"{}\", \"parameters\": {}}}", c.name, c.arguments));
+                    output.push_str(&format!(
+                        "{{\"name\": \"{}\", \"parameters\": {}}}",
+                        c.name, c.arguments
+                    ));
                 }
                 output.push_str("<|eot_id|>");
                 Ok(Rendered { header, output })
             }
-            RendererKind::Qwen3 { .. } | RendererKind::Qwen3DisableThinking | RendererKind::Qwen3Instruct => {
+            RendererKind::Qwen3 { .. }
+            | RendererKind::Qwen3DisableThinking
+            | RendererKind::Qwen3Instruct => {
                 let strip = match self.kind {
                     RendererKind::Qwen3 {
                         strip_thinking_from_history,
@@ -404,19 +431,51 @@ impl Renderer {
                     _ => true,
                 };
                 let frames_thinking = !matches!(self.kind, RendererKind::Qwen3Instruct);
-                let role = if m.role == "tool" { "user" } else { m.role.as_str() };
-                let header = format!("{}<|im_start|>{role}\n", if idx > 0 { "\n" } else { "" });
-                let frames = frames_thinking
-                    && m.role == "assistant"
-                    && last_user.is_some()
-                    && (is_last || !strip);
-                let has_reasoning = match &m.content {
-                    Content::Text(s) => s.contains("</think>"),
-                    Content::Parts(p) => p.iter().any(|p| matches!(p, Part::Thinking(_))),
+                let role = if m.role == "tool" {
+                    "user"
+                } else {
+                    m.role.as_str()
                 };
+                let header = format!("{}<|im_start|>{role}\n", if idx > 0 { "\n" } else { "" });
+                // The HF template's rule: reasoning survives only in assistant turns after
+                // the last user message, framed as `<think>\n…\n</think>\n\n` when it is
+                // the last turn or has reasoning. Without stripping (the extension
+                // property, as the cookbook does), every assistant turn is framed alike.
+                let is_assistant = m.role == "assistant";
+                let after_query = last_user.is_some_and(|u| idx > u);
+                let reasoning = match &m.content {
+                    Content::Text(c) => c.split_once("</think>").map(|(before, _)| {
+                        let r = before.trim_end_matches('\n');
+                        r.rsplit_once("<think>")
+                            .map_or(r, |x| x.1)
+                            .trim_start_matches('\n')
+                            .to_owned()
+                    }),
+                    Content::Parts(p) => {
+                        let r: String = p
+                            .iter()
+                            .filter_map(|p| match p {
+                                Part::Thinking(t) => Some(t.as_str()),
+                                Part::Text(_) => None,
+                            })
+                            .collect();
+                        p.iter()
+                            .any(|p| matches!(p, Part::Thinking(_)))
+                            .then_some(r)
+                    }
+                };
+                let has_reasoning = reasoning.as_deref().is_some_and(|r| !r.is_empty());
+                let frames = frames_thinking
+                    && is_assistant
+                    && last_user.is_some()
+                    && if strip {
+                        after_query && (is_last || has_reasoning)
+                    } else {
+                        true
+                    };
+                let drop_thinking = strip && is_assistant && !after_query;
                 let mut output = match &m.content {
                     Content::Parts(parts) => {
-                        let drop_thinking = strip && m.role == "assistant" && !is_last;
                         let mut s = String::new();
                         let mut after_block = false;
                         for p in parts {
@@ -433,23 +492,35 @@ impl Renderer {
                                     after_block = frames;
                                 }
                                 Part::Text(t) => {
-                                    s.push_str(if after_block { t.trim_start_matches('\n') } else { t });
+                                    s.push_str(if after_block {
+                                        t.trim_start_matches('\n')
+                                    } else {
+                                        t
+                                    });
                                     after_block = false;
                                 }
                             }
                         }
+                        if frames && reasoning.is_none() {
+                            s = frame_thinking("") + s.trim_start_matches('\n');
+                        }
                         s
                     }
-                    Content::Text(c) if frames && c.contains("</think>") => {
-                        let (reasoning, rest) = c.split_once("</think>").unwrap_or((c, ""));
-                        let reasoning = reasoning.rsplit_once("<think>").map_or(reasoning, |x| x.1);
-                        frame_thinking(reasoning) + rest.trim_start_matches('\n')
+                    Content::Text(c) => {
+                        let after = c.rsplit_once("</think>").map(|x| x.1);
+                        if frames {
+                            frame_thinking(reasoning.as_deref().unwrap_or_default())
+                                + after.unwrap_or(c).trim_start_matches('\n')
+                        } else if drop_thinking {
+                            after.map_or_else(
+                                || c.clone(),
+                                |a| a.trim_start_matches('\n').to_owned(),
+                            )
+                        } else {
+                            c.clone()
+                        }
                     }
-                    Content::Text(c) => c.clone(),
                 };
-                if frames && !has_reasoning {
-                    output = frame_thinking("") + output.trim_start_matches('\n');
-                }
                 if m.role == "tool" {
                     output = format!("<tool_response>\n{output}\n</tool_response>");
                 }
@@ -463,9 +534,29 @@ impl Renderer {
                             )
                         })?;
                         let payload = serde_json::json!({ "name": c.name, "arguments": args });
-                        parts.push(format!("<tool_call>\n{}\n</tool_call>", py_json_dumps(&payload)));
+                        parts.push(format!(
+                            "<tool_call>\n{}\n</tool_call>",
+                            py_json_dumps(&payload)
+                        ));
                     }
-                    output.push('\n');
+                    // The template separates the first call from the content only when
+                    // there is (visible) content.
+                    let visible = match &m.content {
+                        Content::Text(c) => c
+                            .rsplit_once("</think>")
+                            .map_or(c.as_str(), |x| x.1.trim_start_matches('\n'))
+                            .to_owned(),
+                        Content::Parts(p) => p
+                            .iter()
+                            .filter_map(|p| match p {
+                                Part::Text(t) => Some(t.as_str()),
+                                Part::Thinking(_) => None,
+                            })
+                            .collect(),
+                    };
+                    if !visible.is_empty() {
+                        output.push('\n');
+                    }
                     output.push_str(&parts.join("\n"));
                 }
                 output.push_str("<|im_end|>");
@@ -481,7 +572,10 @@ impl Renderer {
                 "{}<|im_start|>{role}\n<think>\n\n</think>\n\n",
                 if n_messages > 0 { "\n" } else { "" }
             ),
-            _ => format!("{}<|im_start|>{role}\n", if n_messages > 0 { "\n" } else { "" }),
+            _ => format!(
+                "{}<|im_start|>{role}\n",
+                if n_messages > 0 { "\n" } else { "" }
+            ),
         }
     }
 
@@ -505,7 +599,11 @@ impl Renderer {
             tok.encode_into(&r.header, false, &mut ids)?;
             tok.encode_into(&r.output, false, &mut ids)?;
         }
-        tok.encode_into(&self.generation_suffix(messages.len(), role), false, &mut ids)?;
+        tok.encode_into(
+            &self.generation_suffix(messages.len(), role),
+            false,
+            &mut ids,
+        )?;
         if let Some(p) = prefill {
             tok.encode_into(p, false, &mut ids)?;
         }
@@ -543,7 +641,11 @@ impl Renderer {
             let is_last = idx + 1 == messages.len();
             let is_assistant = m.role == "assistant";
             let r = self.render_message(messages, idx, last_user)?;
-            let header_w = if train_on == TrainOnWhat::AllTokens { 1.0 } else { 0.0 };
+            let header_w = if train_on == TrainOnWhat::AllTokens {
+                1.0
+            } else {
+                0.0
+            };
             let n0 = ids.len();
             tok.encode_into(&r.header, false, &mut ids)?;
             weights.resize(ids.len(), header_w);

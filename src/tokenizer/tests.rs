@@ -3,8 +3,6 @@
 //! distinguishes (and the edge cases between them). Parity with native PyPI
 //! `tokenizers` over a large real corpus is `make test-tokenizer-parity`.
 
-use std::sync::OnceLock;
-
 use super::test_files::read;
 use super::*;
 
@@ -17,7 +15,11 @@ fn load(pkg: &str) -> Pair {
     let json = read(pkg, "tokenizer.json");
     let config = read(pkg, "tokenizer_config.json");
     let fast = Tokenizer::from_json(&json, Some(&config)).unwrap();
-    assert_eq!(fast.engine_name(), "fast", "{pkg} should take the fast path");
+    assert_eq!(
+        fast.engine_name(),
+        "fast",
+        "{pkg} should take the fast path"
+    );
     let general = Tokenizer::from_json_general(&json).unwrap();
     Pair { fast, general }
 }
@@ -39,13 +41,92 @@ fn pairs() -> &'static (Pair, Pair) {
 }
 
 const POOL: &[&str] = &[
-    "a", "Z", "é", "ß", "中", "文", "한", "ア", "𝐀", "ſ", "K", "S", "s", "t", "r", "e", "v", "m", "l", "d",
-    "0", "7", "٣", "½", "𝟎", "Ⅷ",
-    " ", " ", " ", "\t", "\n", "\r", "\r\n", "\u{3000}", "\u{a0}", "\u{2028}", "\u{85}", "\u{b}",
-    "'", "'", "'s", "'S", "'ll", "'LL", "'re", "'Ve", "'ſ", "’", "!", "?", ".", ",", "-", "_", "(", ")", "{", "}", "#", "$", "`",
-    "😀", "👩‍💻", "🇫🇷", "\u{301}", "e\u{301}", "\u{200d}", "\u{fe0f}", "\u{0}", "\u{7f}",
-    "<|im_start|>", "<|im_end|>", "<think>", "</think>", "<|im_", "<|eot_id|>", "<|begin_of_text|>",
-    "hello", " world", "  indented", "\n\n", "   \n  ", "123456", "3.14", "don't", "I'M",
+    "a",
+    "Z",
+    "é",
+    "ß",
+    "中",
+    "文",
+    "한",
+    "ア",
+    "𝐀",
+    "ſ",
+    "K",
+    "S",
+    "s",
+    "t",
+    "r",
+    "e",
+    "v",
+    "m",
+    "l",
+    "d",
+    "0",
+    "7",
+    "٣",
+    "½",
+    "𝟎",
+    "Ⅷ",
+    " ",
+    " ",
+    " ",
+    "\t",
+    "\n",
+    "\r",
+    "\r\n",
+    "\u{3000}",
+    "\u{a0}",
+    "\u{2028}",
+    "\u{85}",
+    "\u{b}",
+    "'",
+    "'",
+    "'s",
+    "'S",
+    "'ll",
+    "'LL",
+    "'re",
+    "'Ve",
+    "'ſ",
+    "’",
+    "!",
+    "?",
+    ".",
+    ",",
+    "-",
+    "_",
+    "(",
+    ")",
+    "{",
+    "}",
+    "#",
+    "$",
+    "`",
+    "😀",
+    "👩‍💻",
+    "🇫🇷",
+    "\u{301}",
+    "e\u{301}",
+    "\u{200d}",
+    "\u{fe0f}",
+    "\u{0}",
+    "\u{7f}",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<think>",
+    "</think>",
+    "<|im_",
+    "<|eot_id|>",
+    "<|begin_of_text|>",
+    "hello",
+    " world",
+    "  indented",
+    "\n\n",
+    "   \n  ",
+    "123456",
+    "3.14",
+    "don't",
+    "I'M",
 ];
 
 struct Rng(u64);
@@ -80,7 +161,11 @@ fn check_same(p: &Pair, texts: &[String]) {
         }
         let ids = p.general.encode(t, false).unwrap();
         for skip in [false, true] {
-            assert_eq!(p.fast.decode(&ids, skip), p.general.decode(&ids, skip), "decode of {t:?}");
+            assert_eq!(
+                p.fast.decode(&ids, skip),
+                p.general.decode(&ids, skip),
+                "decode of {t:?}"
+            );
         }
     }
 }
@@ -122,7 +207,11 @@ fn vocabulary_and_special_tokens_match() {
             let t = p.general.id_to_token(id);
             assert_eq!(p.fast.id_to_token(id), t, "id_to_token({id})");
             if let Some(t) = t {
-                assert_eq!(p.fast.token_to_id(&t), p.general.token_to_id(&t), "token_to_id({t:?})");
+                assert_eq!(
+                    p.fast.token_to_id(&t),
+                    p.general.token_to_id(&t),
+                    "token_to_id({t:?})"
+                );
             }
         }
         assert_eq!(p.fast.token_to_id("not a token at all"), None);
@@ -132,14 +221,23 @@ fn vocabulary_and_special_tokens_match() {
     assert_eq!(q.token_to_id("<|im_end|>"), Some(151_645));
     assert_eq!(q.special_tokens().eos.as_deref(), Some("<|im_end|>"));
     assert_eq!(q.special_tokens().pad.as_deref(), Some("<|endoftext|>"));
-    assert_eq!(llama3().special_tokens().bos.as_deref(), Some("<|begin_of_text|>"));
+    assert_eq!(
+        llama3().special_tokens().bos.as_deref(),
+        Some("<|begin_of_text|>")
+    );
 }
 
 #[test]
 fn known_ids() {
     let q = qwen3();
-    assert_eq!(q.encode("Hello world, tinker!", false).unwrap(), [9707, 1879, 11, 259, 41112, 0]);
-    assert_eq!(q.decode(&[9707, 1879, 11, 259, 41112, 0], false), "Hello world, tinker!");
+    assert_eq!(
+        q.encode("Hello world, tinker!", false).unwrap(),
+        [9707, 1879, 11, 259, 41112, 0]
+    );
+    assert_eq!(
+        q.decode(&[9707, 1879, 11, 259, 41112, 0], false),
+        "Hello world, tinker!"
+    );
     assert_eq!(q.encode("", true).unwrap(), Vec::<u32>::new());
     // Special tokens are matched even without add_special_tokens, and skipped on request.
     let ids = q.encode("<|im_start|>user\nhi<|im_end|>", false).unwrap();
@@ -154,12 +252,24 @@ fn known_ids() {
 
 #[test]
 fn rejects_bad_files() {
-    assert!(matches!(Tokenizer::from_json(b"{", None), Err(TokenizerError::Load(_))));
-    assert!(matches!(Tokenizer::from_json(b"\xff", None), Err(TokenizerError::Load(_))));
-    assert!(matches!(Tokenizer::from_json(b"{\"model\": {}}", None), Err(TokenizerError::Load(_))));
+    assert!(matches!(
+        Tokenizer::from_json(b"{", None),
+        Err(TokenizerError::Load(_))
+    ));
+    assert!(matches!(
+        Tokenizer::from_json(b"\xff", None),
+        Err(TokenizerError::Load(_))
+    ));
+    assert!(matches!(
+        Tokenizer::from_json(b"{\"model\": {}}", None),
+        Err(TokenizerError::Load(_))
+    ));
     let json = read("tokenizer-qwen3", "tokenizer.json");
     let err = Tokenizer::from_json(&json, Some(b"[1]")).unwrap_err();
-    assert!(matches!(err, TokenizerError::Input(ref e) if e.field == "config"), "{err:?}");
+    assert!(
+        matches!(err, TokenizerError::Input(ref e) if e.field == "config"),
+        "{err:?}"
+    );
 }
 
 #[test]
@@ -171,4 +281,291 @@ fn other_files_use_the_general_path() {
     let t = Tokenizer::from_json(json.as_bytes(), None).unwrap();
     assert_eq!(t.engine_name(), "general");
     assert_eq!(t.encode("hello world foo", false).unwrap(), [0, 1, 2]);
+}
+
+fn msgs(v: serde_json::Value) -> Vec<Message> {
+    Message::list_from_json(&v).unwrap()
+}
+
+#[test]
+fn chat_template_matches_transformers_output() {
+    let q = qwen3();
+    let m = serde_json::json!([
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Hi there"},
+        {"role": "assistant", "content": "<think>\nhmm\n</think>\n\nHello!"},
+        {"role": "user", "content": "Bye"}
+    ]);
+    let opts = ChatTemplateOptions {
+        add_generation_prompt: true,
+        ..Default::default()
+    };
+    // transformers 5.23 apply_chat_template(m, tokenize=False, add_generation_prompt=True)
+    assert_eq!(
+        q.apply_chat_template(&m, &opts).unwrap(),
+        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n"
+    );
+    let l = llama3();
+    assert_eq!(
+        l.apply_chat_template(&m, &opts).unwrap(),
+        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n<think>\nhmm\n</think>\n\nHello!<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nBye<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+    );
+}
+
+#[test]
+fn chat_template_options_and_errors() {
+    let q = qwen3();
+    let m = serde_json::json!([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hel"}]);
+    let cont = ChatTemplateOptions {
+        continue_final_message: true,
+        ..Default::default()
+    };
+    assert_eq!(
+        q.apply_chat_template(&m, &cont).unwrap(),
+        "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nHel"
+    );
+    let both = ChatTemplateOptions {
+        continue_final_message: true,
+        add_generation_prompt: true,
+        ..Default::default()
+    };
+    assert!(matches!(q.apply_chat_template(&m, &both), Err(TokenizerError::Input(e)) if e.field == "continueFinalMessage"));
+    let bad = serde_json::json!([{"content": "x"}]);
+    assert!(matches!(q.apply_chat_template(&bad, &ChatTemplateOptions::default()), Err(TokenizerError::Input(e)) if e.field == "messages[0].role"));
+    let raise = ChatTemplateOptions {
+        chat_template: Some("{{ raise_exception('nope') }}".into()),
+        ..Default::default()
+    };
+    assert!(matches!(q.apply_chat_template(&m, &raise), Err(TokenizerError::Template(s)) if s.contains("nope")));
+    let date = ChatTemplateOptions {
+        chat_template: Some("{{ strftime_now('%d %b %Y') }}".into()),
+        now_unix_secs: Some(1_721_738_096),
+        ..Default::default()
+    };
+    assert_eq!(q.apply_chat_template(&m, &date).unwrap(), "23 Jul 2024");
+    // Without a config there is no template.
+    let json = read("tokenizer-qwen3", "tokenizer.json");
+    let bare = Tokenizer::from_json(&json, None).unwrap();
+    assert!(matches!(bare.apply_chat_template(&m, &ChatTemplateOptions::default()), Err(TokenizerError::Input(e)) if e.field == "chatTemplate"));
+}
+
+#[test]
+fn renderer_prompts_equal_the_template_tokens() {
+    let q = qwen3();
+    let conv = serde_json::json!([
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "2+2?"},
+        {"role": "assistant", "content": "<think>\nadd\n</think>\n\n4"},
+        {"role": "user", "content": "Times 3?"}
+    ]);
+    let want = q
+        .encode(
+            &q.apply_chat_template(&conv, &ChatTemplateOptions { add_generation_prompt: true, ..Default::default() })
+                .unwrap(),
+            false,
+        )
+        .unwrap();
+    let r = Renderer::new(RendererKind::parse("qwen3").unwrap());
+    let got = r.build_generation_prompt(q, &msgs(conv.clone()), "assistant", None).unwrap();
+    assert_eq!(got.to_ints().unwrap(), want);
+    let l = llama3();
+    let want = l
+        .encode(&l.apply_chat_template(&conv, &ChatTemplateOptions::default()).unwrap(), false)
+        .unwrap();
+    let r = Renderer::new(RendererKind::Llama3);
+    assert_eq!(r.build_generation_prompt(l, &msgs(conv), "assistant", None).unwrap().to_ints().unwrap(), want);
+    assert_eq!(r.stop_sequences(l).unwrap(), [128_009]);
+    assert_eq!(Renderer::new(RendererKind::Qwen3DisableThinking).stop_sequences(q).unwrap(), [151_645]);
+}
+
+#[test]
+fn supervised_examples_weight_the_right_tokens() {
+    let q = qwen3();
+    let r = Renderer::new(RendererKind::Qwen3 { strip_thinking_from_history: true });
+    let conv = msgs(serde_json::json!([
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "U1"},
+        {"role": "assistant", "content": "A1"},
+        {"role": "user", "content": "U2"},
+        {"role": "assistant", "content": "A2"}
+    ]));
+    let text_of = |train: TrainOnWhat| {
+        let (ids, w) = r.build_supervised_example(q, &conv, train).unwrap();
+        assert_eq!(ids.len(), w.len());
+        let kept: Vec<u32> = ids.iter().zip(&w).filter(|(_, w)| **w > 0.0).map(|(i, _)| *i).collect();
+        q.decode(&kept, false)
+    };
+    assert_eq!(text_of(TrainOnWhat::LastAssistantMessage), "<think>\n\n</think>\n\nA2<|im_end|>");
+    assert_eq!(text_of(TrainOnWhat::AllAssistantMessages), "A1<|im_end|><think>\n\n</think>\n\nA2<|im_end|>");
+    assert_eq!(text_of(TrainOnWhat::AllUserAndSystemMessages), "S<|im_end|>U1<|im_end|>U2<|im_end|>");
+    assert_eq!(
+        text_of(TrainOnWhat::AllTokens),
+        q.decode(&r.build_supervised_example(q, &conv, TrainOnWhat::AllTokens).unwrap().0, false)
+    );
+    assert!(matches!(
+        r.build_supervised_example(q, &conv, TrainOnWhat::Customized),
+        Err(TokenizerError::Input(e)) if e.field == "messages[0].trainable"
+    ));
+    let custom = msgs(serde_json::json!([
+        {"role": "user", "content": "U", "trainable": true},
+        {"role": "assistant", "content": "A", "trainable": false}
+    ]));
+    let (ids, w) = r.build_supervised_example(q, &custom, TrainOnWhat::Customized).unwrap();
+    let kept: Vec<u32> = ids.iter().zip(&w).filter(|(_, w)| **w > 0.0).map(|(i, _)| *i).collect();
+    assert_eq!(q.decode(&kept, false), "U<|im_end|>");
+
+    let d = datum_from_tokens_weights(&ids, &w, None).unwrap();
+    assert_eq!(d.model_input.to_ints().unwrap(), ids[..ids.len() - 1]);
+    d.validate("cross_entropy").unwrap();
+    let t = datum_from_tokens_weights(&ids, &w, Some(3)).unwrap();
+    assert_eq!(t.model_input.length().unwrap(), 2);
+    assert_eq!(datum_from_tokens_weights(&[1], &[1.0], None).unwrap_err().field, "tokens");
+    assert_eq!(datum_from_tokens_weights(&[1, 2], &[1.0], None).unwrap_err().field, "weights");
+}
+
+#[test]
+fn messages_are_validated_with_field_paths() {
+    let err = |v: serde_json::Value| Message::list_from_json(&v).unwrap_err().field;
+    assert_eq!(err(serde_json::json!({})), "messages");
+    assert_eq!(err(serde_json::json!([1])), "messages[0]");
+    assert_eq!(err(serde_json::json!([{"role": "user", "content": 3}])), "messages[0].content");
+    assert_eq!(err(serde_json::json!([{"role": "user", "content": [{"type": "image"}]}])), "messages[0].content[0].type");
+    assert_eq!(err(serde_json::json!([{"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f", "arguments": 3}}]}])), "messages[0].tool_calls[0].arguments");
+    assert_eq!(TrainOnWhat::parse("x").unwrap_err().field, "trainOn");
+    assert_eq!(RendererKind::parse("x").unwrap_err().field, "renderer");
+    assert_eq!(RendererKind::for_model("Qwen/Qwen3-8B"), Some(RendererKind::Qwen3 { strip_thinking_from_history: true }));
+    assert_eq!(RendererKind::for_model("meta-llama/Llama-3.3-70B-Instruct"), Some(RendererKind::Llama3));
+    assert_eq!(RendererKind::for_model("Qwen/Qwen3-30B-A3B-Instruct-2507"), Some(RendererKind::Qwen3Instruct));
+    assert_eq!(RendererKind::for_model("deepseek-ai/DeepSeek-V3.1"), None);
+}
+
+#[test]
+fn qwen3_tool_calls_render_like_the_template() {
+    let q = qwen3();
+    let conv = serde_json::json!([
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+        {"role": "tool", "content": "sunny"},
+    ]);
+    let want = q
+        .encode(&q.apply_chat_template(&conv, &ChatTemplateOptions { add_generation_prompt: true, ..Default::default() }).unwrap(), false)
+        .unwrap();
+    let r = Renderer::new(RendererKind::parse("qwen3").unwrap());
+    let got = r.build_generation_prompt(q, &msgs(conv), "assistant", None).unwrap().to_ints().unwrap();
+    assert_eq!(q.decode(&got, false), q.decode(&want, false));
+}
+
+mod single_flight {
+    use super::super::SingleFlight;
+    use std::cell::Cell;
+    use std::future::Future;
+    use std::pin::pin;
+    use std::rc::Rc;
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Wake, Waker};
+
+    struct Flag(std::sync::atomic::AtomicUsize);
+    impl Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    /// A future that stays pending until `gate` is opened.
+    async fn gated(gate: Rc<Cell<bool>>) {
+        std::future::poll_fn(|cx| {
+            if gate.get() {
+                Poll::Ready(())
+            } else {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+        })
+        .await
+    }
+
+    #[test]
+    fn concurrent_loads_of_one_key_run_once() {
+        let cache: SingleFlight<String, Rc<u32>, String> = SingleFlight::new();
+        let loads = Rc::new(Cell::new(0));
+        let gate = Rc::new(Cell::new(false));
+        let load = || {
+            let (loads, gate) = (loads.clone(), gate.clone());
+            move || async move {
+                loads.set(loads.get() + 1);
+                gated(gate).await;
+                Ok(Rc::new(7))
+            }
+        };
+        let mut a = pin!(cache.get_or_load("qwen".into(), load()));
+        let mut b = pin!(cache.get_or_load("qwen".into(), load()));
+        let mut other = pin!(cache.get_or_load("llama".into(), load()));
+        let flag = Arc::new(Flag(0.into()));
+        let waker = Waker::from(flag.clone());
+        let mut cx = Context::from_waker(&waker);
+        assert!(a.as_mut().poll(&mut cx).is_pending());
+        assert!(b.as_mut().poll(&mut cx).is_pending());
+        assert!(other.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(loads.get(), 2, "one load per key");
+        assert!(cache.is_loading(&"qwen".to_string()));
+        gate.set(true);
+        let va = match a.as_mut().poll(&mut cx) {
+            Poll::Ready(v) => v.unwrap(),
+            Poll::Pending => panic!("leader should finish"),
+        };
+        let vb = match b.as_mut().poll(&mut cx) {
+            Poll::Ready(v) => v.unwrap(),
+            Poll::Pending => panic!("waiter should see the result"),
+        };
+        assert!(Rc::ptr_eq(&va, &vb), "both callers share one value");
+        assert_eq!(loads.get(), 2);
+        assert_eq!(cache.get(&"qwen".to_string()).as_deref(), Some(&7));
+        // Cached now: no new load.
+        let mut c = pin!(cache.get_or_load("qwen".into(), load()));
+        assert!(matches!(c.as_mut().poll(&mut cx), Poll::Ready(Ok(_))));
+        assert_eq!(loads.get(), 2);
+    }
+
+    #[test]
+    fn failures_reach_waiters_and_are_retried_later() {
+        let cache: SingleFlight<&'static str, u32, String> = SingleFlight::new();
+        let gate = Rc::new(Cell::new(false));
+        let flag = Arc::new(Flag(0.into()));
+        let waker = Waker::from(flag);
+        let mut cx = Context::from_waker(&waker);
+        let g = gate.clone();
+        let mut a = pin!(cache.get_or_load("k", move || async move {
+            gated(g).await;
+            Err::<u32, _>("boom".to_string())
+        }));
+        let mut b = pin!(cache.get_or_load("k", || async { Ok(1) }));
+        assert!(a.as_mut().poll(&mut cx).is_pending());
+        assert!(b.as_mut().poll(&mut cx).is_pending());
+        gate.set(true);
+        assert_eq!(a.as_mut().poll(&mut cx), Poll::Ready(Err("boom".into())));
+        assert_eq!(b.as_mut().poll(&mut cx), Poll::Ready(Err("boom".into())));
+        let mut c = pin!(cache.get_or_load("k", || async { Ok(2) }));
+        assert_eq!(c.as_mut().poll(&mut cx), Poll::Ready(Ok(2)), "a later call loads again");
+    }
+
+    #[test]
+    fn a_dropped_leader_hands_over_to_a_waiter() {
+        let cache: SingleFlight<&'static str, u32, String> = SingleFlight::new();
+        let flag = Arc::new(Flag(0.into()));
+        let waker = Waker::from(flag.clone());
+        let mut cx = Context::from_waker(&waker);
+        let never = Rc::new(Cell::new(false));
+        let n = never.clone();
+        let mut b = Box::pin(cache.get_or_load("k", || async { Ok(5) }));
+        {
+            let mut a = Box::pin(cache.get_or_load("k", move || async move {
+                gated(n).await;
+                Ok(1)
+            }));
+            assert!(a.as_mut().poll(&mut cx).is_pending());
+            assert!(b.as_mut().poll(&mut cx).is_pending());
+            // `a` dropped here, mid-load.
+        }
+        assert_eq!(b.as_mut().poll(&mut cx), Poll::Ready(Ok(5)));
+    }
 }

@@ -1,5 +1,8 @@
 //! The JavaScript face of the SDK: thin `wasm-bindgen` wrappers over the core.
 
+#[cfg(feature = "tokenizer")]
+mod tokenizer;
+
 use wasm_bindgen::prelude::*;
 
 /// The SDK version.

@@ -51,7 +51,13 @@ export async function bundleWorker(entry, outName) {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const bindings = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('TINKER_') || k.startsWith('SIM_')));
+  // The repository on loopback, for cases that fetch fixture files (as the browser page does).
+  const { startStaticServer } = await import('./run-browser.mjs');
+  const files = await startStaticServer();
+  const bindings = {
+    TINKER_TEST_FILES_URL: `http://127.0.0.1:${files.address().port}`,
+    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('TINKER_') || k.startsWith('SIM_'))),
+  };
   const mf = new Miniflare({
     ...(await bundleWorker(path.join(here, 'worker.js'), 'cases')),
     compatibilityDate: '2026-04-01',
@@ -71,6 +77,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     failed = report('workerd', results);
   } finally {
     await mf.dispose();
+    files.close();
   }
   process.exit(failed ? 1 : 0);
 }

@@ -1,0 +1,998 @@
+//! `Tokenizer` and `Renderer` for JavaScript: thin wrappers over `crate::tokenizer`.
+//!
+//! Options are plain objects (camelCase); ids go out as `Uint32Array` (one copy out of
+//! wasm memory) and come in as any array-like of integers. Bad input throws a
+//! `TypeError`/`RangeError` naming the field and the value; nothing here panics.
+
+use std::rc::Rc;
+
+use js_sys::{Array, Function, Object, Promise, Reflect, Uint32Array, Uint8Array};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+
+use crate::tokenizer as core;
+use crate::types::{Datum, InputError, InputErrorKind, ModelInput, ModelInputChunk, TensorValues};
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_TYPES: &'static str = r#"
+/** A chat message, as transformers' chat templates and tinker-cookbook renderers take it. */
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool' | (string & {});
+  /** Text, or parts (`{ type: 'text', text }`, `{ type: 'thinking', thinking }`). */
+  content: string | Array<{ type: 'text'; text: string } | { type: 'thinking'; thinking: string }> | null;
+  /** Tool calls of an assistant message (OpenAI shape; `arguments` a JSON string or object). */
+  tool_calls?: Array<{ type?: 'function'; id?: string; function: { name: string; arguments: string | Record<string, unknown> } }>;
+  /** Per-message training flag, for `trainOn: 'customized'`. */
+  trainable?: boolean;
+  [key: string]: unknown;
+}
+
+export interface TokenizerLoadOptions {
+  /** `tokenizer_config.json` (text, bytes or the parsed object): special token names and chat templates. */
+  config?: string | Uint8Array | ArrayBuffer | Record<string, unknown>;
+  /** A chat template that replaces the config's default one. */
+  chatTemplate?: string;
+}
+
+export interface TokenizerFromURLOptions {
+  /** URL of `tokenizer_config.json`, loaded alongside. */
+  configURL?: string | URL;
+  /** A chat template that replaces the config's default one. */
+  chatTemplate?: string;
+  /** Keep the files in the Cache API: `true` for the `tinker-wasm-tokenizers` cache, or a `Cache`. */
+  cache?: boolean | Cache;
+  /** The `fetch` to use (default: the global one). */
+  fetch?: (input: string, init?: RequestInit) => Promise<Response>;
+  /** Passed to `fetch`. */
+  signal?: AbortSignal;
+}
+
+export interface EncodeOptions {
+  /** Add the post-processor's special tokens (e.g. a BOS token). Default `false`. */
+  addSpecialTokens?: boolean;
+}
+
+export interface DecodeOptions {
+  /** Leave out special tokens (`<|im_end|>`, …). Default `false`. */
+  skipSpecialTokens?: boolean;
+}
+
+export interface ChatTemplateOptions {
+  /** Append the header of a new assistant turn. Default `false`. */
+  addGenerationPrompt?: boolean;
+  /** End the rendering right after the final message's content (for prefill). Default `false`. */
+  continueFinalMessage?: boolean;
+  /** Tool definitions (JSON schema objects), passed to the template as `tools`. */
+  tools?: Array<Record<string, unknown>> | null;
+  /** Documents, passed to the template as `documents`. */
+  documents?: Array<Record<string, unknown>> | null;
+  /** A template name (e.g. `'tool_use'`) or a template source. */
+  chatTemplate?: string;
+  /** More template variables, as Python's `**kwargs` (e.g. `{ enable_thinking: false }`). */
+  templateKwargs?: Record<string, unknown>;
+  /** "Now" for `strftime_now` (default: the current time). */
+  now?: Date | number;
+}
+
+export interface AddedToken { id: number; content: string; special: boolean }
+
+/** A model input made of one text chunk (the wire shape of `ModelInput`). */
+export interface TextModelInput {
+  chunks: Array<{ type: 'encoded_text'; tokens: Uint32Array }>;
+}
+
+/** A `cross_entropy` datum (the wire shape of `Datum`). */
+export interface SupervisedDatum {
+  model_input: TextModelInput;
+  loss_fn_inputs: {
+    target_tokens: { data: Int32Array; dtype: 'int64'; shape: [number] };
+    weights: { data: Float32Array; dtype: 'float32'; shape: [number] };
+  };
+}
+
+export type RendererName = 'qwen3' | 'qwen3_disable_thinking' | 'qwen3_instruct' | 'llama3';
+
+export type TrainOnWhat =
+  | 'last_assistant_message'
+  | 'all_assistant_messages'
+  | 'all_messages'
+  | 'all_tokens'
+  | 'all_user_and_system_messages'
+  | 'customized';
+
+export interface RendererOptions {
+  /** Qwen3: drop reasoning from assistant turns before the last user message. Default `true`. */
+  stripThinkingFromHistory?: boolean;
+}
+
+export interface GenerationPromptOptions {
+  /** The role of the turn to sample. Default `'assistant'`. */
+  role?: string;
+  /** Text the model continues from. */
+  prefill?: string;
+}
+
+export interface SupervisedExampleOptions {
+  /** Which tokens get weight 1. Default `'last_assistant_message'`. */
+  trainOn?: TrainOnWhat;
+  /** Right-truncate the example to this many tokens (before the shift by one). */
+  maxLength?: number;
+}
+"#;
+
+// ---------------------------------------------------------------------------------
+// Errors and option reading
+
+fn input_err(e: InputError) -> JsValue {
+    let msg = e.to_string();
+    match e.kind {
+        InputErrorKind::Type => js_sys::TypeError::new(&msg).into(),
+        InputErrorKind::Range => js_sys::RangeError::new(&msg).into(),
+    }
+}
+
+fn tok_err(e: core::TokenizerError) -> JsValue {
+    match e {
+        core::TokenizerError::Input(i) => input_err(i),
+        other => js_sys::Error::new(&other.to_string()).into(),
+    }
+}
+
+fn type_err(field: &str, msg: impl AsRef<str>) -> JsValue {
+    input_err(InputError::type_error(field, msg.as_ref()))
+}
+
+fn range_err(field: &str, msg: impl AsRef<str>) -> JsValue {
+    input_err(InputError::range_error(field, msg.as_ref()))
+}
+
+fn show(v: &JsValue) -> String {
+    if v.is_undefined() {
+        return "undefined".into();
+    }
+    if let Some(s) = v.as_string() {
+        return format!("{s:?}");
+    }
+    js_sys::JSON::stringify(v)
+        .ok()
+        .and_then(|s| s.as_string())
+        .unwrap_or_else(|| format!("{v:?}"))
+}
+
+/// A validated options object: unknown keys are a `TypeError` (a misspelt option
+/// must not be ignored silently).
+struct Opts {
+    obj: Option<Object>,
+    what: &'static str,
+}
+
+impl Opts {
+    fn new(v: &JsValue, what: &'static str, allowed: &[&str]) -> Result<Opts, JsValue> {
+        if v.is_undefined() || v.is_null() {
+            return Ok(Opts { obj: None, what });
+        }
+        if !v.is_object() || Array::is_array(v) {
+            return Err(type_err(
+                what,
+                format!("must be an options object, got {}", show(v)),
+            ));
+        }
+        let obj: Object = v.clone().unchecked_into();
+        for k in Object::keys(&obj).iter() {
+            let k = k.as_string().unwrap_or_default();
+            if !allowed.contains(&k.as_str()) {
+                return Err(type_err(
+                    &format!("{what}.{k}"),
+                    format!("unknown option; expected one of {}", allowed.join(", ")),
+                ));
+            }
+        }
+        Ok(Opts {
+            obj: Some(obj),
+            what,
+        })
+    }
+    fn get(&self, key: &str) -> JsValue {
+        match &self.obj {
+            Some(o) => Reflect::get(o, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED),
+            None => JsValue::UNDEFINED,
+        }
+    }
+    fn field(&self, key: &str) -> String {
+        format!("{}.{key}", self.what)
+    }
+    fn bool(&self, key: &str) -> Result<Option<bool>, JsValue> {
+        let v = self.get(key);
+        if v.is_undefined() {
+            return Ok(None);
+        }
+        v.as_bool().map(Some).ok_or_else(|| {
+            type_err(
+                &self.field(key),
+                format!("must be a boolean, got {}", show(&v)),
+            )
+        })
+    }
+    fn string(&self, key: &str) -> Result<Option<String>, JsValue> {
+        let v = self.get(key);
+        if v.is_undefined() {
+            return Ok(None);
+        }
+        v.as_string().map(Some).ok_or_else(|| {
+            type_err(
+                &self.field(key),
+                format!("must be a string, got {}", show(&v)),
+            )
+        })
+    }
+}
+
+fn to_json(v: &JsValue, field: &str) -> Result<serde_json::Value, JsValue> {
+    serde_wasm_bindgen::from_value(v.clone())
+        .map_err(|e| type_err(field, format!("cannot be read as JSON data: {e}")))
+}
+
+/// Bytes of a string, `Uint8Array` or `ArrayBuffer`.
+fn bytes_of(v: &JsValue, field: &str) -> Result<Vec<u8>, JsValue> {
+    if let Some(s) = v.as_string() {
+        return Ok(s.into_bytes());
+    }
+    if let Some(a) = v.dyn_ref::<Uint8Array>() {
+        return Ok(a.to_vec());
+    }
+    if v.is_instance_of::<js_sys::ArrayBuffer>() {
+        return Ok(Uint8Array::new(v).to_vec());
+    }
+    Err(type_err(
+        field,
+        format!(
+            "must be a string, Uint8Array or ArrayBuffer, got {}",
+            show(v)
+        ),
+    ))
+}
+
+/// Token ids from a `Uint32Array` or any array-like of integers in 0..2^32.
+fn ids_of(v: &JsValue, field: &str) -> Result<Vec<u32>, JsValue> {
+    if let Some(a) = v.dyn_ref::<Uint32Array>() {
+        return Ok(a.to_vec());
+    }
+    let arr: Array = if Array::is_array(v) {
+        v.clone().unchecked_into()
+    } else if ArrayBuffer_is_view(v) {
+        Array::from(v)
+    } else {
+        return Err(type_err(
+            field,
+            format!(
+                "must be a Uint32Array or an array of token ids, got {}",
+                show(v)
+            ),
+        ));
+    };
+    let mut out = Vec::with_capacity(arr.length() as usize);
+    for (i, x) in arr.iter().enumerate() {
+        match x.as_f64() {
+            Some(f) if f.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(&f) => {
+                out.push(f as u32)
+            }
+            Some(_) => {
+                return Err(range_err(
+                    &format!("{field}[{i}]"),
+                    format!("must be an integer in 0..2^32, got {}", show(&x)),
+                ))
+            }
+            None => {
+                return Err(type_err(
+                    &format!("{field}[{i}]"),
+                    format!("must be a number, got {}", show(&x)),
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[allow(non_snake_case)]
+fn ArrayBuffer_is_view(v: &JsValue) -> bool {
+    js_sys::ArrayBuffer::is_view(v)
+}
+
+// ---------------------------------------------------------------------------------
+// Data converters (the wire shapes; to be replaced by the shared ones in convert.rs)
+
+fn model_input_to_js(m: &ModelInput) -> JsValue {
+    let chunks = Array::new();
+    for c in &m.chunks {
+        if let ModelInputChunk::EncodedText { tokens } = c {
+            let o = Object::new();
+            set(&o, "type", &"encoded_text".into());
+            set(&o, "tokens", &Uint32Array::from(tokens.as_slice()).into());
+            chunks.push(&o);
+        }
+    }
+    let o = Object::new();
+    set(&o, "chunks", &chunks.into());
+    o.into()
+}
+
+fn datum_to_js(d: &Datum) -> JsValue {
+    let inputs = Object::new();
+    for (key, t) in &d.loss_fn_inputs {
+        let o = Object::new();
+        let (data, dtype): (JsValue, &str) = match &t.values {
+            // int64 values travel as Int32Array in JS (token ids fit).
+            TensorValues::Int64(v) => {
+                let v32: Vec<i32> = v.iter().map(|&x| x as i32).collect();
+                (js_sys::Int32Array::from(v32.as_slice()).into(), "int64")
+            }
+            TensorValues::Float32(v) => {
+                (js_sys::Float32Array::from(v.as_slice()).into(), "float32")
+            }
+        };
+        set(&o, "data", &data);
+        set(&o, "dtype", &dtype.into());
+        let shape = Array::new();
+        for d in t.dense_shape() {
+            shape.push(&(d as f64).into());
+        }
+        set(&o, "shape", &shape.into());
+        set(&inputs, key, &o.into());
+    }
+    let o = Object::new();
+    set(&o, "model_input", &model_input_to_js(&d.model_input));
+    set(&o, "loss_fn_inputs", &inputs.into());
+    o.into()
+}
+
+fn set(o: &Object, k: &str, v: &JsValue) {
+    // Setting a property on a fresh plain object cannot fail.
+    let _ = Reflect::set(o, &JsValue::from_str(k), v);
+}
+
+// ---------------------------------------------------------------------------------
+// Tokenizer
+
+/// A HuggingFace tokenizer (`tokenizer.json`), exact against Python's `tokenizers`.
+///
+/// Qwen2/Qwen3 and Llama-3 files take a specialised fast path; other files use the
+/// general `tokenizers` engine. Nothing is downloaded unless you ask (`fromURL`).
+///
+/// ```js
+/// import { Tokenizer } from 'tinker-wasm';
+/// const tok = await Tokenizer.fromURL('https://example.com/qwen3/tokenizer.json',
+///   { configURL: 'https://example.com/qwen3/tokenizer_config.json', cache: true });
+/// const ids = tok.encode('Hello world');          // Uint32Array [9707, 1879]
+/// tok.decode(ids);                                // 'Hello world'
+/// tok.applyChatTemplate([{ role: 'user', content: 'Hi' }], { addGenerationPrompt: true });
+/// ```
+#[wasm_bindgen(js_name = Tokenizer)]
+pub struct JsTokenizer {
+    inner: Rc<core::Tokenizer>,
+}
+
+fn load(
+    json: &[u8],
+    config: Option<Vec<u8>>,
+    chat_template: Option<String>,
+) -> Result<JsTokenizer, JsValue> {
+    let mut t = core::Tokenizer::from_json(json, config.as_deref()).map_err(tok_err)?;
+    if let Some(ct) = chat_template {
+        t.set_chat_template(ct);
+    }
+    Ok(JsTokenizer { inner: Rc::new(t) })
+}
+
+fn config_bytes(v: &JsValue) -> Result<Option<Vec<u8>>, JsValue> {
+    if v.is_undefined() || v.is_null() {
+        return Ok(None);
+    }
+    if v.is_string()
+        || v.is_instance_of::<Uint8Array>()
+        || v.is_instance_of::<js_sys::ArrayBuffer>()
+    {
+        return bytes_of(v, "options.config").map(Some);
+    }
+    if v.is_object() {
+        let s = js_sys::JSON::stringify(v)
+            .map_err(|_| type_err("options.config", "cannot be serialised to JSON"))?;
+        return Ok(s.as_string().map(String::into_bytes));
+    }
+    Err(type_err(
+        "options.config",
+        format!(
+            "must be the tokenizer_config.json text, bytes or object, got {}",
+            show(v)
+        ),
+    ))
+}
+
+async fn await_promise(v: JsValue) -> Result<JsValue, JsValue> {
+    JsFuture::from(Promise::resolve(&v)).await
+}
+
+async fn fetch_bytes(
+    url: &str,
+    fetch: &Function,
+    signal: &JsValue,
+    cache: &Option<JsValue>,
+) -> Result<Vec<u8>, JsValue> {
+    if let Some(c) = cache {
+        let match_fn: Function = Reflect::get(c, &"match".into())?.dyn_into()?;
+        let hit = await_promise(match_fn.call1(c, &url.into())?).await?;
+        if !hit.is_undefined() && !hit.is_null() {
+            let ab: Function = Reflect::get(&hit, &"arrayBuffer".into())?.dyn_into()?;
+            let buf = await_promise(ab.call0(&hit)?).await?;
+            return Ok(Uint8Array::new(&buf).to_vec());
+        }
+    }
+    let init = Object::new();
+    if !signal.is_undefined() {
+        set(&init, "signal", signal);
+    }
+    let resp = await_promise(fetch.call2(&JsValue::UNDEFINED, &url.into(), &init)?).await?;
+    let ok = Reflect::get(&resp, &"ok".into())?
+        .as_bool()
+        .unwrap_or(false);
+    if !ok {
+        let status = Reflect::get(&resp, &"status".into())?;
+        return Err(js_sys::Error::new(&format!("fetching {url}: HTTP {}", show(&status))).into());
+    }
+    if let Some(c) = cache {
+        let clone: Function = Reflect::get(&resp, &"clone".into())?.dyn_into()?;
+        let copy = clone.call0(&resp)?;
+        let put: Function = Reflect::get(c, &"put".into())?.dyn_into()?;
+        await_promise(put.call2(c, &url.into(), &copy)?).await?;
+    }
+    let ab: Function = Reflect::get(&resp, &"arrayBuffer".into())?.dyn_into()?;
+    let buf = await_promise(ab.call0(&resp)?).await?;
+    Ok(Uint8Array::new(&buf).to_vec())
+}
+
+fn url_string(v: &JsValue, field: &str) -> Result<String, JsValue> {
+    if let Some(s) = v.as_string() {
+        return Ok(s);
+    }
+    if v.is_object() {
+        let href = Reflect::get(v, &"href".into()).unwrap_or(JsValue::UNDEFINED);
+        if let Some(s) = href.as_string() {
+            return Ok(s);
+        }
+    }
+    Err(type_err(
+        field,
+        format!("must be a string or URL, got {}", show(v)),
+    ))
+}
+
+#[wasm_bindgen(js_class = Tokenizer)]
+impl JsTokenizer {
+    /// Loads a tokenizer from the contents of `tokenizer.json`.
+    ///
+    /// ```js
+    /// const tok = Tokenizer.fromJSON(await (await fetch(url)).text(),
+    ///   { config: await (await fetch(configUrl)).text() });
+    /// ```
+    #[wasm_bindgen(js_name = fromJSON)]
+    pub fn from_json(
+        #[wasm_bindgen(unchecked_param_type = "string | Uint8Array | ArrayBuffer")] json: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "TokenizerLoadOptions")] options: JsValue,
+    ) -> Result<JsTokenizer, JsValue> {
+        let bytes = bytes_of(&json, "json")?;
+        let o = Opts::new(&options, "options", &["config", "chatTemplate"])?;
+        let config = config_bytes(&o.get("config"))?;
+        load(&bytes, config, o.string("chatTemplate")?)
+    }
+
+    /// Fetches `tokenizer.json` (and `configURL`) and loads it; with `cache`, the files
+    /// are kept in the Cache API (browsers, Workers) and read from it next time.
+    ///
+    /// ```js
+    /// const tok = await Tokenizer.fromURL(url, { cache: true });
+    /// ```
+    #[wasm_bindgen(js_name = fromURL, unchecked_return_type = "Promise<Tokenizer>")]
+    pub async fn from_url(
+        #[wasm_bindgen(unchecked_param_type = "string | URL")] url: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "TokenizerFromURLOptions")] options: JsValue,
+    ) -> Result<JsTokenizer, JsValue> {
+        let url = url_string(&url, "url")?;
+        let o = Opts::new(
+            &options,
+            "options",
+            &["configURL", "chatTemplate", "cache", "fetch", "signal"],
+        )?;
+        let config_url = match o.get("configURL") {
+            v if v.is_undefined() || v.is_null() => None,
+            v => Some(url_string(&v, "options.configURL")?),
+        };
+        let chat_template = o.string("chatTemplate")?;
+        let global = js_sys::global();
+        let fetch: Function =
+            match o.get("fetch") {
+                v if v.is_undefined() => Reflect::get(&global, &"fetch".into())?
+                    .dyn_into()
+                    .map_err(|_| {
+                        type_err("options.fetch", "no global fetch in this runtime: pass one")
+                    })?,
+                v => v.clone().dyn_into().map_err(|_| {
+                    type_err(
+                        "options.fetch",
+                        format!("must be a function, got {}", show(&v)),
+                    )
+                })?,
+            };
+        let cache_opt = o.get("cache");
+        let cache = if cache_opt.is_undefined()
+            || cache_opt.is_null()
+            || cache_opt.as_bool() == Some(false)
+        {
+            None
+        } else if cache_opt.as_bool() == Some(true) {
+            let caches = Reflect::get(&global, &"caches".into())?;
+            if caches.is_undefined() {
+                return Err(type_err(
+                    "options.cache",
+                    "the Cache API is not available in this runtime",
+                ));
+            }
+            let open: Function = Reflect::get(&caches, &"open".into())?.dyn_into()?;
+            Some(await_promise(open.call1(&caches, &"tinker-wasm-tokenizers".into())?).await?)
+        } else if cache_opt.is_object() && Reflect::get(&cache_opt, &"match".into())?.is_function()
+        {
+            Some(cache_opt)
+        } else {
+            return Err(type_err(
+                "options.cache",
+                format!("must be a boolean or a Cache, got {}", show(&cache_opt)),
+            ));
+        };
+        let signal = o.get("signal");
+        let json = fetch_bytes(&url, &fetch, &signal, &cache).await?;
+        let config = match config_url {
+            Some(u) => Some(fetch_bytes(&u, &fetch, &signal, &cache).await?),
+            None => None,
+        };
+        load(&json, config, chat_template)
+    }
+
+    /// Encodes text to token ids.
+    ///
+    /// ```js
+    /// tok.encode('Hello world');  // Uint32Array [9707, 1879]
+    /// ```
+    pub fn encode(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] text: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "EncodeOptions")] options: JsValue,
+    ) -> Result<Vec<u32>, JsValue> {
+        let text = text
+            .as_string()
+            .ok_or_else(|| type_err("text", format!("must be a string, got {}", show(&text))))?;
+        let o = Opts::new(&options, "options", &["addSpecialTokens"])?;
+        let add = o.bool("addSpecialTokens")?.unwrap_or(false);
+        self.inner.encode(&text, add).map_err(tok_err)
+    }
+
+    /// Encodes several texts (one call across the JS/wasm boundary).
+    #[wasm_bindgen(js_name = encodeBatch, unchecked_return_type = "Uint32Array[]")]
+    pub fn encode_batch(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string[]")] texts: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "EncodeOptions")] options: JsValue,
+    ) -> Result<Array, JsValue> {
+        let o = Opts::new(&options, "options", &["addSpecialTokens"])?;
+        let add = o.bool("addSpecialTokens")?.unwrap_or(false);
+        if !Array::is_array(&texts) {
+            return Err(type_err(
+                "texts",
+                format!("must be an array of strings, got {}", show(&texts)),
+            ));
+        }
+        let arr: Array = texts.unchecked_into();
+        let out = Array::new_with_length(arr.length());
+        let mut ids = Vec::new();
+        for (i, t) in arr.iter().enumerate() {
+            let s = t.as_string().ok_or_else(|| {
+                type_err(
+                    &format!("texts[{i}]"),
+                    format!("must be a string, got {}", show(&t)),
+                )
+            })?;
+            ids.clear();
+            self.inner.encode_into(&s, add, &mut ids).map_err(tok_err)?;
+            out.set(i as u32, Uint32Array::from(ids.as_slice()).into());
+        }
+        Ok(out)
+    }
+
+    /// Decodes token ids to text (unknown ids are skipped, as in `tokenizers`).
+    ///
+    /// ```js
+    /// tok.decode([9707, 1879]);  // 'Hello world'
+    /// ```
+    pub fn decode(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Uint32Array | ArrayLike<number>")] ids: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "DecodeOptions")] options: JsValue,
+    ) -> Result<String, JsValue> {
+        let o = Opts::new(&options, "options", &["skipSpecialTokens"])?;
+        let skip = o.bool("skipSpecialTokens")?.unwrap_or(false);
+        Ok(self.inner.decode(&ids_of(&ids, "ids")?, skip))
+    }
+
+    /// The id of a token string (byte-level form, e.g. `'Ġworld'`), or `undefined`.
+    #[wasm_bindgen(js_name = tokenToId)]
+    pub fn token_to_id(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] token: JsValue,
+    ) -> Result<Option<u32>, JsValue> {
+        let token = token
+            .as_string()
+            .ok_or_else(|| type_err("token", format!("must be a string, got {}", show(&token))))?;
+        Ok(self.inner.token_to_id(&token))
+    }
+
+    /// The token string of an id, or `undefined`.
+    #[wasm_bindgen(js_name = idToToken)]
+    pub fn id_to_token(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number")] id: JsValue,
+    ) -> Result<Option<String>, JsValue> {
+        match id.as_f64() {
+            Some(f) if f.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(&f) => Ok(self.inner.id_to_token(f as u32)),
+            Some(_) => Err(range_err("id", format!("must be an integer in 0..2^32, got {}", show(&id)))),
+            None => Err(type_err("id", format!("must be a number, got {}", show(&id)))),
+        }
+    }
+
+    /// Vocabulary size, added tokens included.
+    #[wasm_bindgen(getter, js_name = vocabSize)]
+    pub fn vocab_size(&self) -> u32 {
+        self.inner.vocab_size() as u32
+    }
+
+    /// `'fast'` (specialised BPE path) or `'general'` (the `tokenizers` engine).
+    #[wasm_bindgen(getter, unchecked_return_type = "'fast' | 'general'")]
+    pub fn engine(&self) -> String {
+        self.inner.engine_name().into()
+    }
+
+    /// The BOS token from `tokenizer_config.json`, or `null`.
+    #[wasm_bindgen(getter, js_name = bosToken)]
+    pub fn bos_token(&self) -> Option<String> {
+        self.inner.special_tokens().bos.clone()
+    }
+    /// The BOS token's id, or `null`.
+    #[wasm_bindgen(getter, js_name = bosTokenId)]
+    pub fn bos_token_id(&self) -> Option<u32> {
+        self.special_id(&self.inner.special_tokens().bos)
+    }
+    /// The EOS token from `tokenizer_config.json`, or `null`.
+    #[wasm_bindgen(getter, js_name = eosToken)]
+    pub fn eos_token(&self) -> Option<String> {
+        self.inner.special_tokens().eos.clone()
+    }
+    /// The EOS token's id, or `null`.
+    #[wasm_bindgen(getter, js_name = eosTokenId)]
+    pub fn eos_token_id(&self) -> Option<u32> {
+        self.special_id(&self.inner.special_tokens().eos)
+    }
+    /// The padding token from `tokenizer_config.json`, or `null`.
+    #[wasm_bindgen(getter, js_name = padToken)]
+    pub fn pad_token(&self) -> Option<String> {
+        self.inner.special_tokens().pad.clone()
+    }
+    /// The padding token's id, or `null`.
+    #[wasm_bindgen(getter, js_name = padTokenId)]
+    pub fn pad_token_id(&self) -> Option<u32> {
+        self.special_id(&self.inner.special_tokens().pad)
+    }
+    /// The unknown token from `tokenizer_config.json`, or `null`.
+    #[wasm_bindgen(getter, js_name = unkToken)]
+    pub fn unk_token(&self) -> Option<String> {
+        self.inner.special_tokens().unk.clone()
+    }
+
+    /// Every added token (special or not), in id order.
+    #[wasm_bindgen(js_name = addedTokens, unchecked_return_type = "AddedToken[]")]
+    pub fn added_tokens(&self) -> Array {
+        let out = Array::new();
+        for (content, id, special) in self.inner.added_tokens() {
+            let o = Object::new();
+            set(&o, "id", &id.into());
+            set(&o, "content", &content.into());
+            set(&o, "special", &special.into());
+            out.push(&o);
+        }
+        out
+    }
+
+    /// Whether a chat template is available (from the config or `chatTemplate`).
+    #[wasm_bindgen(getter, js_name = hasChatTemplate)]
+    pub fn has_chat_template(&self) -> bool {
+        self.inner.chat_templates().default_template().is_some()
+            || self.inner.chat_templates().names().next().is_some()
+    }
+
+    /// Renders a conversation with the chat template, exactly as Python's
+    /// `tokenizer.apply_chat_template(messages, tokenize=False, ...)`.
+    ///
+    /// ```js
+    /// tok.applyChatTemplate([{ role: 'user', content: 'Hi' }], { addGenerationPrompt: true });
+    /// // '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n'
+    /// ```
+    #[wasm_bindgen(js_name = applyChatTemplate)]
+    pub fn apply_chat_template(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ChatMessage[]")] messages: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "ChatTemplateOptions")] options: JsValue,
+    ) -> Result<String, JsValue> {
+        let (msgs, opts) = chat_args(&messages, &options)?;
+        self.inner
+            .apply_chat_template(&msgs, &opts)
+            .map_err(tok_err)
+    }
+
+    /// `applyChatTemplate` then `encode` (no extra special tokens), like Python's
+    /// `apply_chat_template(..., tokenize=True)`.
+    #[wasm_bindgen(js_name = encodeChat)]
+    pub fn encode_chat(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ChatMessage[]")] messages: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "ChatTemplateOptions")] options: JsValue,
+    ) -> Result<Vec<u32>, JsValue> {
+        let (msgs, opts) = chat_args(&messages, &options)?;
+        let text = self
+            .inner
+            .apply_chat_template(&msgs, &opts)
+            .map_err(tok_err)?;
+        self.inner.encode(&text, false).map_err(tok_err)
+    }
+}
+
+impl JsTokenizer {
+    fn special_id(&self, t: &Option<String>) -> Option<u32> {
+        t.as_deref().and_then(|t| self.inner.token_to_id(t))
+    }
+}
+
+fn chat_args(
+    messages: &JsValue,
+    options: &JsValue,
+) -> Result<(serde_json::Value, core::ChatTemplateOptions), JsValue> {
+    if !Array::is_array(messages) {
+        return Err(type_err(
+            "messages",
+            format!("must be an array of messages, got {}", show(messages)),
+        ));
+    }
+    let msgs = to_json(messages, "messages")?;
+    let o = Opts::new(
+        options,
+        "options",
+        &[
+            "addGenerationPrompt",
+            "continueFinalMessage",
+            "tools",
+            "documents",
+            "chatTemplate",
+            "templateKwargs",
+            "now",
+        ],
+    )?;
+    let json_opt = |key: &str| -> Result<Option<serde_json::Value>, JsValue> {
+        let v = o.get(key);
+        if v.is_undefined() || v.is_null() {
+            return Ok(None);
+        }
+        if !Array::is_array(&v) {
+            return Err(type_err(
+                &o.field(key),
+                format!("must be an array, got {}", show(&v)),
+            ));
+        }
+        to_json(&v, &o.field(key)).map(Some)
+    };
+    let extra = match o.get("templateKwargs") {
+        v if v.is_undefined() || v.is_null() => serde_json::Map::new(),
+        v => match to_json(&v, "options.templateKwargs")? {
+            serde_json::Value::Object(m) => m,
+            _ => {
+                return Err(type_err(
+                    "options.templateKwargs",
+                    format!("must be an object, got {}", show(&v)),
+                ))
+            }
+        },
+    };
+    let now_v = o.get("now");
+    let now_ms = if now_v.is_undefined() {
+        js_sys::Date::now()
+    } else if let Some(d) = now_v.dyn_ref::<js_sys::Date>() {
+        d.get_time()
+    } else if let Some(n) = now_v.as_f64() {
+        n
+    } else {
+        return Err(type_err(
+            "options.now",
+            format!("must be a Date or milliseconds, got {}", show(&now_v)),
+        ));
+    };
+    if !now_ms.is_finite() {
+        return Err(range_err("options.now", "must be a valid time"));
+    }
+    Ok((
+        msgs,
+        core::ChatTemplateOptions {
+            add_generation_prompt: o.bool("addGenerationPrompt")?.unwrap_or(false),
+            continue_final_message: o.bool("continueFinalMessage")?.unwrap_or(false),
+            tools: json_opt("tools")?,
+            documents: json_opt("documents")?,
+            chat_template: o.string("chatTemplate")?,
+            extra,
+            now_unix_secs: Some((now_ms / 1000.0).floor() as i64),
+        },
+    ))
+}
+
+// ---------------------------------------------------------------------------------
+// Renderer
+
+/// Builds model inputs and training data from conversations, like tinker-cookbook's
+/// renderers (`qwen3`, `qwen3_disable_thinking`, `qwen3_instruct`, `llama3`).
+///
+/// ```js
+/// const r = new Renderer('qwen3', tok);
+/// const prompt = r.buildGenerationPrompt([{ role: 'user', content: 'Hi' }]);
+/// const datum = r.buildSupervisedExample([
+///   { role: 'user', content: 'Hi' }, { role: 'assistant', content: 'Hello!' }]);
+/// const stop = r.stopSequences;   // [151645]  (<|im_end|>)
+/// ```
+#[wasm_bindgen(js_name = Renderer)]
+pub struct JsRenderer {
+    tok: Rc<core::Tokenizer>,
+    inner: core::Renderer,
+}
+
+#[wasm_bindgen(js_class = Renderer)]
+impl JsRenderer {
+    /// A renderer by cookbook name, over `tokenizer`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        #[wasm_bindgen(unchecked_param_type = "RendererName")] name: JsValue,
+        tokenizer: &JsTokenizer,
+        #[wasm_bindgen(unchecked_param_type = "RendererOptions")] options: JsValue,
+    ) -> Result<JsRenderer, JsValue> {
+        let name = name.as_string().ok_or_else(|| {
+            type_err(
+                "name",
+                format!("must be a renderer name, got {}", show(&name)),
+            )
+        })?;
+        let mut kind = core::RendererKind::parse(&name).map_err(input_err)?;
+        let o = Opts::new(&options, "options", &["stripThinkingFromHistory"])?;
+        if let Some(strip) = o.bool("stripThinkingFromHistory")? {
+            match &mut kind {
+                core::RendererKind::Qwen3 {
+                    strip_thinking_from_history,
+                } => *strip_thinking_from_history = strip,
+                _ => {
+                    return Err(type_err(
+                        "options.stripThinkingFromHistory",
+                        format!("only applies to the qwen3 renderer, not {name}"),
+                    ))
+                }
+            }
+        }
+        Ok(JsRenderer {
+            tok: tokenizer.inner.clone(),
+            inner: core::Renderer::new(kind),
+        })
+    }
+
+    /// The renderer tinker-cookbook recommends for a model (e.g. `Qwen/Qwen3-8B` →
+    /// `qwen3`, `meta-llama/Llama-3.1-8B-Instruct` → `llama3`).
+    #[wasm_bindgen(js_name = forModel)]
+    pub fn for_model(model_name: &str, tokenizer: &JsTokenizer) -> Result<JsRenderer, JsValue> {
+        let kind = core::RendererKind::for_model(model_name).ok_or_else(|| {
+            range_err(
+                "modelName",
+                format!(
+                    "no renderer in this SDK for {model_name:?}; pass one of {} to new Renderer()",
+                    core::RendererKind::NAMES.join(", ")
+                ),
+            )
+        })?;
+        Ok(JsRenderer {
+            tok: tokenizer.inner.clone(),
+            inner: core::Renderer::new(kind),
+        })
+    }
+
+    /// The renderer's name.
+    #[wasm_bindgen(getter, unchecked_return_type = "RendererName")]
+    pub fn name(&self) -> String {
+        self.inner.kind().name().into()
+    }
+
+    /// Token ids that end a turn: pass them as `stop` when sampling.
+    #[wasm_bindgen(getter, js_name = stopSequences, unchecked_return_type = "number[]")]
+    pub fn stop_sequences(&self) -> Result<Array, JsValue> {
+        let ids = self.inner.stop_sequences(&self.tok).map_err(tok_err)?;
+        Ok(ids.into_iter().map(JsValue::from).collect())
+    }
+
+    /// The model input for sampling the next turn.
+    #[wasm_bindgen(js_name = buildGenerationPrompt, unchecked_return_type = "TextModelInput")]
+    pub fn build_generation_prompt(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ChatMessage[]")] messages: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "GenerationPromptOptions")] options: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        let msgs = messages_of(&messages)?;
+        let o = Opts::new(&options, "options", &["role", "prefill"])?;
+        let role = o.string("role")?.unwrap_or_else(|| "assistant".into());
+        let prefill = o.string("prefill")?;
+        let mi = self
+            .inner
+            .build_generation_prompt(&self.tok, &msgs, &role, prefill.as_deref())
+            .map_err(tok_err)?;
+        Ok(model_input_to_js(&mi))
+    }
+
+    /// A `cross_entropy` datum: the conversation's tokens shifted by one, with weight 1
+    /// on the tokens selected by `trainOn` (default: the last assistant message).
+    #[wasm_bindgen(js_name = buildSupervisedExample, unchecked_return_type = "SupervisedDatum")]
+    pub fn build_supervised_example(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ChatMessage[]")] messages: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "SupervisedExampleOptions")] options: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        let msgs = messages_of(&messages)?;
+        let o = Opts::new(&options, "options", &["trainOn", "maxLength"])?;
+        let train_on = match o.string("trainOn")? {
+            Some(s) => core::TrainOnWhat::parse(&s).map_err(|e| input_err(e.within("options")))?,
+            None => core::TrainOnWhat::LastAssistantMessage,
+        };
+        let max_len = match o.get("maxLength") {
+            v if v.is_undefined() || v.is_null() => None,
+            v => match v.as_f64() {
+                Some(f) if f.fract() == 0.0 && f >= 2.0 && f <= u32::MAX as f64 => Some(f as usize),
+                _ => {
+                    return Err(range_err(
+                        "options.maxLength",
+                        format!("must be an integer ≥ 2, got {}", show(&v)),
+                    ))
+                }
+            },
+        };
+        let (tokens, weights) = self
+            .inner
+            .build_supervised_example(&self.tok, &msgs, train_on)
+            .map_err(tok_err)?;
+        let d = core::datum_from_tokens_weights(&tokens, &weights, max_len).map_err(input_err)?;
+        Ok(datum_to_js(&d))
+    }
+}
+
+fn messages_of(v: &JsValue) -> Result<Vec<core::Message>, JsValue> {
+    if !Array::is_array(v) {
+        return Err(type_err(
+            "messages",
+            format!("must be an array of messages, got {}", show(v)),
+        ));
+    }
+    core::Message::list_from_json(&to_json(v, "messages")?).map_err(input_err)
+}
+
+/// The Hugging Face id of a model's tokenizer, as the Python SDK resolves it (the
+/// server's `tokenizer_id` if given, else the Llama-3 and `org/model/variant` rules).
+///
+/// ```js
+/// resolveTokenizerId('meta-llama/Llama-3.1-8B');  // 'thinkingmachineslabinc/meta-llama-3-instruct-tokenizer'
+/// ```
+#[wasm_bindgen(js_name = resolveTokenizerId)]
+pub fn resolve_tokenizer_id(model_name: &str, server_tokenizer_id: Option<String>) -> String {
+    core::resolve_tokenizer_id(model_name, server_tokenizer_id.as_deref())
+}

