@@ -1,0 +1,396 @@
+//! HTTP/1.1 server: parsing, CORS, authentication, fault injection, request logging.
+
+use crate::app::{App, Ctx, Reply};
+use crate::auth::{caller_for_key, looks_like_jwt, JwtError};
+use crate::faults::Kind;
+use crate::routes;
+use crate::util::{now_unix, now_unix_f64, parse_query, rfc3339};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Map, Value};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+
+/// Returned by the service to close the connection without a response.
+#[derive(Debug)]
+pub struct DroppedConnection;
+
+impl std::fmt::Display for DroppedConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "connection dropped (injected fault)")
+    }
+}
+impl std::error::Error for DroppedConnection {}
+
+pub async fn serve(app: Arc<App>, listener: TcpListener) {
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(x) => x,
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let app = app.clone();
+        tokio::spawn(async move {
+            let svc = service_fn(move |req| handle(app.clone(), req));
+            let _ = http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(stream), svc)
+                .await;
+        });
+    }
+}
+
+const SECRET_HEADERS: &[&str] = &[
+    "x-api-key",
+    "authorization",
+    "x-tinker-weights-access-token",
+    "cf-access-client-secret",
+    "cookie",
+];
+const SECRET_FIELDS: &[&str] = &["weights_access_token", "jwt", "api_key"];
+
+fn redact(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                if SECRET_FIELDS.contains(&k.as_str()) {
+                    *x = json!("<redacted>");
+                } else {
+                    redact(x);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(redact),
+        Value::String(s) if looks_like_jwt(s) => *s = "<redacted jwt>".into(),
+        _ => {}
+    }
+}
+
+fn log_body(ctx: &Ctx) -> Value {
+    if ctx.body.is_empty() {
+        return Value::Null;
+    }
+    if ctx
+        .header("content-type")
+        .is_some_and(|c| c.contains("protobuf"))
+        && ctx.path.ends_with("/forward_backward")
+    {
+        return match routes::training::decode_fwdbwd(ctx) {
+            Ok(r) => crate::proto::fwdbwd_request_json(&r),
+            Err(e) => {
+                json!({"undecodable_protobuf_bytes": ctx.body.len(), "error": String::from_utf8_lossy(&e.body)})
+            }
+        };
+    }
+    match &ctx.json {
+        Some(v) => {
+            let mut v = v.clone();
+            redact(&mut v);
+            v
+        }
+        None => json!({"non_json_bytes": ctx.body.len()}),
+    }
+}
+
+static REQUEST_COUNTER: AtomicU64 = AtomicU64::new(1);
+
+fn cors_headers(reply: &mut Reply, origin: Option<&str>) {
+    reply.headers.push((
+        "access-control-allow-origin".into(),
+        origin.unwrap_or("*").into(),
+    ));
+    reply.headers.push(("vary".into(), "Origin".into()));
+    reply.headers.push((
+        "access-control-expose-headers".into(),
+        "retry-after, retry-after-ms, www-authenticate, x-request-id, content-type, content-length, x-deprecation-note, x-deprecation-level, x-should-retry".into(),
+    ));
+}
+
+async fn handle(
+    app: Arc<App>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, DroppedConnection> {
+    let start = Instant::now();
+    let (parts, body) = req.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes().to_vec())
+        .unwrap_or_default();
+    let method = parts.method.as_str().to_string();
+    let path = parts.uri.path().to_string();
+    let raw_query = parts.uri.query().unwrap_or("").to_string();
+    let headers: Vec<(String, String)> = parts
+        .headers
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_ascii_lowercase(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let host = headers
+        .iter()
+        .find(|(k, _)| k == "host")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| "127.0.0.1".into());
+    let json = if body.is_empty() {
+        None
+    } else {
+        serde_json::from_slice::<Value>(&body).ok()
+    };
+    let mut ctx = Ctx {
+        method: method.clone(),
+        path: path.clone(),
+        query: parse_query(&raw_query),
+        headers,
+        body,
+        json,
+        caller: None,
+        origin: format!("http://{host}"),
+    };
+    let browser_origin = ctx.header("origin").map(|s| s.to_string());
+    let label = routes::route_label(&method, &path);
+    let mut fault: Option<String> = None;
+    let mut slow_ms = 0;
+    let mut deprecation: Option<String> = None;
+
+    let mut reply = if app.cors && method == "OPTIONS" {
+        let mut r = Reply {
+            status: 204,
+            headers: vec![],
+            content_type: "text/plain",
+            body: vec![],
+        };
+        r.headers.push((
+            "access-control-allow-methods".into(),
+            "GET, POST, PUT, DELETE, OPTIONS".into(),
+        ));
+        let req_headers = ctx
+            .header("access-control-request-headers")
+            .unwrap_or("*")
+            .to_string();
+        r.headers
+            .push(("access-control-allow-headers".into(), req_headers));
+        r.headers
+            .push(("access-control-max-age".into(), "600".into()));
+        r
+    } else if path.starts_with("/_sim/") {
+        routes::sim::handle(&app, &ctx).await.unwrap_or_else(|e| e)
+    } else if path.starts_with("/api/") {
+        match authenticate(&app, &ctx) {
+            Err(r) => r,
+            Ok(caller) => {
+                ctx.caller = Some(caller);
+                let (injector, jwt_on) = {
+                    let s = app.settings();
+                    (s.faults.clone(), s.jwt_on())
+                };
+                let d = injector.decide(&path, &ctx.body, ctx.header("x-idempotency-key"), jwt_on);
+                slow_ms = d.slow_ms;
+                deprecation = d.deprecation;
+                if slow_ms > 0 {
+                    *app.stats().faults.entry("slow".into()).or_insert(0) += 1;
+                }
+                if deprecation.is_some() {
+                    *app.stats().faults.entry("deprecation".into()).or_insert(0) += 1;
+                }
+                match d.block {
+                    Some(item) => {
+                        fault = Some(item.name.clone());
+                        *app.stats().faults.entry(item.name.clone()).or_insert(0) += 1;
+                        match injected(&item, &ctx) {
+                            Some(r) => r,
+                            None => {
+                                *app.stats().requests.entry(label.clone()).or_insert(0) += 1;
+                                log(&app, &ctx, &raw_query, 0, fault.as_deref(), start);
+                                return Err(DroppedConnection);
+                            }
+                        }
+                    }
+                    None => routes::dispatch(&app, &ctx).await.unwrap_or_else(|e| e),
+                }
+            }
+        }
+    } else {
+        Reply::error(404, format!("no route for {method} {path}; the API lives under /api/v1/ and the admin endpoints under /_sim/"))
+    };
+    if slow_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(slow_ms)).await;
+    }
+    if let Some(level) = deprecation {
+        reply.headers.push((
+            "x-deprecation-note".into(),
+            format!("tinker-sim: {method} {path} is deprecated (injected)"),
+        ));
+        reply.headers.push(("x-deprecation-level".into(), level));
+    }
+    if app.cors {
+        cors_headers(&mut reply, browser_origin.as_deref());
+    }
+    *app.stats().requests.entry(label).or_insert(0) += 1;
+    log(
+        &app,
+        &ctx,
+        &raw_query,
+        reply.status,
+        fault.as_deref(),
+        start,
+    );
+    let rid = REQUEST_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut b = Response::builder()
+        .status(reply.status)
+        .header("content-type", reply.content_type)
+        .header("x-request-id", format!("sim-{rid}"));
+    for (k, v) in &reply.headers {
+        b = b.header(k.as_str(), v.as_str());
+    }
+    Ok(b.body(Full::new(Bytes::from(reply.body)))
+        .unwrap_or_else(|_| {
+            Response::new(Full::new(Bytes::from_static(
+                b"{\"detail\":\"bad response header\"}",
+            )))
+        }))
+}
+
+fn log(app: &App, ctx: &Ctx, raw_query: &str, status: u16, fault: Option<&str>, start: Instant) {
+    if app.log.is_none() {
+        return;
+    }
+    let mut headers = Map::new();
+    for (k, v) in &ctx.headers {
+        if SECRET_HEADERS.contains(&k.as_str()) || looks_like_jwt(v) {
+            continue;
+        }
+        headers.insert(k.clone(), json!(v));
+    }
+    app.write_log(&json!({
+        "ts": rfc3339(now_unix_f64()),
+        "method": ctx.method,
+        "path": ctx.path,
+        "query": raw_query,
+        "headers": headers,
+        "body": log_body(ctx),
+        "status": status,
+        "fault": fault,
+        "duration_ms": start.elapsed().as_secs_f64() * 1000.0,
+    }));
+}
+
+/// The reply for an injected fault (`None`: drop the connection).
+fn injected(item: &crate::faults::Item, ctx: &Ctx) -> Option<Reply> {
+    let detail = |s: &str| {
+        Reply::error(
+            s.parse().unwrap_or(500),
+            format!("injected fault: {}", item.name),
+        )
+    };
+    Some(match &item.kind {
+        Kind::RateLimit => detail("429").with_header("retry-after", item.param_u64(1).to_string()),
+        Kind::RateLimitMs => {
+            detail("429").with_header("retry-after-ms", item.param_u64(100).to_string())
+        }
+        Kind::RateLimitDate => {
+            // HTTP dates have 1 s resolution: round up so the delay is never ≤ 0.
+            let when = std::time::SystemTime::now() + Duration::from_secs(item.param_u64(1) + 1);
+            detail("429").with_header("retry-after", httpdate::fmt_http_date(when))
+        }
+        Kind::Status(c) => detail(&c.to_string()),
+        Kind::Timeout408 => {
+            let rid = ctx
+                .json
+                .as_ref()
+                .and_then(|v| v.get("request_id"))
+                .and_then(|r| r.as_str());
+            match rid {
+                Some(r) => Reply::json(
+                    408,
+                    json!({"type": "try_again", "request_id": r, "queue_state": "active"}),
+                ),
+                None => detail("408"),
+            }
+        }
+        Kind::Drop => return None,
+        Kind::Malformed => {
+            let mut full =
+                b"{\"type\": \"session_heartbeat\", \"status\": \"ok\", \"detail\": \"injected"
+                    .to_vec();
+            full.truncate(full.len() * 2 / 3);
+            Reply::bytes("application/json", full)
+        }
+        Kind::Garbled => {
+            let mut r = Reply::bytes(
+                "text/html",
+                b"<html><head><title>502 Bad Gateway</title></head><body><h1>Bad Gat".to_vec(),
+            );
+            r.status = 502;
+            r
+        }
+        Kind::InvalidToken => Reply::error(401, "Invalid JWT (injected fault)").with_header(
+            "www-authenticate",
+            "Bearer error=\"invalid_token\", error_description=\"injected\"",
+        ),
+        Kind::Slow | Kind::Deprecation | Kind::Storm | Kind::Expire | Kind::Paused => detail("500"),
+    })
+}
+
+fn unauthorized(msg: &str, invalid_token: bool) -> Reply {
+    let r = Reply::error(401, msg);
+    if invalid_token {
+        r.with_header("www-authenticate", "Bearer error=\"invalid_token\"")
+    } else {
+        r
+    }
+}
+
+fn authenticate(app: &App, ctx: &Ctx) -> Result<crate::auth::Caller, Reply> {
+    let key = ctx.header("x-api-key").map(|k| k.trim()).unwrap_or("");
+    if key.is_empty() {
+        return Err(unauthorized("missing X-API-Key header", false));
+    }
+    let jwt_on = app.settings().jwt_on();
+    let caller = if looks_like_jwt(key) {
+        match app.jwt.verify(key, now_unix()) {
+            Ok(c) => c,
+            Err(JwtError::Expired) => return Err(unauthorized("JWT has expired", true)),
+            Err(JwtError::BadSignature) => {
+                return Err(unauthorized("JWT signature is invalid", true))
+            }
+            Err(JwtError::Malformed(e)) => {
+                return Err(unauthorized(&format!("JWT is malformed: {e}"), true))
+            }
+        }
+    } else {
+        if let Some(k) = &app.api_key {
+            if key != k {
+                return Err(unauthorized("invalid API key", false));
+            }
+        }
+        let exchange = matches!(
+            ctx.path.as_str(),
+            "/api/v1/client/config" | "/api/v1/auth/token" | "/api/v1/auth/apikey/me"
+        );
+        if jwt_on && !exchange {
+            return Err(unauthorized(
+                "this server requires a JWT from /api/v1/auth/token (pjwt_auth_enabled)",
+                true,
+            ));
+        }
+        caller_for_key(key)
+    };
+    if app.store().revoked_keys.contains(&caller.key_hash) {
+        return Err(unauthorized("this API key was revoked", false));
+    }
+    Ok(caller)
+}
