@@ -1,8 +1,12 @@
-// tinker-wasm for browsers and bundlers (Vite, webpack, esbuild with a wasm asset loader):
-// fetches and compiles the wasm with streaming compilation, then exports the SDK.
+// tinker-wasm for browsers and bundlers (Vite, webpack, esbuild with a wasm asset
+// loader): fetches and compiles the wasm with streaming compilation, then exports the SDK.
 // Uses top-level await, so importing is enough, no init call.
-import init from './gen/full/tinker_wasm.js';
+import * as glue from './gen/full/tinker_wasm.js';
+import { install } from './extras.js';
 
-await init({ module_or_path: new URL('./gen/full/tinker_wasm_bg.wasm', import.meta.url) });
+await glue.default({ module_or_path: new URL('./gen/full/tinker_wasm_bg.wasm', import.meta.url) });
 
+export const { ModelInput, TensorData, datumFromTokens } = install(glue);
 export * from './gen/full/tinker_wasm.js';
+export * from './errors.js';
+export { PagePromise } from './extras.js';

@@ -1,9 +1,14 @@
-// tinker-wasm for Cloudflare Workers (workerd): Workers refuse to compile wasm bytes at run
-// time, so the module arrives precompiled through a static import (wrangler and miniflare
-// turn '*.wasm' imports into WebAssembly.Module) and is instantiated synchronously.
-import { initSync } from './gen/full/tinker_wasm.js';
+// tinker-wasm for Cloudflare Workers (workerd): Workers refuse to compile wasm
+// bytes at run time, so the module arrives precompiled through a static import (wrangler
+// and miniflare turn '*.wasm' imports into WebAssembly.Module) and is instantiated
+// synchronously.
+import * as glue from './gen/full/tinker_wasm.js';
 import module from './gen/full/tinker_wasm_bg.wasm';
+import { install } from './extras.js';
 
-initSync({ module });
+glue.initSync({ module });
 
+export const { ModelInput, TensorData, datumFromTokens } = install(glue);
 export * from './gen/full/tinker_wasm.js';
+export * from './errors.js';
+export { PagePromise } from './extras.js';

@@ -1,2 +1,10 @@
 // Type declarations for tinker-wasm/lite. Every runtime entry point exports the same API.
+import type { RestClientLists } from '../extras.js';
 export * from '../gen/lite/tinker_wasm.js';
+export * from '../errors.js';
+export { PagePromise, ModelInput, TensorData, datumFromTokens } from '../extras.js';
+export type { NavigablePage, RestClientLists } from '../extras.js';
+
+declare module '../gen/lite/tinker_wasm.js' {
+  interface RestClient extends RestClientLists {}
+}

@@ -1,5 +1,6 @@
 // Every cross-runtime suite. Each runner (Node, Chromium, workerd) runs all of them.
 import smoke from './smoke.js';
+import clientInput from './client-input.js';
 import tokenizer from './tokenizer.js';
 
-export default { smoke, tokenizer };
+export default { smoke, 'client-input': clientInput, tokenizer };

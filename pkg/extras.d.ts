@@ -1,0 +1,51 @@
+import type { Page, TrainingRun, Checkpoint, SessionSummary, ListTrainingRunsOptions, AccessScope, SessionSearchRequest, ModelInput as ModelInputData, TensorData as TensorDataData, Datum } from './gen/full/tinker_wasm.js';
+
+/** A page with navigation. */
+export type NavigablePage<T> = Page<T> & {
+  hasNextPage(): boolean;
+  getNextPage(): Promise<NavigablePage<T>>;
+};
+
+/** A list call: `await` it for the first page, or `for await (const item of …)` over every item. */
+export declare class PagePromise<T> implements PromiseLike<NavigablePage<T>>, AsyncIterable<T> {
+  firstPage(): Promise<NavigablePage<T>>;
+  then<R1 = NavigablePage<T>, R2 = never>(onFulfilled?: ((value: NavigablePage<T>) => R1 | PromiseLike<R1>) | null, onRejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null): Promise<R1 | R2>;
+  catch<R = never>(onRejected?: ((reason: unknown) => R | PromiseLike<R>) | null): Promise<NavigablePage<T> | R>;
+  [Symbol.asyncIterator](): AsyncIterator<T>;
+}
+
+/** Async-iterable list methods of `RestClient`. */
+export interface RestClientLists {
+  /** Training runs, newest first. */
+  listTrainingRuns(options?: ListTrainingRunsOptions): PagePromise<TrainingRun>;
+  /** All of the caller's checkpoints, newest first. */
+  listUserCheckpoints(options?: { limit?: number; offset?: number }): PagePromise<Checkpoint>;
+  /** Session ids. */
+  listSessions(options?: { limit?: number; offset?: number; accessScope?: AccessScope }): PagePromise<string>;
+  /** Session search (experimental). */
+  searchSessions(request?: SessionSearchRequest): PagePromise<SessionSummary>;
+}
+
+/** The model's input (a type and a builder namespace of the same name). */
+export type ModelInput = ModelInputData;
+/** A tensor (a type and a builder namespace of the same name). */
+export type TensorData = TensorDataData;
+
+/** Builders of `ModelInput` objects. */
+export declare const ModelInput: {
+  /** One text chunk of token ids: `{ chunks: [{ type: 'encoded_text', tokens }] }`. */
+  fromInts(tokens: Uint32Array | Int32Array | ArrayLike<number>): ModelInputData;
+};
+
+/** Builders of `TensorData` objects. */
+export declare const TensorData: {
+  /** A tensor from flat data, e.g. `TensorData.fromArray([1, 2, 3, 4], { dtype: 'int64', shape: [2, 2] })`. */
+  fromArray(data: ArrayLike<number> | Float32Array | Int32Array | Uint32Array, options?: { dtype?: 'float32' | 'int64'; shape?: number[] }): TensorDataData;
+};
+
+/**
+ * A next-token `cross_entropy` datum from a full token sequence: input `tokens[0..n-1]`,
+ * targets `tokens[1..n]`, and weights shifted the same way.
+ * @example datumFromTokens(tokenizer.encode(prompt + answer), { promptLength: tokenizer.encode(prompt).length })
+ */
+export declare function datumFromTokens(tokens: Uint32Array | Int32Array | ArrayLike<number>, options?: { weights?: ArrayLike<number>; promptLength?: number }): Datum;

@@ -1,0 +1,109 @@
+//! Builders for common data: `ModelInput.fromInts`, `TensorData.fromArray`,
+//! `datumFromTokens` (exported raw here, namespaced by `pkg/extras.js`).
+
+use wasm_bindgen::prelude::*;
+
+use crate::types::{Datum, LossFnInputs, ModelInput, TensorData, TensorValues};
+use crate::wasm::convert::{self, Opts};
+use crate::wasm::errors::{input_error, range_error};
+
+/// `ModelInput.fromInts(tokens)`: one text chunk.
+#[wasm_bindgen(js_name = modelInputFromInts, skip_typescript)]
+pub fn model_input_from_ints(tokens: JsValue) -> Result<JsValue, JsValue> {
+    let t = convert::tokens(&tokens, "tokens").map_err(|e| input_error(&e))?;
+    Ok(convert::model_input_to_js(&ModelInput::from_ints(t)))
+}
+
+/// `TensorData.fromArray(data, { dtype, shape })`.
+#[wasm_bindgen(js_name = tensorDataFromArray, skip_typescript)]
+pub fn tensor_data_from_array(data: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
+    let o = Opts::new(
+        &options,
+        "TensorData.fromArray options",
+        &["dtype", "shape"],
+    )?;
+    let obj = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&obj, &"data".into(), &data);
+    if let Some(d) = o.string("dtype")? {
+        let _ = js_sys::Reflect::set(&obj, &"dtype".into(), &d.into());
+    }
+    let shape = o.get("shape");
+    if !shape.is_undefined() {
+        let _ = js_sys::Reflect::set(&obj, &"shape".into(), &shape);
+    }
+    let t = convert::tensor(&obj, None, "data").map_err(|e| input_error(&e))?;
+    Ok(convert::tensor_to_js(&t))
+}
+
+/// `datumFromTokens(tokens, { weights?, promptLength? })`: a next-token `cross_entropy`
+/// datum. Position *i* of the input predicts token *i + 1*, so the input is
+/// `tokens[..-1]` and the targets `tokens[1..]`; `weights` (one per token of the full
+/// sequence) or `promptLength` (weight 0 on the prompt, 1 after) are shifted the same way.
+#[wasm_bindgen(js_name = datumFromTokens, skip_typescript)]
+pub fn datum_from_tokens(tokens: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
+    let t = convert::tokens(&tokens, "tokens").map_err(|e| input_error(&e))?;
+    if t.len() < 2 {
+        return Err(range_error(
+            "tokens",
+            format!(
+                "needs at least 2 tokens (an input and a target), got {}",
+                t.len()
+            ),
+        ));
+    }
+    let o = Opts::new(
+        &options,
+        "datumFromTokens options",
+        &["weights", "promptLength"],
+    )?;
+    let n = t.len();
+    let weights: Vec<f32> = match (o.get("weights"), o.uint("promptLength", u32::MAX as u64)?) {
+        (w, None) if !w.is_undefined() => {
+            let w = match convert::tensor(&w, Some("weights"), "weights")
+                .map_err(|e| input_error(&e))?
+                .values
+            {
+                TensorValues::Float32(v) => v,
+                TensorValues::Int64(v) => v.into_iter().map(|x| x as f32).collect(),
+            };
+            if w.len() != n {
+                return Err(range_error(
+                    "weights",
+                    format!("needs one weight per token ({n}), got {}", w.len()),
+                ));
+            }
+            w
+        }
+        (w, Some(p)) if w.is_undefined() => {
+            if p as usize > n {
+                return Err(range_error(
+                    "promptLength",
+                    format!("is longer than the sequence ({p} > {n})"),
+                ));
+            }
+            (0..n)
+                .map(|i| if i < p as usize { 0.0 } else { 1.0 })
+                .collect()
+        }
+        (w, None) if w.is_undefined() => vec![1.0; n],
+        _ => {
+            return Err(crate::wasm::errors::type_error(
+                "weights",
+                "give weights or promptLength, not both",
+            ))
+        }
+    };
+    let mut inputs = LossFnInputs::new();
+    inputs.insert(
+        "target_tokens".into(),
+        TensorData::from_i64(t[1..].iter().map(|&x| i64::from(x)).collect()),
+    );
+    inputs.insert(
+        "weights".into(),
+        TensorData::from_f32(weights[1..].to_vec()),
+    );
+    Ok(convert::datum_to_js(&Datum::new(
+        ModelInput::from_ints(t[..n - 1].to_vec()),
+        inputs,
+    )))
+}

@@ -1,0 +1,86 @@
+// The client surface without a server: options validation, bad input, builders, error
+// classes. Runs in Node, Chromium and workerd.
+import * as tinker from 'tinker-wasm';
+import { assert } from '../harness.js';
+
+const key = 'tml-test-key';
+// A fetch that fails the test if anything is sent.
+const noFetch = () => Promise.reject(new Error('no request may be sent by these cases'));
+const client = (extra = {}) => new tinker.ServiceClient({ apiKey: key, baseURL: 'http://127.0.0.1:9', fetch: noFetch, dangerouslyAllowBrowser: true, heartbeat: false, telemetry: false, ...extra });
+
+export default {
+  'error classes form the openai-node hierarchy'() {
+    assert.ok(new tinker.NotFoundError('x') instanceof tinker.APIStatusError);
+    assert.ok(new tinker.APIStatusError('x') instanceof tinker.APIError);
+    assert.ok(new tinker.APITimeoutError('x') instanceof tinker.APIConnectionError);
+    assert.ok(new tinker.RequestFailedError('x') instanceof tinker.TinkerError);
+    assert.equal(new tinker.RateLimitError('x').name, 'RateLimitError');
+  },
+
+  'rejects bad client options by name'() {
+    assert.throws(() => new tinker.ServiceClient({ apiKey: 'sk-wrong', fetch: noFetch, dangerouslyAllowBrowser: true }), (e) => e instanceof TypeError && e.field === 'apiKey');
+    assert.throws(() => client({ maxRetry: 3 }), (e) => e instanceof TypeError && e.field === 'maxRetry' && /unknown option/.test(e.message));
+    assert.throws(() => client({ timeout: -1 }), (e) => e instanceof RangeError && e.field === 'timeout');
+    assert.throws(() => client({ baseURL: 'ftp://x' }), (e) => e.field === 'baseURL');
+  },
+
+  async 'refuses a browser without dangerouslyAllowBrowser'(ctx) {
+    if (ctx.runtime !== 'browser') {
+      // Elsewhere the option is not needed.
+      new tinker.ServiceClient({ apiKey: key, fetch: noFetch, heartbeat: false });
+      return;
+    }
+    assert.throws(() => new tinker.ServiceClient({ apiKey: key, fetch: noFetch }), /dangerouslyAllowBrowser/);
+  },
+
+  async 'rejects bad training-client options before sending anything'() {
+    const c = client();
+    await assert.rejects(c.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 12 }), (e) => e instanceof RangeError && e.field === 'rank');
+    await assert.rejects(c.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: -1 }), (e) => e instanceof RangeError && e.field === 'rank');
+    await assert.rejects(c.createLoraTrainingClient({ rank: 8 }), (e) => e instanceof TypeError && e.field === 'baseModel');
+    await assert.rejects(c.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', trainMlp: false, trainAttn: false, trainUnembed: false }), (e) => e instanceof RangeError);
+    await assert.rejects(c.createLoraTrainingClient({ baseModel: 'm', rnak: 8 }), (e) => e.field === 'rnak');
+    await assert.rejects(c.createSamplingClient({ modelPath: 'https://x' }), (e) => e.field === 'modelPath');
+    await assert.rejects(c.createSamplingClient({}), (e) => e.field === 'modelPath');
+    await assert.rejects(c.createTrainingClientFromState('tinker://run/sampler_weights/x'), (e) => e.field === 'path');
+  },
+
+  async 'an already aborted signal rejects with APIUserAbortError and sends nothing'() {
+    const c = client();
+    const ac = new AbortController();
+    ac.abort();
+    await assert.rejects(c.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', signal: ac.signal }), tinker.APIUserAbortError);
+    await assert.rejects(c.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', signal: 'nope' }), (e) => e.field === 'signal');
+  },
+
+  async 'bad REST arguments are rejected before connecting'() {
+    let calls = 0;
+    const counting = () => {
+      calls++;
+      return Promise.reject(new TypeError('fetch failed'));
+    };
+    const rest = new tinker.RestClient({ apiKey: key, baseURL: 'http://127.0.0.1:9', fetch: counting, dangerouslyAllowBrowser: true, heartbeat: false, telemetry: false });
+    await assert.rejects(rest.getTrainingRunByTinkerPath('not-a-path'), (e) => e instanceof TypeError && e.field === 'path');
+    await assert.rejects(rest.deleteCheckpointFromTinkerPath('tinker://run/weights'), (e) => e instanceof TypeError && e.field === 'path');
+    await assert.rejects(rest.setCheckpointTtlFromTinkerPath('tinker://run/weights/x', -5), (e) => e instanceof RangeError && e.field === 'ttlSeconds');
+    await assert.rejects(rest.listTrainingRunsPage({ limit: 0 }), (e) => e.field === 'limit');
+    assert.equal(calls, 0);
+  },
+
+  'builders produce wire-shaped data'() {
+    const mi = tinker.ModelInput.fromInts([1, 2, 3]);
+    assert.equal(mi.chunks[0].type, 'encoded_text');
+    assert.deepEqual(mi.chunks[0].tokens, new Uint32Array([1, 2, 3]));
+    const d = tinker.datumFromTokens([10, 11, 12, 13], { promptLength: 2 });
+    assert.deepEqual(d.model_input.chunks[0].tokens, new Uint32Array([10, 11, 12]));
+    assert.deepEqual(d.loss_fn_inputs.target_tokens.data, new Int32Array([11, 12, 13]));
+    assert.deepEqual(d.loss_fn_inputs.weights.data, new Float32Array([0, 1, 1]));
+    assert.equal(d.loss_fn_inputs.target_tokens.dtype, 'int64');
+    const t = tinker.TensorData.fromArray([1, 2, 3, 4], { dtype: 'int64', shape: [2, 2] });
+    assert.deepEqual(t.shape, [2, 2]);
+    assert.throws(() => tinker.TensorData.fromArray([1, 2, 3], { dtype: 'int64', shape: [2, 2] }), (e) => e instanceof RangeError && e.field === 'data.shape');
+    assert.throws(() => tinker.ModelInput.fromInts([1, -2]), (e) => e instanceof RangeError && e.field === 'tokens[1]');
+    assert.throws(() => tinker.ModelInput.fromInts([1, '2']), (e) => e instanceof TypeError && e.field === 'tokens[1]');
+    assert.throws(() => tinker.datumFromTokens([1]), (e) => e instanceof RangeError);
+  },
+};
