@@ -1,7 +1,13 @@
 //! The JavaScript face of the SDK: thin `wasm-bindgen` wrappers over the core.
 
+mod builders;
+mod clients;
+mod convert;
+mod errors;
+mod platform;
 #[cfg(feature = "tokenizer")]
 mod tokenizer;
+mod types;
 
 use wasm_bindgen::prelude::*;
 
