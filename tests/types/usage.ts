@@ -8,3 +8,95 @@ const l: string = lite.version();
 const done: Promise<void> = sleep(1);
 normalizeAdamParams({ learning_rate: 1e-3 });
 export { v, l, done };
+
+// Tokenizer (issue 6).
+import { Tokenizer, Renderer, resolveTokenizerId } from 'tinker-wasm';
+import type { ChatMessage, SupervisedDatum, TextModelInput, TrainOnWhat } from 'tinker-wasm';
+
+async function tokenizerUsage(json: Uint8Array, config: string): Promise<void> {
+  const tok: Tokenizer = Tokenizer.fromJSON(json, { config });
+  const fromUrl: Tokenizer = await Tokenizer.fromURL('https://example.com/tokenizer.json', {
+    configURL: new URL('https://example.com/tokenizer_config.json'),
+    cache: true,
+    fetch: (input, init) => fetch(input, init),
+  });
+  const ids: Uint32Array = tok.encode('Hello world', { addSpecialTokens: false });
+  const batch: Uint32Array[] = tok.encodeBatch(['a', 'b']);
+  const text: string = tok.decode(ids, { skipSpecialTokens: true });
+  const fromArray: string = tok.decode([1, 2, 3]);
+  const id: number | undefined = tok.tokenToId('<|im_end|>');
+  const token: string | undefined = tok.idToToken(42);
+  const size: number = tok.vocabSize;
+  const engine: 'fast' | 'general' = fromUrl.engine;
+  const eos: string | undefined = tok.eosToken;
+  const eosId: number | undefined = tok.eosTokenId;
+  const messages: ChatMessage[] = [
+    { role: 'system', content: 'Be brief.' },
+    { role: 'user', content: 'Hi' },
+    { role: 'assistant', content: [{ type: 'thinking', thinking: 'hmm' }, { type: 'text', text: 'Hello' }] },
+  ];
+  const prompt: string = tok.applyChatTemplate(messages, {
+    addGenerationPrompt: true,
+    tools: [{ type: 'function', function: { name: 'f' } }],
+    templateKwargs: { enable_thinking: false },
+  });
+  const chatIds: Uint32Array = tok.encodeChat(messages, { addGenerationPrompt: true });
+  const r = new Renderer('qwen3', tok, { stripThinkingFromHistory: true });
+  const trainOn: TrainOnWhat = 'all_assistant_messages';
+  const datum: SupervisedDatum = r.buildSupervisedExample(messages, { trainOn, maxLength: 2048 });
+  const weights: Float32Array = datum.loss_fn_inputs.weights.data;
+  const input: TextModelInput = Renderer.forModel('meta-llama/Llama-3.1-8B', tok).buildGenerationPrompt(messages, { prefill: 'Sure' });
+  const stop: number[] = r.stopSequences;
+  const resolved: string = resolveTokenizerId('Qwen/Qwen3-8B', null);
+  tok.free();
+  void [batch, text, fromArray, id, token, size, engine, eos, eosId, prompt, chatIds, weights, input, stop, resolved];
+}
+export { tokenizerUsage };
+
+// ---- Clients (issue 4/5): every call's types, options and results.
+import {
+  ServiceClient, TrainingClient, SamplingClient, RestClient, ModelInput, TensorData, datumFromTokens,
+  APIStatusError, NotFoundError, RequestFailedError, APIUserAbortError,
+  type Datum, type ForwardBackwardOutput, type SampleResponse, type TrainingRun, type NavigablePage,
+} from 'tinker-wasm';
+
+async function clientUsage(): Promise<void> {
+  const service = new ServiceClient({ apiKey: 'tml-x', baseURL: 'http://127.0.0.1:8000', maxRetries: 3, timeout: 30_000, heartbeat: false });
+  const ac = new AbortController();
+  const training: TrainingClient = await service.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 16, seed: 1, signal: ac.signal });
+  const datum: Datum = datumFromTokens([1, 2, 3, 4], { promptLength: 2 });
+  const custom: Datum = {
+    model_input: ModelInput.fromInts(new Uint32Array([1, 2, 3])),
+    loss_fn_inputs: { target_tokens: TensorData.fromArray([2, 3, 4], { dtype: 'int64' }), weights: new Float32Array([0, 1, 1]) },
+  };
+  const fb: Promise<ForwardBackwardOutput> = training.forwardBackward([datum, custom], 'cross_entropy');
+  const step = training.optimStep({ learning_rate: 1e-4 });
+  const [out] = await Promise.all([fb, step]);
+  const loss: number = out.metrics['loss:sum'];
+  const lp = out.loss_fn_outputs[0].logprobs.data;
+  await training.forward([datum], 'ppo', { lossFnConfig: { clip_low_threshold: 0.8 }, timeout: 5_000 });
+  await training.forwardBackwardCustom([datum], (data, logprobs) => ({ loss: 0, gradients: logprobs.map((l) => new Float32Array(l.length)) }));
+  const { path } = await training.saveState('ckpt', { ttlSeconds: 3600 });
+  const restored: TrainingClient = await service.createTrainingClientFromStateWithOptimizer(path);
+  const sampler: SamplingClient = await training.saveWeightsAndGetSamplingClient();
+  const res: SampleResponse = await sampler.sample({ prompt: [1, 2], numSamples: 2, samplingParams: { max_tokens: 8, temperature: 0.7, stop: ['\n'] } });
+  const tokens: Int32Array = res.sequences[0].tokens;
+  const plp: (number | null)[] = await sampler.computeLogprobs([1, 2, 3]);
+  const rest: RestClient = service.restClient();
+  for await (const run of rest.listTrainingRuns({ limit: 10 })) {
+    const id: string = run.training_run_id;
+  }
+  const page: NavigablePage<TrainingRun> = await rest.listTrainingRuns();
+  if (page.hasNextPage()) await page.getNextPage();
+  try {
+    await rest.getTrainingRun('missing');
+  } catch (e) {
+    if (e instanceof NotFoundError) { const s: number = e.status; }
+    if (e instanceof APIStatusError) { const h: Record<string, string> = e.headers; }
+    if (e instanceof RequestFailedError) { const c: 'user' | 'server' | 'unknown' = e.category; }
+    if (e instanceof APIUserAbortError) { /* aborted */ }
+  }
+  await service.close('success');
+  void [loss, lp, restored, tokens, plp];
+}
+export { clientUsage };
