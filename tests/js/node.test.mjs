@@ -1,13 +1,16 @@
-// Node runner: registers every cross-runtime case with node:test.
-//   node --test tests/js/node.test.mjs
+// Node runner: starts a fresh simulator and a loopback file server, then registers every
+// cross-runtime case with node:test.   node --test tests/js/node.test.mjs
 import { test, after } from 'node:test';
 import suites from './cases/index.js';
 import { startStaticServer } from './run-browser.mjs';
+import { startSim } from './sim.mjs';
 
 // The repository on loopback, for cases that fetch fixture files (as the browser page does).
 const files = await startStaticServer();
-after(() => files.close());
-const ctx = { runtime: 'node', env: { TINKER_TEST_FILES_URL: `http://127.0.0.1:${files.address().port}`, ...process.env } };
+const sim = await startSim(['--cors', '--seed', '7']);
+after(() => Promise.all([files.close(), sim.stop()]));
+
+const ctx = { runtime: 'node', env: { TINKER_TEST_FILES_URL: `http://127.0.0.1:${files.address().port}`, ...process.env, SIM_URL: sim.url } };
 const filter = process.env.TEST_FILTER || null;
 
 for (const [suite, cases] of Object.entries(suites)) {

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { report } from './harness.js';
+import { startSim } from './sim.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const types = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html', '.json': 'application/json' };
@@ -64,7 +65,8 @@ const page = (env, filter) => `<!doctype html><meta charset="utf-8"><title>tinke
 </script>`;
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('TINKER_') || k.startsWith('SIM_')));
+  const sim = await startSim(['--cors', '--seed', '7']);
+  const env = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('TINKER_') || k.startsWith('SIM_'))), SIM_URL: sim.url };
   const server = await startStaticServer({ '/favicon.ico': ['image/x-icon', ''], '/__tests__.html': ['text/html', page(env, process.env.TEST_FILTER || null)] });
   const browser = await launchChromium();
   let failed = 1;
@@ -78,6 +80,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   } finally {
     await browser.close();
     server.close();
+    await sim.stop();
   }
   process.exit(failed ? 1 : 0);
 }

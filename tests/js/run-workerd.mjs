@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 import { Miniflare } from 'miniflare';
 import { report } from './harness.js';
+import { startSim } from './sim.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -54,8 +55,10 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   // The repository on loopback, for cases that fetch fixture files (as the browser page does).
   const { startStaticServer } = await import('./run-browser.mjs');
   const files = await startStaticServer();
+  const sim = await startSim(['--cors', '--seed', '7']);
   const bindings = {
     TINKER_TEST_FILES_URL: `http://127.0.0.1:${files.address().port}`,
+    SIM_URL: sim.url,
     ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('TINKER_') || k.startsWith('SIM_'))),
   };
   const mf = new Miniflare({
@@ -77,6 +80,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     failed = report('workerd', results);
   } finally {
     await mf.dispose();
+    await sim.stop();
     files.close();
   }
   process.exit(failed ? 1 : 0);

@@ -1,0 +1,4 @@
+//! End-to-end tests of the Rust core against a real tinker-sim process.
+
+mod native;
+mod training;

@@ -1,0 +1,178 @@
+//! The native platform for end-to-end tests: reqwest for HTTP, tokio timers, a tokio
+//! `LocalSet` for spawned tasks, and a fresh simulator process per test.
+
+use std::cell::Cell;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::rc::Rc;
+use std::time::Duration;
+
+use futures_util::future::LocalBoxFuture;
+use tinker_wasm::config::ClientOptions;
+use tinker_wasm::platform::{Headers, HttpRequest, HttpResponse, Method, Platform, TransportError};
+
+pub struct Native {
+    client: reqwest::Client,
+    rng: Cell<u64>,
+}
+
+impl Native {
+    pub fn new() -> Rc<Self> {
+        Rc::new(Native {
+            client: reqwest::Client::new(),
+            rng: Cell::new(0x2545f4914f6cdd1d),
+        })
+    }
+}
+
+impl Platform for Native {
+    fn send(
+        &self,
+        req: HttpRequest,
+    ) -> LocalBoxFuture<'static, Result<HttpResponse, TransportError>> {
+        let method = match req.method {
+            Method::Get => reqwest::Method::GET,
+            Method::Post => reqwest::Method::POST,
+            Method::Put => reqwest::Method::PUT,
+            Method::Delete => reqwest::Method::DELETE,
+        };
+        let mut b = self.client.request(method, &req.url);
+        for (k, v) in req.headers.iter() {
+            b = b.header(k, v);
+        }
+        if let Some(body) = req.body {
+            b = b.body(body);
+        }
+        if let Some(t) = req.timeout {
+            b = b.timeout(t);
+        }
+        Box::pin(async move {
+            let r = b.send().await.map_err(|e| {
+                if e.is_timeout() {
+                    TransportError::Timeout
+                } else {
+                    TransportError::Connection(e.to_string())
+                }
+            })?;
+            let status = r.status().as_u16();
+            let headers = Headers(
+                r.headers()
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
+                    .collect(),
+            );
+            let body = r
+                .bytes()
+                .await
+                .map_err(|e| {
+                    if e.is_timeout() {
+                        TransportError::Timeout
+                    } else {
+                        TransportError::Connection(e.to_string())
+                    }
+                })?
+                .to_vec();
+            Ok(HttpResponse {
+                status,
+                headers,
+                body,
+            })
+        })
+    }
+    fn sleep(&self, d: Duration) -> LocalBoxFuture<'static, ()> {
+        Box::pin(tokio::time::sleep(d))
+    }
+    fn now_ms(&self) -> f64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+            * 1000.0
+    }
+    fn random(&self) -> f64 {
+        let mut x = self.rng.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng.set(x);
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn spawn(&self, task: LocalBoxFuture<'static, ()>) {
+        tokio::task::spawn_local(task);
+    }
+}
+
+/// A simulator process, killed on drop.
+pub struct Sim {
+    child: Child,
+    pub url: String,
+}
+
+impl Sim {
+    pub fn start(args: &[&str]) -> Sim {
+        let bin = env!("CARGO_MANIFEST_DIR").to_string() + "/target/debug/tinker-sim";
+        let mut child = Command::new(&bin)
+            .args(["--port", "0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{bin}: {e} (run `cargo build -p tinker-sim`)"));
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("tinker-sim listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_string();
+        Sim { child, url }
+    }
+
+    pub fn options(&self) -> ClientOptions {
+        ClientOptions {
+            api_key: Some("tml-e2e".into()),
+            base_url: self.url.clone(),
+            background: false,
+            telemetry: false,
+            ..Default::default()
+        }
+    }
+
+    /// GET an admin endpoint of the simulator.
+    pub async fn admin(&self, path: &str) -> serde_json::Value {
+        reqwest::get(format!("{}/_sim/{path}", self.url))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// POST an admin config change.
+    pub async fn configure(&self, body: serde_json::Value) {
+        let r = reqwest::Client::new()
+            .post(format!("{}/_sim/config", self.url))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs a `!Send` future to completion on a current-thread runtime with a LocalSet.
+pub fn run<F: std::future::Future>(f: F) -> F::Output {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    tokio::task::LocalSet::new().block_on(&rt, f)
+}
