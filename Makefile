@@ -7,7 +7,11 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all setup build wasm demo test lint test-rust test-js test-node test-browser test-workerd typecheck test-tokenizer-parity bench-tokenizer clean
+# The simulator (tests/sim): every end-to-end suite runs against a fresh one.
+sim: setup
+	cargo build -p tinker-sim
+
+.PHONY: all setup build sim wasm demo test lint test-rust test-js test-node test-browser test-workerd typecheck test-tokenizer-parity bench-tokenizer clean
 
 all: build
 
@@ -31,16 +35,16 @@ lint: setup
 typecheck: wasm
 	node_modules/.bin/tsc -p tests/types/tsconfig.json
 
-test-rust: setup
+test-rust: sim
 	cargo test --workspace
 
-test-node: wasm
+test-node: wasm sim
 	node --test tests/js/node.test.mjs
 
-test-browser: wasm
+test-browser: wasm sim
 	node tests/js/run-browser.mjs
 
-test-workerd: wasm
+test-workerd: wasm sim
 	node tests/js/run-workerd.mjs
 
 test-js: test-node test-browser test-workerd

@@ -1,6 +1,7 @@
 // Every cross-runtime suite. Each runner (Node, Chromium, workerd) runs all of them.
 import smoke from './smoke.js';
 import clientInput from './client-input.js';
+import training from './training.js';
 import tokenizer from './tokenizer.js';
 
-export default { smoke, 'client-input': clientInput, tokenizer };
+export default { smoke, 'client-input': clientInput, training, tokenizer };
