@@ -418,6 +418,26 @@ impl TrainingClient {
         http_retries: Option<u32>,
         body: impl Fn(i64) -> Value + 'static,
     ) -> Result<LocalBoxFuture<'static, Result<Value>>> {
+        // One instantiation of the (large) operation for every kind of request.
+        self.simple_op_boxed(
+            opts,
+            method,
+            path,
+            request_type,
+            http_retries,
+            Box::new(body),
+        )
+    }
+
+    fn simple_op_boxed(
+        &self,
+        opts: CallOptions,
+        method: &'static str,
+        path: &'static str,
+        request_type: &'static str,
+        http_retries: Option<u32>,
+        body: Box<dyn Fn(i64) -> Value>,
+    ) -> Result<LocalBoxFuture<'static, Result<Value>>> {
         let guard = self.precheck(&opts, method)?;
         let ticket = self.0.seq.ticket();
         let me = self.clone();

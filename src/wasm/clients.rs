@@ -38,11 +38,18 @@ fn set(o: &JsValue, k: &str, v: &JsValue) {
     let _ = Reflect::set(o, &JsValue::from_str(k), v);
 }
 
-/// Runs a fallible core future as a Promise.
+/// Runs a fallible future as a Promise. (Generic over the future, but boxed at once,
+/// so `future_to_promise` is instantiated a single time: this saves ~80 KB of wasm.)
 fn promise<F>(f: F) -> Promise
 where
     F: Future<Output = Result<JsValue, JsValue>> + 'static,
 {
+    to_promise(Box::pin(f))
+}
+
+fn to_promise(
+    f: futures_util::future::LocalBoxFuture<'static, Result<JsValue, JsValue>>,
+) -> Promise {
     wasm_bindgen_futures::future_to_promise(f)
 }
 
@@ -924,7 +931,7 @@ impl TrainingClient {
         } else if get(&params, "type").is_undefined() {
             match crate::wasm::from_js::<AdamParams>(params) {
                 Ok(a) => OptimParams::Adam(a),
-                Err(e) => return reject(type_error("params", format!("AdamParams: {e}"))),
+                Err(e) => return reject(input_error(&e.within("params"))),
             }
         } else {
             match try_or_reject!(convert::to_json(&params, "params")) {
@@ -1250,7 +1257,7 @@ fn sampling_params(v: &JsValue) -> Result<SamplingParams, JsValue> {
         ));
     }
     let p: SamplingParams =
-        crate::wasm::from_js(v.clone()).map_err(|e| type_error("samplingParams", e))?;
+        crate::wasm::from_js(v.clone()).map_err(|e| input_error(&e.within("samplingParams")))?;
     p.validate()
         .map_err(|e| input_error(&e.within("samplingParams")))?;
     Ok(p)
