@@ -41,21 +41,23 @@ impl FxHasher {
 }
 
 impl Hasher for FxHasher {
-    #[inline]
+    #[inline(always)]
     fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+        let mut rest = bytes;
+        while let [a, b, c, d, e, f, g, h, tail @ ..] = rest {
+            self.add(u64::from_le_bytes([*a, *b, *c, *d, *e, *f, *g, *h]));
+            rest = tail;
         }
-        let rest = chunks.remainder();
         if !rest.is_empty() {
-            let mut buf = [0u8; 8];
-            buf[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(buf));
+            let mut w = 0u64;
+            for (k, &x) in rest.iter().enumerate() {
+                w |= u64::from(x) << (8 * k);
+            }
+            self.add(w);
         }
         self.add(bytes.len() as u64);
     }
-    #[inline]
+    #[inline(always)]
     fn write_u64(&mut self, i: u64) {
         self.add(i);
     }
@@ -63,7 +65,7 @@ impl Hasher for FxHasher {
     fn write_usize(&mut self, i: usize) {
         self.add(i as u64);
     }
-    #[inline]
+    #[inline(always)]
     fn finish(&self) -> u64 {
         // The multiply leaves the well-mixed bits at the top; tables index with the low
         // bits, so bring them down (as rustc-hash 2 does).
@@ -74,10 +76,12 @@ impl Hasher for FxHasher {
 type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// The FxHash product (best bits on top: tables index with the top bits).
+#[inline(always)]
 fn table_hash(bytes: &[u8]) -> u64 {
     fx_hash(bytes).rotate_right(26)
 }
 
+#[inline(always)]
 fn fx_hash(bytes: &[u8]) -> u64 {
     let mut h = FxHasher::default();
     h.write(bytes);
@@ -105,6 +109,7 @@ impl BytesTable {
     }
     /// Inserts `id` for `key` unless present (the first insertion wins); `get_key`
     /// reads the key of an already stored id.
+    #[inline(always)]
     fn insert<'a>(&mut self, key: &[u8], id: u32, get_key: impl Fn(u32) -> &'a [u8]) {
         let h = table_hash(key);
         let tag = (h >> 8) & 0xFFFF_FFFF;
@@ -122,7 +127,7 @@ impl BytesTable {
             i = (i + 1) & mask;
         }
     }
-    #[inline]
+    #[inline(always)]
     fn get<'a>(&self, key: &[u8], get_key: impl Fn(u32) -> &'a [u8]) -> Option<u32> {
         let h = table_hash(key);
         let tag = (h >> 8) & 0xFFFF_FFFF;
@@ -135,6 +140,57 @@ impl BytesTable {
             }
             if s >> 32 == tag && get_key(s as u32) == key {
                 return Some(s as u32);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+}
+
+/// Merge table: (left id, right id) → (rank, merged id), open addressing over one
+/// `Vec` of key/value pairs (faster than a general hash map to fill and to probe).
+struct PairMap {
+    slots: Vec<(u64, u64)>,
+    shift: u32,
+}
+
+impl PairMap {
+    fn with_capacity(n: usize) -> Self {
+        // Load factor at most 3/4: linear probing stays short, the table stays small.
+        let size = (n + n / 3 + 1).next_power_of_two().max(16);
+        PairMap {
+            slots: vec![(EMPTY, 0); size],
+            shift: 64 - size.trailing_zeros(),
+        }
+    }
+    #[inline(always)]
+    fn index(&self, key: u64) -> usize {
+        (key.wrapping_mul(FX_K) >> self.shift) as usize
+    }
+    /// Sets `key` (a later insert replaces an earlier one, like a map built in order).
+    #[inline(always)]
+    fn insert(&mut self, key: u64, value: u64) {
+        let mask = self.slots.len() - 1;
+        let mut i = self.index(key);
+        loop {
+            let (k, _) = self.slots[i];
+            if k == EMPTY || k == key {
+                self.slots[i] = (key, value);
+                return;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+    #[inline(always)]
+    fn get(&self, key: u64) -> Option<u64> {
+        let mask = self.slots.len() - 1;
+        let mut i = self.index(key);
+        loop {
+            let (k, v) = self.slots[i];
+            if k == key {
+                return Some(v);
+            }
+            if k == EMPTY {
+                return None;
             }
             i = (i + 1) & mask;
         }
@@ -171,12 +227,16 @@ fn char_to_byte_table() -> [u16; 0x144] {
 
 /// Appends the raw bytes of a byte-level token to `out`; `false` (and `out` unchanged)
 /// when a char is outside the alphabet.
-#[inline]
+#[inline(always)]
 fn push_token_bytes(token: &str, table: &[u16; 0x144], out: &mut Vec<u8>) -> bool {
     let start = out.len();
-    for c in token.chars() {
+    let b = token.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let (c, l) = char_at(b, i);
+        i += l;
         match table.get(c as usize) {
-            Some(&b) if b != 0 => out.push((b - 1) as u8),
+            Some(&x) if x != 0 => out.push((x - 1) as u8),
             _ => {
                 out.truncate(start);
                 return false;
@@ -257,7 +317,9 @@ fn scan_file(json: &str) -> ScanResult<RawFile<'_>> {
                     f.model = scan_model(&mut sc)?;
                     saw_model = true;
                 }
-                "added_tokens" => f.added_tokens = serde_json::from_str(sc.skip()?).map_err(|e| e.to_string())?,
+                "added_tokens" => {
+                    f.added_tokens = serde_json::from_str(sc.skip()?).map_err(|e| e.to_string())?
+                }
                 "normalizer" => f.normalizer = small(sc.skip()?)?,
                 "pre_tokenizer" => f.pre_tokenizer = small(sc.skip()?)?,
                 "post_processor" => f.post_processor = small(sc.skip()?)?,
@@ -313,8 +375,11 @@ fn scan_model<'a>(sc: &mut Scanner<'a>) -> ScanResult<RawModel<'a>> {
                     loop {
                         let pair = match sc.peek() {
                             Some(b'"') => match sc.string()? {
-                                Cow::Borrowed(s) => split_merge(s).map(|(a, b)| (Cow::Borrowed(a), Cow::Borrowed(b))),
-                                Cow::Owned(s) => split_merge(&s).map(|(a, b)| (Cow::Owned(a.to_owned()), Cow::Owned(b.to_owned()))),
+                                Cow::Borrowed(s) => split_merge(s)
+                                    .map(|(a, b)| (Cow::Borrowed(a), Cow::Borrowed(b))),
+                                Cow::Owned(s) => split_merge(&s).map(|(a, b)| {
+                                    (Cow::Owned(a.to_owned()), Cow::Owned(b.to_owned()))
+                                }),
                             },
                             Some(b'[') => {
                                 sc.expect(b'[')?;
@@ -418,7 +483,7 @@ fn class_at(cls: &Classes, b: &[u8], i: usize) -> (char, usize, u8) {
     (c, l, cls.of(c))
 }
 
-#[inline]
+#[inline(always)]
 fn run_end(cls: &Classes, b: &[u8], mut i: usize, want: u8) -> usize {
     while i < b.len() {
         let (_, l, k) = class_at(cls, b, i);
@@ -431,7 +496,7 @@ fn run_end(cls: &Classes, b: &[u8], mut i: usize, want: u8) -> usize {
 }
 
 /// End of alternative 4 from `i` (at an "other" char): others, then `[\r\n]*`.
-#[inline]
+#[inline(always)]
 fn others_then_newlines(cls: &Classes, b: &[u8], i: usize) -> usize {
     let mut j = run_end(cls, b, i, 0);
     while j < b.len() && (b[j] == b'\r' || b[j] == b'\n') {
@@ -472,7 +537,7 @@ fn contraction(cls: &Classes, b: &[u8], i: usize) -> Option<usize> {
     None
 }
 
-#[inline]
+#[inline(always)]
 fn piece_end(cls: &Classes, b: &[u8], i: usize, pattern: Pattern) -> usize {
     let (c0, l0, k0) = class_at(cls, b, i);
     if c0 == '\'' {
@@ -566,7 +631,7 @@ pub(crate) struct FastBpe {
     by_raw: BytesTable,
     model_len: usize,
     byte_ids: [u32; 256],
-    merges: FxMap<u64, u64>,
+    merges: PairMap,
     added: Vec<(String, Added)>,
     added_by_id: FxMap<u32, usize>,
     added_by_content: HashMap<String, usize>,
@@ -782,8 +847,7 @@ impl FastBpe {
             }
         }
 
-        let mut merges: FxMap<u64, u64> =
-            HashMap::with_capacity_and_hasher(m.merges.len(), Default::default());
+        let mut merges = PairMap::with_capacity(m.merges.len());
         let mut buf = String::new();
         let mut last_new = u32::MAX;
         let tok_of_checked = |id: u32| -> Option<&[u8]> {
@@ -797,7 +861,11 @@ impl FastBpe {
             // Vocabularies trained by `tokenizers` number merged tokens in merge order:
             // try the id after the previous one (one sequential read) before hashing.
             let guess = last_new.wrapping_add(1);
-            let new = if tok_of_checked(guess).is_some_and(|t| t.len() == a.len() + b.len() && t.starts_with(a.as_bytes()) && t.ends_with(b.as_bytes())) {
+            let new = if tok_of_checked(guess).is_some_and(|t| {
+                t.len() == a.len() + b.len()
+                    && t.starts_with(a.as_bytes())
+                    && t.ends_with(b.as_bytes())
+            }) {
                 guess
             } else {
                 buf.clear();
@@ -896,10 +964,12 @@ impl FastBpe {
         }))
     }
 
+    #[inline(always)]
     fn tok(&self, id: u32) -> Option<&[u8]> {
         let s = *self.tok_span.get(id as usize)?;
         (s != NONE_SPAN).then(|| &self.tok_arena[s.0 as usize..(s.0 + s.1) as usize])
     }
+    #[inline(always)]
     fn raw(&self, id: u32) -> Option<&[u8]> {
         let s = *self.raw_span.get(id as usize)?;
         (s != NONE_SPAN).then(|| &self.raw_arena[s.0 as usize..(s.0 + s.1) as usize])
@@ -952,7 +1022,7 @@ impl FastBpe {
         });
     }
 
-    #[inline]
+    #[inline(always)]
     fn encode_word(&self, word: &[u8], out: &mut Vec<u32>, cache: &mut WordCache) {
         if word.len() == 1 {
             out.push(self.byte_ids[word[0] as usize]);
@@ -978,11 +1048,11 @@ impl FastBpe {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn merge_of(&self, a: u32, b: u32) -> Option<(u32, u32)> {
         self.merges
-            .get(&pair_key(a, b))
-            .map(|&v| ((v >> 32) as u32, v as u32))
+            .get(pair_key(a, b))
+            .map(|v| ((v >> 32) as u32, v as u32))
     }
 
     /// BPE over one piece: repeatedly merge the adjacent pair of lowest rank (leftmost on

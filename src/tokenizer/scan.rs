@@ -26,8 +26,20 @@ impl<'a> Scanner<'a> {
         Err(format!("invalid JSON at byte {}: {what}", self.i))
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn ws(&mut self) {
+        // Pretty-printed files indent with long runs of spaces: skip 8 at a time.
+        while let Some([a, b, c, d, e, f, g, h]) = self
+            .b
+            .get(self.i..self.i + 8)
+            .and_then(|x| <&[u8; 8]>::try_from(x).ok())
+        {
+            if u64::from_le_bytes([*a, *b, *c, *d, *e, *f, *g, *h]) == 0x2020_2020_2020_2020 {
+                self.i += 8;
+            } else {
+                break;
+            }
+        }
         while let Some(&c) = self.b.get(self.i) {
             if c == b' ' || c == b'\n' || c == b'\r' || c == b'\t' {
                 self.i += 1;
@@ -37,13 +49,13 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn peek(&mut self) -> Option<u8> {
         self.ws();
         self.b.get(self.i).copied()
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn expect(&mut self, c: u8) -> ScanResult<()> {
         if self.peek() == Some(c) {
             self.i += 1;
@@ -54,7 +66,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// After an element: `true` if a `,` followed (more elements), `false` at `close`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn more(&mut self, close: u8) -> ScanResult<bool> {
         match self.peek() {
             Some(b',') => {
@@ -70,7 +82,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// At the start of a container: `true` if it is empty (and consumes `close`).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn empty(&mut self, close: u8) -> bool {
         if self.peek() == Some(close) {
             self.i += 1;
@@ -81,7 +93,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// A string, borrowed unless it has escapes.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn string(&mut self) -> ScanResult<Cow<'a, str>> {
         self.expect(b'"')?;
         let start = self.i;
@@ -118,7 +130,7 @@ impl<'a> Scanner<'a> {
         self.err("unterminated string")
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn u32(&mut self) -> ScanResult<u32> {
         self.ws();
         let start = self.i;

@@ -329,14 +329,20 @@ fn chat_template_options_and_errors() {
         add_generation_prompt: true,
         ..Default::default()
     };
-    assert!(matches!(q.apply_chat_template(&m, &both), Err(TokenizerError::Input(e)) if e.field == "continueFinalMessage"));
+    assert!(
+        matches!(q.apply_chat_template(&m, &both), Err(TokenizerError::Input(e)) if e.field == "continueFinalMessage")
+    );
     let bad = serde_json::json!([{"content": "x"}]);
-    assert!(matches!(q.apply_chat_template(&bad, &ChatTemplateOptions::default()), Err(TokenizerError::Input(e)) if e.field == "messages[0].role"));
+    assert!(
+        matches!(q.apply_chat_template(&bad, &ChatTemplateOptions::default()), Err(TokenizerError::Input(e)) if e.field == "messages[0].role")
+    );
     let raise = ChatTemplateOptions {
         chat_template: Some("{{ raise_exception('nope') }}".into()),
         ..Default::default()
     };
-    assert!(matches!(q.apply_chat_template(&m, &raise), Err(TokenizerError::Template(s)) if s.contains("nope")));
+    assert!(
+        matches!(q.apply_chat_template(&m, &raise), Err(TokenizerError::Template(s)) if s.contains("nope"))
+    );
     let date = ChatTemplateOptions {
         chat_template: Some("{{ strftime_now('%d %b %Y') }}".into()),
         now_unix_secs: Some(1_721_738_096),
@@ -346,7 +352,9 @@ fn chat_template_options_and_errors() {
     // Without a config there is no template.
     let json = read("tokenizer-qwen3", "tokenizer.json");
     let bare = Tokenizer::from_json(&json, None).unwrap();
-    assert!(matches!(bare.apply_chat_template(&m, &ChatTemplateOptions::default()), Err(TokenizerError::Input(e)) if e.field == "chatTemplate"));
+    assert!(
+        matches!(bare.apply_chat_template(&m, &ChatTemplateOptions::default()), Err(TokenizerError::Input(e)) if e.field == "chatTemplate")
+    );
 }
 
 #[test]
@@ -360,28 +368,53 @@ fn renderer_prompts_equal_the_template_tokens() {
     ]);
     let want = q
         .encode(
-            &q.apply_chat_template(&conv, &ChatTemplateOptions { add_generation_prompt: true, ..Default::default() })
-                .unwrap(),
+            &q.apply_chat_template(
+                &conv,
+                &ChatTemplateOptions {
+                    add_generation_prompt: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap(),
             false,
         )
         .unwrap();
     let r = Renderer::new(RendererKind::parse("qwen3").unwrap());
-    let got = r.build_generation_prompt(q, &msgs(conv.clone()), "assistant", None).unwrap();
+    let got = r
+        .build_generation_prompt(q, &msgs(conv.clone()), "assistant", None)
+        .unwrap();
     assert_eq!(got.to_ints().unwrap(), want);
     let l = llama3();
     let want = l
-        .encode(&l.apply_chat_template(&conv, &ChatTemplateOptions::default()).unwrap(), false)
+        .encode(
+            &l.apply_chat_template(&conv, &ChatTemplateOptions::default())
+                .unwrap(),
+            false,
+        )
         .unwrap();
     let r = Renderer::new(RendererKind::Llama3);
-    assert_eq!(r.build_generation_prompt(l, &msgs(conv), "assistant", None).unwrap().to_ints().unwrap(), want);
+    assert_eq!(
+        r.build_generation_prompt(l, &msgs(conv), "assistant", None)
+            .unwrap()
+            .to_ints()
+            .unwrap(),
+        want
+    );
     assert_eq!(r.stop_sequences(l).unwrap(), [128_009]);
-    assert_eq!(Renderer::new(RendererKind::Qwen3DisableThinking).stop_sequences(q).unwrap(), [151_645]);
+    assert_eq!(
+        Renderer::new(RendererKind::Qwen3DisableThinking)
+            .stop_sequences(q)
+            .unwrap(),
+        [151_645]
+    );
 }
 
 #[test]
 fn supervised_examples_weight_the_right_tokens() {
     let q = qwen3();
-    let r = Renderer::new(RendererKind::Qwen3 { strip_thinking_from_history: true });
+    let r = Renderer::new(RendererKind::Qwen3 {
+        strip_thinking_from_history: true,
+    });
     let conv = msgs(serde_json::json!([
         {"role": "system", "content": "S"},
         {"role": "user", "content": "U1"},
@@ -392,15 +425,34 @@ fn supervised_examples_weight_the_right_tokens() {
     let text_of = |train: TrainOnWhat| {
         let (ids, w) = r.build_supervised_example(q, &conv, train).unwrap();
         assert_eq!(ids.len(), w.len());
-        let kept: Vec<u32> = ids.iter().zip(&w).filter(|(_, w)| **w > 0.0).map(|(i, _)| *i).collect();
+        let kept: Vec<u32> = ids
+            .iter()
+            .zip(&w)
+            .filter(|(_, w)| **w > 0.0)
+            .map(|(i, _)| *i)
+            .collect();
         q.decode(&kept, false)
     };
-    assert_eq!(text_of(TrainOnWhat::LastAssistantMessage), "<think>\n\n</think>\n\nA2<|im_end|>");
-    assert_eq!(text_of(TrainOnWhat::AllAssistantMessages), "A1<|im_end|><think>\n\n</think>\n\nA2<|im_end|>");
-    assert_eq!(text_of(TrainOnWhat::AllUserAndSystemMessages), "S<|im_end|>U1<|im_end|>U2<|im_end|>");
+    assert_eq!(
+        text_of(TrainOnWhat::LastAssistantMessage),
+        "<think>\n\n</think>\n\nA2<|im_end|>"
+    );
+    assert_eq!(
+        text_of(TrainOnWhat::AllAssistantMessages),
+        "A1<|im_end|><think>\n\n</think>\n\nA2<|im_end|>"
+    );
+    assert_eq!(
+        text_of(TrainOnWhat::AllUserAndSystemMessages),
+        "S<|im_end|>U1<|im_end|>U2<|im_end|>"
+    );
     assert_eq!(
         text_of(TrainOnWhat::AllTokens),
-        q.decode(&r.build_supervised_example(q, &conv, TrainOnWhat::AllTokens).unwrap().0, false)
+        q.decode(
+            &r.build_supervised_example(q, &conv, TrainOnWhat::AllTokens)
+                .unwrap()
+                .0,
+            false
+        )
     );
     assert!(matches!(
         r.build_supervised_example(q, &conv, TrainOnWhat::Customized),
@@ -410,8 +462,15 @@ fn supervised_examples_weight_the_right_tokens() {
         {"role": "user", "content": "U", "trainable": true},
         {"role": "assistant", "content": "A", "trainable": false}
     ]));
-    let (ids, w) = r.build_supervised_example(q, &custom, TrainOnWhat::Customized).unwrap();
-    let kept: Vec<u32> = ids.iter().zip(&w).filter(|(_, w)| **w > 0.0).map(|(i, _)| *i).collect();
+    let (ids, w) = r
+        .build_supervised_example(q, &custom, TrainOnWhat::Customized)
+        .unwrap();
+    let kept: Vec<u32> = ids
+        .iter()
+        .zip(&w)
+        .filter(|(_, w)| **w > 0.0)
+        .map(|(i, _)| *i)
+        .collect();
     assert_eq!(q.decode(&kept, false), "U<|im_end|>");
 
     let d = datum_from_tokens_weights(&ids, &w, None).unwrap();
@@ -419,8 +478,18 @@ fn supervised_examples_weight_the_right_tokens() {
     d.validate("cross_entropy").unwrap();
     let t = datum_from_tokens_weights(&ids, &w, Some(3)).unwrap();
     assert_eq!(t.model_input.length().unwrap(), 2);
-    assert_eq!(datum_from_tokens_weights(&[1], &[1.0], None).unwrap_err().field, "tokens");
-    assert_eq!(datum_from_tokens_weights(&[1, 2], &[1.0], None).unwrap_err().field, "weights");
+    assert_eq!(
+        datum_from_tokens_weights(&[1], &[1.0], None)
+            .unwrap_err()
+            .field,
+        "tokens"
+    );
+    assert_eq!(
+        datum_from_tokens_weights(&[1, 2], &[1.0], None)
+            .unwrap_err()
+            .field,
+        "weights"
+    );
 }
 
 #[test]
@@ -428,14 +497,36 @@ fn messages_are_validated_with_field_paths() {
     let err = |v: serde_json::Value| Message::list_from_json(&v).unwrap_err().field;
     assert_eq!(err(serde_json::json!({})), "messages");
     assert_eq!(err(serde_json::json!([1])), "messages[0]");
-    assert_eq!(err(serde_json::json!([{"role": "user", "content": 3}])), "messages[0].content");
-    assert_eq!(err(serde_json::json!([{"role": "user", "content": [{"type": "image"}]}])), "messages[0].content[0].type");
-    assert_eq!(err(serde_json::json!([{"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f", "arguments": 3}}]}])), "messages[0].tool_calls[0].arguments");
+    assert_eq!(
+        err(serde_json::json!([{"role": "user", "content": 3}])),
+        "messages[0].content"
+    );
+    assert_eq!(
+        err(serde_json::json!([{"role": "user", "content": [{"type": "image"}]}])),
+        "messages[0].content[0].type"
+    );
+    assert_eq!(
+        err(
+            serde_json::json!([{"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f", "arguments": 3}}]}])
+        ),
+        "messages[0].tool_calls[0].arguments"
+    );
     assert_eq!(TrainOnWhat::parse("x").unwrap_err().field, "trainOn");
     assert_eq!(RendererKind::parse("x").unwrap_err().field, "renderer");
-    assert_eq!(RendererKind::for_model("Qwen/Qwen3-8B"), Some(RendererKind::Qwen3 { strip_thinking_from_history: true }));
-    assert_eq!(RendererKind::for_model("meta-llama/Llama-3.3-70B-Instruct"), Some(RendererKind::Llama3));
-    assert_eq!(RendererKind::for_model("Qwen/Qwen3-30B-A3B-Instruct-2507"), Some(RendererKind::Qwen3Instruct));
+    assert_eq!(
+        RendererKind::for_model("Qwen/Qwen3-8B"),
+        Some(RendererKind::Qwen3 {
+            strip_thinking_from_history: true
+        })
+    );
+    assert_eq!(
+        RendererKind::for_model("meta-llama/Llama-3.3-70B-Instruct"),
+        Some(RendererKind::Llama3)
+    );
+    assert_eq!(
+        RendererKind::for_model("Qwen/Qwen3-30B-A3B-Instruct-2507"),
+        Some(RendererKind::Qwen3Instruct)
+    );
     assert_eq!(RendererKind::for_model("deepseek-ai/DeepSeek-V3.1"), None);
 }
 
@@ -448,10 +539,24 @@ fn qwen3_tool_calls_render_like_the_template() {
         {"role": "tool", "content": "sunny"},
     ]);
     let want = q
-        .encode(&q.apply_chat_template(&conv, &ChatTemplateOptions { add_generation_prompt: true, ..Default::default() }).unwrap(), false)
+        .encode(
+            &q.apply_chat_template(
+                &conv,
+                &ChatTemplateOptions {
+                    add_generation_prompt: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap(),
+            false,
+        )
         .unwrap();
     let r = Renderer::new(RendererKind::parse("qwen3").unwrap());
-    let got = r.build_generation_prompt(q, &msgs(conv), "assistant", None).unwrap().to_ints().unwrap();
+    let got = r
+        .build_generation_prompt(q, &msgs(conv), "assistant", None)
+        .unwrap()
+        .to_ints()
+        .unwrap();
     assert_eq!(q.decode(&got, false), q.decode(&want, false));
 }
 
@@ -545,7 +650,11 @@ mod single_flight {
         assert_eq!(a.as_mut().poll(&mut cx), Poll::Ready(Err("boom".into())));
         assert_eq!(b.as_mut().poll(&mut cx), Poll::Ready(Err("boom".into())));
         let mut c = pin!(cache.get_or_load("k", || async { Ok(2) }));
-        assert_eq!(c.as_mut().poll(&mut cx), Poll::Ready(Ok(2)), "a later call loads again");
+        assert_eq!(
+            c.as_mut().poll(&mut cx),
+            Poll::Ready(Ok(2)),
+            "a later call loads again"
+        );
     }
 
     #[test]

@@ -439,14 +439,40 @@ async fn fetch_bytes(
         let status = Reflect::get(&resp, &"status".into())?;
         return Err(js_sys::Error::new(&format!("fetching {url}: HTTP {}", show(&status))).into());
     }
+    let ab: Function = Reflect::get(&resp, &"arrayBuffer".into())?.dyn_into()?;
+    let buf = await_promise(ab.call0(&resp)?).await?;
     if let Some(c) = cache {
-        let clone: Function = Reflect::get(&resp, &"clone".into())?.dyn_into()?;
-        let copy = clone.call0(&resp)?;
+        // Store a copy that caches can keep: Workers' Cache API skips responses without
+        // a freshness lifetime, so one is added (7 days) when the server sent none.
+        let src: Object = Reflect::get(&resp, &"headers".into())?.dyn_into()?;
+        let get: Function = Reflect::get(&src, &"get".into())?.dyn_into()?;
+        let header = |name: &str| {
+            get.call1(&src, &name.into())
+                .ok()
+                .and_then(|v| v.as_string())
+        };
+        let headers = Object::new();
+        set(
+            &headers,
+            "content-type",
+            &header("content-type")
+                .unwrap_or_else(|| "application/json".into())
+                .into(),
+        );
+        set(
+            &headers,
+            "cache-control",
+            &header("cache-control")
+                .unwrap_or_else(|| "max-age=604800".into())
+                .into(),
+        );
+        let init = Object::new();
+        set(&init, "headers", &headers.into());
+        let ctor: Function = Reflect::get(&js_sys::global(), &"Response".into())?.dyn_into()?;
+        let copy = Reflect::construct(&ctor, &Array::of2(&Uint8Array::new(&buf), &init))?;
         let put: Function = Reflect::get(c, &"put".into())?.dyn_into()?;
         await_promise(put.call2(c, &url.into(), &copy)?).await?;
     }
-    let ab: Function = Reflect::get(&resp, &"arrayBuffer".into())?.dyn_into()?;
-    let buf = await_promise(ab.call0(&resp)?).await?;
     Ok(Uint8Array::new(&buf).to_vec())
 }
 
@@ -477,7 +503,7 @@ impl JsTokenizer {
     #[wasm_bindgen(js_name = fromJSON)]
     pub fn from_json(
         #[wasm_bindgen(unchecked_param_type = "string | Uint8Array | ArrayBuffer")] json: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "TokenizerLoadOptions")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "TokenizerLoadOptions")] options: JsValue,
     ) -> Result<JsTokenizer, JsValue> {
         let bytes = bytes_of(&json, "json")?;
         let o = Opts::new(&options, "options", &["config", "chatTemplate"])?;
@@ -491,10 +517,10 @@ impl JsTokenizer {
     /// ```js
     /// const tok = await Tokenizer.fromURL(url, { cache: true });
     /// ```
-    #[wasm_bindgen(js_name = fromURL, unchecked_return_type = "Promise<Tokenizer>")]
+    #[wasm_bindgen(js_name = fromURL, unchecked_return_type = "Tokenizer")]
     pub async fn from_url(
         #[wasm_bindgen(unchecked_param_type = "string | URL")] url: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "TokenizerFromURLOptions")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "TokenizerFromURLOptions")] options: JsValue,
     ) -> Result<JsTokenizer, JsValue> {
         let url = url_string(&url, "url")?;
         let o = Opts::new(
@@ -564,7 +590,7 @@ impl JsTokenizer {
     pub fn encode(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] text: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "EncodeOptions")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "EncodeOptions")] options: JsValue,
     ) -> Result<Vec<u32>, JsValue> {
         let text = text
             .as_string()
@@ -579,7 +605,7 @@ impl JsTokenizer {
     pub fn encode_batch(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string[]")] texts: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "EncodeOptions")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "EncodeOptions")] options: JsValue,
     ) -> Result<Array, JsValue> {
         let o = Opts::new(&options, "options", &["addSpecialTokens"])?;
         let add = o.bool("addSpecialTokens")?.unwrap_or(false);
@@ -614,7 +640,7 @@ impl JsTokenizer {
     pub fn decode(
         &self,
         #[wasm_bindgen(unchecked_param_type = "Uint32Array | ArrayLike<number>")] ids: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "DecodeOptions")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "DecodeOptions")] options: JsValue,
     ) -> Result<String, JsValue> {
         let o = Opts::new(&options, "options", &["skipSpecialTokens"])?;
         let skip = o.bool("skipSpecialTokens")?.unwrap_or(false);
@@ -640,9 +666,17 @@ impl JsTokenizer {
         #[wasm_bindgen(unchecked_param_type = "number")] id: JsValue,
     ) -> Result<Option<String>, JsValue> {
         match id.as_f64() {
-            Some(f) if f.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(&f) => Ok(self.inner.id_to_token(f as u32)),
-            Some(_) => Err(range_err("id", format!("must be an integer in 0..2^32, got {}", show(&id)))),
-            None => Err(type_err("id", format!("must be a number, got {}", show(&id)))),
+            Some(f) if f.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(&f) => {
+                Ok(self.inner.id_to_token(f as u32))
+            }
+            Some(_) => Err(range_err(
+                "id",
+                format!("must be an integer in 0..2^32, got {}", show(&id)),
+            )),
+            None => Err(type_err(
+                "id",
+                format!("must be a number, got {}", show(&id)),
+            )),
         }
     }
 
@@ -726,7 +760,7 @@ impl JsTokenizer {
     pub fn apply_chat_template(
         &self,
         #[wasm_bindgen(unchecked_param_type = "ChatMessage[]")] messages: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "ChatTemplateOptions")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "ChatTemplateOptions")] options: JsValue,
     ) -> Result<String, JsValue> {
         let (msgs, opts) = chat_args(&messages, &options)?;
         self.inner
@@ -740,7 +774,7 @@ impl JsTokenizer {
     pub fn encode_chat(
         &self,
         #[wasm_bindgen(unchecked_param_type = "ChatMessage[]")] messages: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "ChatTemplateOptions")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "ChatTemplateOptions")] options: JsValue,
     ) -> Result<Vec<u32>, JsValue> {
         let (msgs, opts) = chat_args(&messages, &options)?;
         let text = self
@@ -862,7 +896,7 @@ impl JsRenderer {
     pub fn new(
         #[wasm_bindgen(unchecked_param_type = "RendererName")] name: JsValue,
         tokenizer: &JsTokenizer,
-        #[wasm_bindgen(unchecked_param_type = "RendererOptions")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RendererOptions")] options: JsValue,
     ) -> Result<JsRenderer, JsValue> {
         let name = name.as_string().ok_or_else(|| {
             type_err(
@@ -928,7 +962,7 @@ impl JsRenderer {
     pub fn build_generation_prompt(
         &self,
         #[wasm_bindgen(unchecked_param_type = "ChatMessage[]")] messages: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "GenerationPromptOptions")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "GenerationPromptOptions")] options: JsValue,
     ) -> Result<JsValue, JsValue> {
         let msgs = messages_of(&messages)?;
         let o = Opts::new(&options, "options", &["role", "prefill"])?;
@@ -947,7 +981,8 @@ impl JsRenderer {
     pub fn build_supervised_example(
         &self,
         #[wasm_bindgen(unchecked_param_type = "ChatMessage[]")] messages: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "SupervisedExampleOptions")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "SupervisedExampleOptions")]
+        options: JsValue,
     ) -> Result<JsValue, JsValue> {
         let msgs = messages_of(&messages)?;
         let o = Opts::new(&options, "options", &["trainOn", "maxLength"])?;
