@@ -48,6 +48,8 @@ pub struct Req {
     pub idempotency_key: Option<String>,
     /// The public SDK method this call belongs to (`x-sdk-method`).
     pub sdk_method: Option<&'static str>,
+    /// A 409 is a final answer (not retried), for calls whose conflicts cannot resolve.
+    pub final_conflicts: bool,
 }
 
 impl Req {
@@ -64,6 +66,7 @@ impl Req {
             timeout: None,
             idempotency_key: None,
             sdk_method: None,
+            final_conflicts: false,
         }
     }
     /// A POST with a JSON body.
@@ -292,7 +295,10 @@ impl Http {
                     if (200..300).contains(&r.status) {
                         return Ok(r);
                     }
-                    if can_retry && should_retry_response(r.status, &r.headers) {
+                    if can_retry
+                        && should_retry_response(r.status, &r.headers)
+                        && !(r.status == 409 && req.final_conflicts)
+                    {
                         self.env
                             .sleep(http_retry_delay(
                                 retries_taken,

@@ -132,8 +132,10 @@ impl RestClient {
         self.holder.ensure_open()?;
         let h = &self.holder;
         let r = h
-            .with_retries(what, || {
+            .with_retries_no_conflict(what, || {
+                // A 409 is a final answer here: no HTTP-layer retries of it either.
                 let mut r = Req::new(m, path.clone()).method_name(Some(method));
+                r.final_conflicts = true;
                 if let Some(b) = &body {
                     r = r.json(b);
                 }

@@ -328,6 +328,30 @@ impl Holder {
             max_pause,
             Some(&self.telemetry),
             what,
+            &Error::is_retryable,
+            f,
+        )
+        .await
+    }
+
+    /// Like [`with_retries`](Self::with_retries) but a 409 fails at once: for REST calls
+    /// whose conflicts are final ("already public", "already exists"), where retrying
+    /// for five minutes, as the Python SDK does, only delays the error.
+    pub async fn with_retries_no_conflict<T, F, Fut>(&self, what: &'static str, f: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let max_pause = self.config.billing_exception_max_pause_duration_sec;
+        let mut billing = BillingProxy(self);
+        let retryable = |e: &Error| e.is_retryable() && e.status() != Some(409);
+        retry_loop_with(
+            &self.env,
+            &mut billing,
+            max_pause,
+            Some(&self.telemetry),
+            what,
+            &retryable,
             f,
         )
         .await
@@ -558,7 +582,16 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T>>,
 {
-    retry_loop_with(env, billing, max_pause, telemetry, what, f).await
+    retry_loop_with(
+        env,
+        billing,
+        max_pause,
+        telemetry,
+        what,
+        &Error::is_retryable,
+        f,
+    )
+    .await
 }
 
 async fn retry_loop_with<T, F, Fut, P: PauseState>(
@@ -567,6 +600,7 @@ async fn retry_loop_with<T, F, Fut, P: PauseState>(
     max_pause: f64,
     telemetry: Option<&Telemetry>,
     what: &'static str,
+    is_retryable: &dyn Fn(&Error) -> bool,
     mut f: F,
 ) -> Result<T>
 where
@@ -585,7 +619,7 @@ where
                         continue;
                     }
                 }
-                let retryable = e.is_retryable();
+                let retryable = is_retryable(&e);
                 if let Some(t) = telemetry {
                     let severity = if retryable || e.is_user_error() {
                         "WARNING"

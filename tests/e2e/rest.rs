@@ -1,0 +1,148 @@
+use tinker_wasm::call::CallOptions;
+use tinker_wasm::rest::AccessScope;
+use tinker_wasm::service::{LoraOptions, ServiceClient};
+use tinker_wasm::types::LoraConfig;
+
+use crate::native::{run, Native, Sim};
+
+#[test]
+fn runs_checkpoints_and_sessions_through_rest() {
+    let sim = Sim::start(&["--seed", "25"]);
+    run(async {
+        let mut opts = sim.options();
+        opts.project_id = Some("proj-1".into());
+        let svc = ServiceClient::new(Native::new(), opts).unwrap();
+        let mut runs = vec![];
+        for i in 0..5 {
+            let l = LoraConfig {
+                seed: Some(i),
+                ..LoraConfig::new(4)
+            };
+            runs.push(
+                svc.create_lora_training_client(
+                    LoraOptions {
+                        base_model: "Qwen/Qwen3-8B".into(),
+                        lora: l,
+                        user_metadata: Some([("i".to_string(), i.to_string())].into()),
+                        optimizer: None,
+                    },
+                    CallOptions::default(),
+                )
+                .unwrap()
+                .await
+                .unwrap(),
+            );
+        }
+        let rest = svc.rest_client().await.unwrap();
+        // Pagination over > 2 pages.
+        let mut seen = vec![];
+        let mut offset = 0;
+        let mut pages = 0;
+        loop {
+            let p = rest
+                .list_training_runs(2, offset, AccessScope::Owned, None)
+                .await
+                .unwrap();
+            pages += 1;
+            seen.extend(
+                p.items
+                    .iter()
+                    .map(|r| r["training_run_id"].as_str().unwrap().to_string()),
+            );
+            match p.next_offset {
+                Some(n) => offset = n,
+                None => break,
+            }
+        }
+        assert_eq!(pages, 3);
+        for r in &runs {
+            assert!(seen.contains(&r.model_id().to_string()), "{seen:?}");
+        }
+        let run0 = rest
+            .get_training_run(runs[0].model_id(), AccessScope::Owned)
+            .await
+            .unwrap();
+        assert_eq!(run0["base_model"], "Qwen/Qwen3-8B");
+        // Checkpoints: save, list, publish, ttl, info, delete.
+        let saved = runs[0]
+            .save_state("c1", None, false, None, CallOptions::default())
+            .unwrap()
+            .await
+            .unwrap();
+        let path = saved["path"].as_str().unwrap().to_string();
+        let sw = runs[0]
+            .save_weights_for_sampler("s1", None, None, CallOptions::default())
+            .unwrap()
+            .await
+            .unwrap();
+        let list = rest.list_checkpoints(runs[0].model_id()).await.unwrap();
+        let ids: Vec<&str> = list["checkpoints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["checkpoint_id"].as_str().unwrap())
+            .collect();
+        assert!(
+            ids.contains(&"weights/c1") && ids.contains(&"sampler_weights/s1"),
+            "{ids:?}"
+        );
+        rest.set_published(&path, true).await.unwrap();
+        assert_eq!(
+            rest.set_published(&path, true).await.unwrap_err().status(),
+            Some(409),
+            "already public"
+        );
+        rest.set_checkpoint_ttl(&path, Some(7200)).await.unwrap();
+        let info = rest.get_weights_info(&path).await.unwrap();
+        assert_eq!(info["base_model"], "Qwen/Qwen3-8B");
+        let user = rest.list_user_checkpoints(100, 0).await.unwrap();
+        assert!(user.items.iter().any(|c| c["tinker_path"] == path.as_str()));
+        let copy = rest
+            .copy_weights(sw["path"].as_str().unwrap(), "proj-2", None, None)
+            .await
+            .unwrap();
+        assert!(
+            copy.starts_with("tinker://") && copy.contains("/sampler_weights/"),
+            "{copy}"
+        );
+        rest.delete_checkpoint(&path).await.unwrap();
+        assert_eq!(
+            rest.delete_checkpoint(&path).await.unwrap_err().status(),
+            Some(404)
+        );
+        // Sessions and samplers.
+        let session = svc.session_state().unwrap().session_id;
+        let s = rest
+            .get_session(&session, AccessScope::Owned)
+            .await
+            .unwrap();
+        assert_eq!(s["training_run_ids"].as_array().unwrap().len(), 5);
+        let sampler = runs[1]
+            .save_weights_and_get_sampling_client(
+                "snapshot",
+                Default::default(),
+                CallOptions::default(),
+            )
+            .unwrap()
+            .await
+            .unwrap();
+        let si = rest
+            .get_sampler(sampler.sampling_session_id())
+            .await
+            .unwrap();
+        assert_eq!(si["base_model"], "Qwen/Qwen3-8B");
+        let caps = rest.get_server_capabilities().await.unwrap();
+        assert!(caps["supported_models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["model_name"] == "meta-llama/Llama-3.2-1B"));
+        assert_eq!(
+            rest.get_training_run("no-such-run", AccessScope::Owned)
+                .await
+                .unwrap_err()
+                .status(),
+            Some(404)
+        );
+    });
+}
