@@ -292,7 +292,7 @@ fn a_thousand_concurrent_samples_settle_under_faults() {
                     CallOptions::default(),
                 )
                 .unwrap();
-            async move { f.await }
+            f
         });
         let results = futures_util::future::join_all(futs).await;
         let ok = results.iter().filter(|r| r.is_ok()).count();
