@@ -278,21 +278,16 @@ fn a_thousand_concurrent_samples_settle_under_faults() {
             .unwrap(),
         );
         let futs = (0..1000u32).map(|i| {
-            let f = s
-                .sample(
-                    SampleRequest::new(
-                        ModelInput::from_ints(vec![i % 1000 + 1, 2]),
-                        1,
-                        SamplingParams {
-                            max_tokens: Some(3),
-                            seed: Some(u64::from(i)),
-                            ..Default::default()
-                        },
-                    ),
-                    CallOptions::default(),
-                )
-                .unwrap();
-            f
+            let params = SamplingParams {
+                max_tokens: Some(3),
+                seed: Some(u64::from(i)),
+                ..Default::default()
+            };
+            s.sample(
+                SampleRequest::new(ModelInput::from_ints(vec![i % 1000 + 1, 2]), 1, params),
+                CallOptions::default(),
+            )
+            .unwrap()
         });
         let results = futures_util::future::join_all(futs).await;
         let ok = results.iter().filter(|r| r.is_ok()).count();
