@@ -36,6 +36,8 @@ impl Settings {
 #[derive(Default)]
 pub struct Stats {
     pub requests: BTreeMap<String, u64>,
+    /// Requests being handled right now (e.g. held long polls), by endpoint.
+    pub in_flight: BTreeMap<String, i64>,
     pub faults: BTreeMap<String, u64>,
     pub futures_created: u64,
     pub futures_completed: u64,

@@ -32,8 +32,11 @@ pub enum Kind {
     Status(u16),
     /// 408 (a try_again body on retrieve_future).
     Timeout408,
-    /// Close the connection without a response.
+    /// Close the connection without a response; the request was not applied.
     Drop,
+    /// Apply the request, then close the connection without a response (a lost
+    /// response: the client's retry must be deduplicated by seq_id / idempotency key).
+    Lost,
     /// Delay the response by `param` ms (the request is applied normally).
     Slow,
     /// retrieve_future: the next `param` polls of the future answer try_again.
@@ -74,6 +77,9 @@ impl Item {
         match self.kind {
             Kind::Storm | Kind::Expire | Kind::Paused => path == "/api/v1/retrieve_future",
             Kind::Malformed => path == "/api/v1/session_heartbeat",
+            Kind::Lost => LOST_DEFAULT_SCOPE
+                .iter()
+                .any(|p| path.strip_prefix("/api/v1/") == Some(*p)),
             Kind::InvalidToken => {
                 api && path != "/api/v1/auth/token" && path != "/api/v1/client/config"
             }
@@ -112,6 +118,7 @@ pub const KINDS: &[&str] = &[
     "503",
     "408",
     "drop",
+    "lost",
     "slow",
     "storm",
     "expire",
@@ -120,6 +127,22 @@ pub const KINDS: &[&str] = &[
     "garbled",
     "401",
     "deprecation",
+];
+
+/// Endpoints whose retries are idempotent (seq_id, sampling seq_id, idempotency key or
+/// id-derived dedupe), where `lost` applies by default.
+pub const LOST_DEFAULT_SCOPE: &[&str] = &[
+    "create_model",
+    "forward_backward",
+    "optim_step",
+    "save_weights",
+    "save_weights_for_sampler",
+    "save_weights_external",
+    "load_weights",
+    "create_sampling_session",
+    "asample",
+    "copy_weights",
+    "create_custom_loss",
 ];
 
 pub fn parse(spec: &str) -> Result<Vec<Item>, String> {
@@ -145,6 +168,7 @@ pub fn parse(spec: &str) -> Result<Vec<Item>, String> {
             "503" => Kind::Status(503),
             "408" => Kind::Timeout408,
             "drop" => Kind::Drop,
+            "lost" => Kind::Lost,
             "slow" => Kind::Slow,
             "storm" => Kind::Storm,
             "expire" => Kind::Expire,
@@ -375,6 +399,9 @@ mod tests {
         assert!(it("malformed:1@asample").matches("/api/v1/asample"));
         assert!(!it("401:1").matches("/api/v1/auth/token"));
         assert!(!it("storm:1").matches("/api/v1/retrieve_futures"));
+        assert!(it("lost:1").matches("/api/v1/forward_backward"));
+        assert!(!it("lost:1").matches("/api/v1/create_session"));
+        assert!(!it("lost:1").matches("/api/v1/training_runs/x/checkpoints/weights/a/publish"));
     }
 
     #[test]

@@ -210,6 +210,13 @@ async fn handle(
                     Some(item) => {
                         fault = Some(item.name.clone());
                         *app.stats().faults.entry(item.name.clone()).or_insert(0) += 1;
+                        if item.kind == Kind::Lost {
+                            // Apply the request, then lose the response.
+                            let r = routes::dispatch(&app, &ctx).await.unwrap_or_else(|e| e);
+                            *app.stats().requests.entry(label.clone()).or_insert(0) += 1;
+                            log(&app, &ctx, &raw_query, r.status, fault.as_deref(), start);
+                            return Err(DroppedConnection);
+                        }
                         match injected(&item, &ctx) {
                             Some(r) => r,
                             None => {
@@ -219,7 +226,12 @@ async fn handle(
                             }
                         }
                     }
-                    None => routes::dispatch(&app, &ctx).await.unwrap_or_else(|e| e),
+                    None => {
+                        *app.stats().in_flight.entry(label.clone()).or_insert(0) += 1;
+                        let r = routes::dispatch(&app, &ctx).await.unwrap_or_else(|e| e);
+                        *app.stats().in_flight.entry(label.clone()).or_insert(0) -= 1;
+                        r
+                    }
                 }
             }
         }
@@ -321,7 +333,7 @@ fn injected(item: &crate::faults::Item, ctx: &Ctx) -> Option<Reply> {
                 None => detail("408"),
             }
         }
-        Kind::Drop => return None,
+        Kind::Drop | Kind::Lost => return None,
         Kind::Malformed => {
             let mut full =
                 b"{\"type\": \"session_heartbeat\", \"status\": \"ok\", \"detail\": \"injected"

@@ -148,7 +148,8 @@ pub struct Applied {
 pub struct Sched {
     pub next_seq: i64,
     pub pending: BTreeMap<i64, Pending>,
-    pub by_seq: HashMap<i64, String>,
+    /// seq_id → (request id, hash of the request body), for retry dedupe.
+    pub by_seq: HashMap<i64, (String, u64)>,
     pub applied: Vec<Applied>,
     pub optim_steps: u64,
 }

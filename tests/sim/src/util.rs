@@ -118,8 +118,10 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 
 /// RFC 3339 UTC timestamp with microseconds, e.g. `2026-11-22T05:30:00.123456Z`.
 pub fn rfc3339(t: f64) -> String {
-    let secs = t.floor() as i64;
-    let micros = ((t - secs as f64) * 1e6).round().min(999_999.0) as u32;
+    // Whole microseconds first, so that equal instants always print the same.
+    let total = (t * 1e6).round() as i64;
+    let secs = total.div_euclid(1_000_000);
+    let micros = total.rem_euclid(1_000_000);
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
     let (y, mo, d) = civil_from_days(days);

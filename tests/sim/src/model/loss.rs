@@ -31,6 +31,8 @@ pub struct DatumIn {
     pub two_d: bool,
     /// Other loss inputs, each N×K (a length-N input is broadcast across K).
     pub inputs: BTreeMap<String, Vec<f64>>,
+    /// The inputs' shapes as sent (custom losses see them unbroadcast).
+    pub input_shapes: BTreeMap<String, Vec<usize>>,
 }
 
 impl DatumIn {
@@ -42,10 +44,11 @@ impl DatumIn {
     }
 }
 
+/// A custom loss's result for one datum: loss value, ∂loss/∂logprobs, metrics.
+pub type CustomOut = Result<(f64, Vec<f64>, BTreeMap<String, f64>), String>;
+
 /// A server-side custom loss: per-datum loss value, ∂loss/∂logprobs and metrics.
-pub type CustomFn = dyn Fn(&DatumIn, &[f64]) -> Result<(f64, Vec<f64>, BTreeMap<String, f64>), String>
-    + Send
-    + Sync;
+pub type CustomFn = dyn Fn(&DatumIn, &[f64]) -> CustomOut + Send + Sync;
 
 #[derive(Clone)]
 pub enum LossKind {
@@ -381,6 +384,7 @@ mod tests {
                 k,
                 two_d,
                 inputs: BTreeMap::new(),
+                input_shapes: BTreeMap::new(),
             };
             let lp = datum_logprobs(&base, &d0);
             // Sampler logprobs near the learner's so ratios straddle the clip range.
@@ -402,6 +406,7 @@ mod tests {
             k,
             two_d,
             inputs,
+            input_shapes: BTreeMap::new(),
         }
     }
 

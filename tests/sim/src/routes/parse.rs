@@ -258,10 +258,12 @@ pub fn build_datum(
         targets.push(t as u32);
     }
     let mut dense = BTreeMap::new();
+    let mut shapes = BTreeMap::new();
     for (name, t) in &inputs {
         if name == "target_tokens" {
             continue;
         }
+        shapes.insert(name.clone(), t.shape.clone());
         if let Some(j) = t.values.iter().position(|x| !x.is_finite()) {
             return Err(format!(
                 "NonFiniteInTensor: {what}: loss_fn_inputs[{name:?}][{j}] is {} (tensors must be finite)",
@@ -292,6 +294,7 @@ pub fn build_datum(
         k,
         two_d,
         inputs: dense,
+        input_shapes: shapes,
     })
 }
 

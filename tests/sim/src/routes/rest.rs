@@ -494,6 +494,11 @@ pub async fn get_sampler(app: &Arc<App>, ctx: &Ctx, id: &str) -> Res {
     ))
 }
 
+/// Timestamps compare at the microsecond resolution they are serialised with.
+fn micros(t: f64) -> i64 {
+    (t * 1e6).round() as i64
+}
+
 fn session_summary(st: &Store, s: &Session) -> Value {
     let now = now_unix_f64();
     let ckpts: Vec<&crate::store::Checkpoint> = st
@@ -555,8 +560,10 @@ pub async fn search_sessions(app: &Arc<App>, ctx: &Ctx) -> Res {
     let statuses = o.get("statuses").and_then(|s| s.as_array()).cloned();
     let cursor = match o.opt_obj("cursor")? {
         Some(c) => Some((
-            parse_rfc3339(c.str("last_created_at")?)
-                .ok_or_else(|| bad_request("cursor.last_created_at must be RFC 3339"))?,
+            micros(
+                parse_rfc3339(c.str("last_created_at")?)
+                    .ok_or_else(|| bad_request("cursor.last_created_at must be RFC 3339"))?,
+            ),
             c.str("last_session_id")?.to_string(),
         )),
         None => None,
@@ -596,14 +603,15 @@ pub async fn search_sessions(app: &Arc<App>, ctx: &Ctx) -> Res {
         })
         .filter(|s| match &cursor {
             Some((t, id)) => {
-                s.created_at < *t || (s.created_at == *t && s.id.as_str() < id.as_str())
+                let c = micros(s.created_at);
+                c < *t || (c == *t && s.id.as_str() < id.as_str())
             }
             None => true,
         })
         .collect();
     matches.sort_by(|a, b| {
-        b.created_at
-            .total_cmp(&a.created_at)
+        micros(b.created_at)
+            .cmp(&micros(a.created_at))
             .then_with(|| b.id.cmp(&a.id))
     });
     let more = matches.len() > limit as usize;

@@ -56,6 +56,7 @@ pub fn stats_json(app: &App) -> Value {
     let s = app.stats();
     json!({
         "requests_by_path": s.requests,
+        "requests_in_flight": s.in_flight.iter().filter(|(_, v)| **v > 0).collect::<std::collections::BTreeMap<_, _>>(),
         "faults_injected": s.faults,
         "futures": {
             "created": s.futures_created,

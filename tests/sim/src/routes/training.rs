@@ -104,6 +104,7 @@ fn owns(ctx: &Ctx, m: &ModelEntry) -> Result<(), Reply> {
 fn submit(
     app: &Arc<App>,
     m: &Arc<ModelEntry>,
+    body_hash: u64,
     seq_id: i64,
     kind: &'static str,
     op: TrainOp,
@@ -115,7 +116,13 @@ fn submit(
     }
     let delay = app.settings().future_delay_ms;
     let mut s = m.sched.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(rid) = s.by_seq.get(&seq_id) {
+    if let Some((rid, hash)) = s.by_seq.get(&seq_id) {
+        if *hash != body_hash {
+            return Err(bad_request(format!(
+                "seq_id {seq_id} of model {} is already taken by a different request; seq_ids must be unique per model",
+                m.id
+            )));
+        }
         let rid = rid.clone();
         drop(s);
         app.stats().duplicates_deduped += 1;
@@ -142,7 +149,7 @@ fn submit(
         },
     );
     app.stats().futures_created += 1;
-    s.by_seq.insert(seq_id, rid.clone());
+    s.by_seq.insert(seq_id, (rid.clone(), body_hash));
     let ready_at = tokio::time::Instant::now() + std::time::Duration::from_millis(delay);
     s.pending.insert(
         seq_id,
@@ -286,7 +293,14 @@ pub async fn create_model(app: &Arc<App>, ctx: &Ctx) -> Res {
             true,
         ),
     };
-    submit(app, &m, 0, "create", TrainOp::Create)
+    submit(
+        app,
+        &m,
+        crate::util::hash_bytes(&ctx.body),
+        0,
+        "create",
+        TrainOp::Create,
+    )
 }
 
 pub async fn get_info(app: &Arc<App>, ctx: &Ctx) -> Res {
@@ -525,6 +539,7 @@ pub async fn forward_backward(app: &Arc<App>, ctx: &Ctx, legacy_forward: bool) -
     submit(
         app,
         &m,
+        crate::util::hash_bytes(&ctx.body),
         seq_id,
         if forward_only {
             "forward"
@@ -599,7 +614,14 @@ pub async fn optim_step(app: &Arc<App>, ctx: &Ctx) -> Res {
             "optim_step needs `adam_params` or `optimizer_params`",
         ));
     };
-    submit(app, &m, seq_id, "optim_step", op)
+    submit(
+        app,
+        &m,
+        crate::util::hash_bytes(&ctx.body),
+        seq_id,
+        "optim_step",
+        op,
+    )
 }
 
 fn name_conflict(app: &App, m: &ModelEntry, kind: CkptKind, name: &str) -> bool {
@@ -660,7 +682,14 @@ pub async fn save_weights(app: &Arc<App>, ctx: &Ctx) -> Res {
             metadata,
         },
     };
-    submit(app, &m, seq_id, "save_weights", op)
+    submit(
+        app,
+        &m,
+        crate::util::hash_bytes(&ctx.body),
+        seq_id,
+        "save_weights",
+        op,
+    )
 }
 
 pub async fn save_weights_for_sampler(app: &Arc<App>, ctx: &Ctx) -> Res {
@@ -712,7 +741,14 @@ pub async fn save_weights_for_sampler(app: &Arc<App>, ctx: &Ctx) -> Res {
             metadata,
         },
     };
-    submit(app, &m, seq_id, "save_weights_for_sampler", op)
+    submit(
+        app,
+        &m,
+        crate::util::hash_bytes(&ctx.body),
+        seq_id,
+        "save_weights_for_sampler",
+        op,
+    )
 }
 
 pub async fn save_weights_external(app: &Arc<App>, ctx: &Ctx) -> Res {
@@ -751,7 +787,14 @@ pub async fn save_weights_external(app: &Arc<App>, ctx: &Ctx) -> Res {
             Ok(()) => TrainOp::SaveExternal { name, ttl },
         }
     };
-    submit(app, &m, seq_id, "save_weights_external", op)
+    submit(
+        app,
+        &m,
+        crate::util::hash_bytes(&ctx.body),
+        seq_id,
+        "save_weights_external",
+        op,
+    )
 }
 
 pub async fn load_weights(app: &Arc<App>, ctx: &Ctx) -> Res {
@@ -768,6 +811,7 @@ pub async fn load_weights(app: &Arc<App>, ctx: &Ctx) -> Res {
             return submit(
                 app,
                 &m,
+                crate::util::hash_bytes(&ctx.body),
                 0,
                 "create_via_load",
                 TrainOp::Fail("duplicate".into()),
@@ -812,6 +856,7 @@ pub async fn load_weights(app: &Arc<App>, ctx: &Ctx) -> Res {
         return submit(
             app,
             &m,
+            crate::util::hash_bytes(&ctx.body),
             0,
             "create_via_load",
             TrainOp::CreateFromCheckpoint {
@@ -842,7 +887,14 @@ pub async fn load_weights(app: &Arc<App>, ctx: &Ctx) -> Res {
         },
         Err(r) => TrainOp::Fail(String::from_utf8_lossy(&r.body).into_owned()),
     };
-    submit(app, &m, seq_id, "load_weights", op)
+    submit(
+        app,
+        &m,
+        crate::util::hash_bytes(&ctx.body),
+        seq_id,
+        "load_weights",
+        op,
+    )
 }
 
 // ---------------------------------------------------------------------------
