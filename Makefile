@@ -60,7 +60,15 @@ test-tokenizer-parity: wasm
 bench-tokenizer: wasm
 	node tests/bench/tokenizer.mjs
 
-test: lint test-rust typecheck test-js test-tokenizer-parity
+# tinker-sim (issue 3): its unit tests, and the official Python SDK 0.38.0 driven against it.
+test-sim: setup
+	cargo test -p tinker-sim
+
+test-conformance: setup
+	cargo build -p tinker-sim
+	tests/conformance/.venv/bin/python tests/conformance/run.py
+
+test: lint test-rust typecheck test-js test-tokenizer-parity test-conformance
 	@echo "make test: all suites passed"
 
 clean:
