@@ -274,6 +274,8 @@ pub struct FInner {
     pub retrieved: bool,
     /// Why a pending future is waiting, reported in try_again answers.
     pub queue_state: &'static str,
+    /// When the future stopped being pending (for payload expiry).
+    pub settled_at: Option<std::time::Instant>,
 }
 
 pub struct FutureEntry {
@@ -344,6 +346,7 @@ impl Futures {
                 faults: None,
                 retrieved: false,
                 queue_state: "active",
+                settled_at: None,
             }),
             done: tx,
         });
@@ -380,6 +383,7 @@ impl Futures {
                 return false;
             }
             g.state = state;
+            g.settled_at = Some(std::time::Instant::now());
         }
         let _ = f.done.send(true);
         if let FKind::Sample { session, clone, .. } = &f.kind {
@@ -424,11 +428,26 @@ impl Futures {
         (out, cursor)
     }
 
+    /// Forget futures settled more than `ttl` ago (their ids then answer 404),
+    /// so long runs do not keep every payload. Returns how many were dropped.
+    pub fn collect_garbage(&self, ttl: std::time::Duration) -> usize {
+        let now = std::time::Instant::now();
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        let before = map.len();
+        map.retain(|_, f| {
+            f.lock()
+                .settled_at
+                .is_none_or(|t| now.duration_since(t) < ttl)
+        });
+        before - map.len()
+    }
+
     pub fn expire(&self, f: &FutureEntry) {
         let was_pending = {
             let mut g = f.lock();
             let p = matches!(g.state, FState::Pending);
             g.state = FState::Expired;
+            g.settled_at.get_or_insert_with(std::time::Instant::now);
             p
         };
         let _ = f.done.send(true);

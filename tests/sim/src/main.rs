@@ -182,6 +182,15 @@ fn main() {
         let mut out = std::io::stdout();
         let _ = writeln!(out, "tinker-sim listening on http://{local}");
         let _ = out.flush();
+        // Settled futures are kept for an hour, like a real promise store.
+        let gc = app.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+                gc.futures
+                    .collect_garbage(std::time::Duration::from_secs(3600));
+            }
+        });
         tokio::select! {
             _ = server::serve(app, listener) => {}
             _ = tokio::signal::ctrl_c() => {}

@@ -406,3 +406,323 @@ fn authenticate(app: &App, ctx: &Ctx) -> Result<crate::auth::Caller, Reply> {
     }
     Ok(caller)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::Options;
+    use crate::proto;
+    use prost::Message;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    async fn start(faults: &str, client_config: Value) -> String {
+        let opts = Options {
+            seed: 1,
+            api_key: None,
+            cors: false,
+            request_log: None,
+            future_delay_ms: 0,
+            faults: faults.into(),
+            client_config: client_config.as_object().cloned().unwrap_or_default(),
+            dynamic_config: Map::new(),
+            compute_threads: 2,
+        };
+        let app = App::new(opts).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        tokio::spawn(serve(app, listener));
+        addr
+    }
+
+    /// One HTTP/1.1 exchange; `None` when the server closed the connection without a response.
+    async fn raw(
+        addr: &str,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Option<(u16, String, Vec<u8>)> {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut req = format!("{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n", body.len());
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        req.push_str("\r\n");
+        s.write_all(req.as_bytes()).await.unwrap();
+        s.write_all(body).await.unwrap();
+        let mut out = Vec::new();
+        s.read_to_end(&mut out).await.ok()?;
+        if out.is_empty() {
+            return None;
+        }
+        let split = out.windows(4).position(|w| w == b"\r\n\r\n")?;
+        let head = String::from_utf8_lossy(&out[..split]).to_string();
+        let status = head.split_whitespace().nth(1)?.parse().ok()?;
+        Some((status, head.to_ascii_lowercase(), out[split + 4..].to_vec()))
+    }
+
+    async fn api(addr: &str, path: &str, body: Value) -> (u16, Value) {
+        let (st, _, b) = raw(
+            addr,
+            "POST",
+            path,
+            &[("x-api-key", "tml-t"), ("content-type", "application/json")],
+            body.to_string().as_bytes(),
+        )
+        .await
+        .expect("response");
+        (st, serde_json::from_slice(&b).unwrap_or(Value::Null))
+    }
+
+    async fn result(addr: &str, rid: &str) -> Value {
+        loop {
+            let (st, v) = api(
+                addr,
+                "/api/v1/retrieve_future",
+                json!({"request_id": rid, "allow_metadata_only": false}),
+            )
+            .await;
+            assert_eq!(st, 200, "{v}");
+            if v["type"] != "try_again" {
+                return v;
+            }
+        }
+    }
+
+    async fn model(addr: &str) -> String {
+        let (_, s) = api(
+            addr,
+            "/api/v1/create_session",
+            json!({"tags": [], "user_metadata": {}, "sdk_version": "test"}),
+        )
+        .await;
+        let sid = s["session_id"].as_str().unwrap().to_string();
+        let (st, f) = api(addr, "/api/v1/create_model", json!({"session_id": sid, "model_seq_id": 0, "base_model": "Qwen/Qwen3-8B", "lora_config": {"rank": 4, "seed": 1}})).await;
+        assert_eq!(st, 200, "{f}");
+        result(addr, f["request_id"].as_str().unwrap()).await["model_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn health_auth_and_unknown_routes() {
+        let addr = start("", json!({})).await;
+        let (st, _, b) = raw(&addr, "GET", "/_sim/health", &[], b"").await.unwrap();
+        assert_eq!((st, b.as_slice()), (200, br#"{"ok":true}"#.as_slice()));
+        assert_eq!(
+            raw(&addr, "GET", "/api/v1/healthz", &[], b"")
+                .await
+                .unwrap()
+                .0,
+            401
+        );
+        assert_eq!(
+            raw(&addr, "GET", "/api/v1/healthz", &[("x-api-key", "k")], b"")
+                .await
+                .unwrap()
+                .0,
+            200
+        );
+        let (st, _, b) = raw(&addr, "GET", "/api/v1/nope", &[("x-api-key", "k")], b"")
+            .await
+            .unwrap();
+        assert_eq!(st, 404);
+        assert!(String::from_utf8_lossy(&b).contains("no route"));
+        let (st, v) = api(&addr, "/api/v1/create_session", json!({"tags": "x"})).await;
+        assert_eq!(st, 400);
+        assert!(v["detail"].as_str().unwrap().contains("tags"), "{v}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn dropped_connections_and_lost_responses() {
+        let addr = start("drop:1@healthz,lost:1@optim_step", json!({})).await;
+        assert!(
+            raw(&addr, "GET", "/api/v1/healthz", &[("x-api-key", "k")], b"")
+                .await
+                .is_none()
+        );
+        let m = model(&addr).await;
+        let body =
+            json!({"model_id": m, "seq_id": 1, "adam_params": {"learning_rate": 0.1}}).to_string();
+        let h = [("x-api-key", "tml-t"), ("content-type", "application/json")];
+        // The optim_step is applied but its response is lost; the retry is deduplicated.
+        assert!(
+            raw(&addr, "POST", "/api/v1/optim_step", &h, body.as_bytes())
+                .await
+                .is_none()
+        );
+        assert!(
+            raw(&addr, "POST", "/api/v1/optim_step", &h, body.as_bytes())
+                .await
+                .is_none()
+        );
+        let (_, _, stats) = raw(&addr, "GET", "/_sim/stats", &[], b"").await.unwrap();
+        let stats: Value = serde_json::from_slice(&stats).unwrap();
+        assert_eq!(stats["duplicates_deduped"], 1, "{stats}");
+        assert_eq!(stats["faults_injected"]["lost"], 2);
+        // Applied exactly once (poll until the executor has run it).
+        for _ in 0..500 {
+            let (_, _, d) = raw(&addr, "GET", &format!("/_sim/models/{m}"), &[], b"")
+                .await
+                .unwrap();
+            let d: Value = serde_json::from_slice(&d).unwrap();
+            if d["next_seq_id"] == 2 {
+                assert_eq!(d["optim_steps"], 1, "{d}");
+                assert_eq!(d["applied"].as_array().unwrap().len(), 2, "{d}");
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+        panic!("the optim_step was never applied");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn seq_order_dedupe_and_protobuf_results() {
+        let addr = start("", json!({})).await;
+        let m = model(&addr).await;
+        // seq 2 waits for seq 1.
+        let (_, late) = api(
+            &addr,
+            "/api/v1/optim_step",
+            json!({"model_id": m, "seq_id": 2, "adam_params": {}}),
+        )
+        .await;
+        let (_, ta) = api(
+            &addr,
+            "/api/v1/retrieve_future",
+            json!({"request_id": late["request_id"]}),
+        )
+        .await;
+        assert_eq!(ta["type"], "try_again");
+        // seq 1: a protobuf forward_backward.
+        let mut inputs = std::collections::BTreeMap::new();
+        inputs.insert(
+            "target_tokens".to_string(),
+            proto::Tensor::dense_i64(&[2], &[7, 8]),
+        );
+        let req = proto::ForwardBackwardRequest {
+            model_id: m.clone(),
+            seq_id: 1,
+            loss_fn: "cross_entropy".into(),
+            data: vec![proto::Datum {
+                model_input: vec![proto::Chunk {
+                    chunk: Some(proto::chunk::Chunk::EncodedText(proto::EncodedTextChunk {
+                        tokens: proto::i32s_to_bytes(&[5, 6]),
+                    })),
+                }],
+                loss_fn_inputs: inputs,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let h = [
+            ("x-api-key", "tml-t"),
+            ("content-type", "application/x-protobuf"),
+        ];
+        let (st, _, b) = raw(
+            &addr,
+            "POST",
+            "/api/v1/forward_backward",
+            &h,
+            &req.encode_to_vec(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(st, 200);
+        let fut: Value = serde_json::from_slice(&b).unwrap();
+        // Same seq again: the same request.
+        let (_, _, b2) = raw(
+            &addr,
+            "POST",
+            "/api/v1/forward_backward",
+            &h,
+            &req.encode_to_vec(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            serde_json::from_slice::<Value>(&b2).unwrap()["request_id"],
+            fut["request_id"]
+        );
+        // A different request at the same seq is refused.
+        let mut other = req.clone();
+        other.loss_fn = "importance_sampling".into();
+        assert_eq!(
+            raw(
+                &addr,
+                "POST",
+                "/api/v1/forward_backward",
+                &h,
+                &other.encode_to_vec()
+            )
+            .await
+            .unwrap()
+            .0,
+            400
+        );
+        let rid = fut["request_id"].as_str().unwrap();
+        let body = json!({"request_id": rid, "allow_metadata_only": false}).to_string();
+        let (st, head, b) = loop {
+            let r = raw(
+                &addr,
+                "POST",
+                "/api/v1/retrieve_future",
+                &[("x-api-key", "k"), ("accept", "application/x-protobuf")],
+                body.as_bytes(),
+            )
+            .await
+            .unwrap();
+            if r.1.contains("protobuf") {
+                break r;
+            }
+        };
+        assert_eq!(st, 200);
+        assert!(head.contains("application/x-protobuf"));
+        let out = proto::ForwardBackwardOutput::decode(b.as_slice()).unwrap();
+        assert!(out.metrics["loss:sum"] > 0.0);
+        assert_eq!(out.loss_fn_outputs[0].num_datums, 1);
+        let json_result = result(&addr, rid).await;
+        assert_eq!(
+            json_result["loss_fn_outputs"][0]["logprobs"]["shape"],
+            json!([2])
+        );
+        assert!(result(&addr, late["request_id"].as_str().unwrap()).await["metrics"].is_object());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn jwt_mode_requires_exchanged_tokens() {
+        let addr = start("", json!({"pjwt_auth_enabled": true})).await;
+        let h = |k: &str| {
+            vec![
+                ("x-api-key".to_string(), k.to_string()),
+                ("content-type".into(), "application/json".into()),
+            ]
+        };
+        let call = |k: String, path: &'static str| {
+            let addr = addr.clone();
+            let hh = h(&k);
+            async move {
+                let hv: Vec<(&str, &str)> =
+                    hh.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+                raw(&addr, "POST", path, &hv, b"{}").await.unwrap()
+            }
+        };
+        let (st, head, _) = call("tml-key".into(), "/api/v1/client/dynamic_config").await;
+        assert_eq!(st, 401);
+        assert!(head.contains("error=\"invalid_token\""));
+        let (st, _, b) = call("tml-key".into(), "/api/v1/auth/token").await;
+        assert_eq!(st, 200);
+        let jwt = serde_json::from_slice::<Value>(&b).unwrap()["jwt"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(
+            call(jwt.clone(), "/api/v1/client/dynamic_config").await.0,
+            200
+        );
+        let mut forged = jwt.clone();
+        forged.push('A');
+        assert_eq!(call(forged, "/api/v1/client/dynamic_config").await.0, 401);
+    }
+}
