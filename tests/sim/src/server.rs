@@ -725,4 +725,42 @@ mod tests {
         forged.push('A');
         assert_eq!(call(forged, "/api/v1/client/dynamic_config").await.0, 401);
     }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn apikey_me_and_revocation() {
+        let addr = start("", json!({})).await;
+        let k = [("x-api-key", "tml-revoke-me")];
+        let (st, _, b) = raw(&addr, "GET", "/api/v1/auth/apikey/me", &k, b"")
+            .await
+            .unwrap();
+        assert_eq!(st, 200);
+        let me: Value = serde_json::from_slice(&b).unwrap();
+        assert!(
+            me["key_id"].is_u64() && me["details"]["user_details"]["email"].is_string(),
+            "{me}"
+        );
+        assert_eq!(
+            raw(&addr, "DELETE", "/api/v1/auth/apikey/me", &k, b"")
+                .await
+                .unwrap()
+                .0,
+            200
+        );
+        let (st, _, b) = raw(&addr, "GET", "/api/v1/healthz", &k, b"").await.unwrap();
+        assert_eq!(st, 401);
+        assert!(String::from_utf8_lossy(&b).contains("revoked"));
+        assert_eq!(
+            raw(
+                &addr,
+                "GET",
+                "/api/v1/healthz",
+                &[("x-api-key", "tml-other")],
+                b""
+            )
+            .await
+            .unwrap()
+            .0,
+            200
+        );
+    }
 }

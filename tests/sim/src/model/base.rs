@@ -154,8 +154,8 @@ pub fn base_model(seed: u64, spec: &'static BaseSpec) -> Arc<BaseModel> {
         .clone()
 }
 
-pub const EOS_CLASS_BOOST: f64 = 3.5;
-pub const EOS_TOKEN_BOOST: f64 = 6.0;
+pub const EOS_CLASS_BOOST: f64 = 4.5;
+pub const EOS_TOKEN_BOOST: f64 = 8.0;
 pub const UNUSED_PENALTY: f64 = -30.0;
 
 impl BaseModel {

@@ -531,3 +531,41 @@ mod tests {
         assert!(hits * 10 >= total * 9, "{hits}/{total}");
     }
 }
+
+#[cfg(test)]
+mod eos_tests {
+    use super::super::base::{base_model, find_spec};
+    use super::*;
+
+    #[test]
+    fn unconstrained_samples_end_at_eos() {
+        for name in ["Qwen/Qwen3-8B", "meta-llama/Llama-3.2-1B"] {
+            let ad = Adapter::new(base_model(0, find_spec(name).unwrap()), 4, 1, true, true);
+            let spec = Spec {
+                prompt: vec![100, 200],
+                num_samples: 200,
+                params: Params {
+                    max_tokens: 512,
+                    temperature: 1.0,
+                    top_k: -1,
+                    top_p: 1.0,
+                    seed: Some(1),
+                    stop: Stop::Default,
+                },
+                prompt_logprobs: false,
+                topk_prompt: 0,
+                topk_sample: 0,
+                target: None,
+                alt_k: 0,
+                last_n: None,
+                fallback_seed: 0,
+            };
+            let out = run(&ad, &spec, &Vocab::fallback(0));
+            let stopped = out.sequences.iter().filter(|s| s.stopped).count();
+            let mean = out.sequences.iter().map(|s| s.tokens.len()).sum::<usize>() as f64 / 200.0;
+            assert!(stopped >= 190, "{name}: {stopped}/200 stopped");
+            assert!((5.0..80.0).contains(&mean), "{name}: mean length {mean}");
+            eprintln!("{name}: mean length {mean}");
+        }
+    }
+}
