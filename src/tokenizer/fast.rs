@@ -151,6 +151,7 @@ impl BytesTable {
 struct PairMap {
     slots: Vec<(u64, u64)>,
     shift: u32,
+    len: usize,
 }
 
 impl PairMap {
@@ -160,6 +161,20 @@ impl PairMap {
         PairMap {
             slots: vec![(EMPTY, 0); size],
             shift: 64 - size.trailing_zeros(),
+            len: 0,
+        }
+    }
+    /// Doubles the table (keeps the load factor at most 3/4 as entries are added).
+    fn grow(&mut self) {
+        let old = std::mem::take(&mut self.slots);
+        let size = old.len() * 2;
+        self.slots = vec![(EMPTY, 0); size];
+        self.shift = 64 - size.trailing_zeros();
+        self.len = 0;
+        for (k, v) in old {
+            if k != EMPTY {
+                self.insert(k, v);
+            }
         }
     }
     #[inline(always)]
@@ -169,11 +184,15 @@ impl PairMap {
     /// Sets `key` (a later insert replaces an earlier one, like a map built in order).
     #[inline(always)]
     fn insert(&mut self, key: u64, value: u64) {
+        if (self.len + 1) * 4 > self.slots.len() * 3 {
+            self.grow();
+        }
         let mask = self.slots.len() - 1;
         let mut i = self.index(key);
         loop {
             let (k, _) = self.slots[i];
             if k == EMPTY || k == key {
+                self.len += usize::from(k == EMPTY);
                 self.slots[i] = (key, value);
                 return;
             }
@@ -284,8 +303,155 @@ struct RawModel<'a> {
     continuing_subword_prefix: Option<String>,
     end_of_word_suffix: Option<String>,
     ignore_merges: bool,
-    vocab: Vec<(Cow<'a, str>, u32)>,
-    merges: Vec<(Cow<'a, str>, Cow<'a, str>)>,
+    vocab: Option<VocabStore>,
+    /// Merges as they are read, once the vocabulary is known (the usual key order).
+    merges: Option<MergeBuild>,
+    /// Merges met before the vocabulary (unusual order): resolved afterwards.
+    early_merges: Vec<(Cow<'a, str>, Cow<'a, str>)>,
+    /// A vocab entry reused an id: `tokenizers` keeps last-wins maps; not specialised.
+    duplicate_id: bool,
+}
+
+/// The model vocabulary as the fast path stores it: the byte-level token strings and
+/// their raw bytes in two arenas, id-indexed spans, and hash tables over both.
+#[derive(Default)]
+struct VocabStore {
+    tok_arena: Vec<u8>,
+    tok_span: Vec<(u32, u32)>,
+    raw_arena: Vec<u8>,
+    raw_span: Vec<(u32, u32)>,
+    by_token: BytesTable,
+    by_raw: BytesTable,
+    len: usize,
+}
+
+#[inline(always)]
+fn span_range(s: (u32, u32)) -> std::ops::Range<usize> {
+    s.0 as usize..(s.0 + s.1) as usize
+}
+
+impl VocabStore {
+    /// Adds `tok` as `id`; `false` if the id is taken.
+    #[inline(always)]
+    fn push(&mut self, tok: &str, id: u32, c2b: &[u16; 0x144]) -> bool {
+        let i = id as usize;
+        if i >= self.tok_span.len() {
+            let n = (i + 1).max(self.tok_span.len() * 2);
+            self.tok_span.resize(n, NONE_SPAN);
+            self.raw_span.resize(n, NONE_SPAN);
+        }
+        if self.tok_span[i] != NONE_SPAN {
+            return false;
+        }
+        self.tok_span[i] = (self.tok_arena.len() as u32, tok.len() as u32);
+        self.tok_arena.extend_from_slice(tok.as_bytes());
+        let start = self.raw_arena.len();
+        if push_token_bytes(tok, c2b, &mut self.raw_arena) {
+            self.raw_span[i] = (start as u32, (self.raw_arena.len() - start) as u32);
+        }
+        self.len += 1;
+        true
+    }
+
+    /// Builds the token-string table (and, for `ignore_merges`, the raw-bytes table).
+    fn index(&mut self, raw_too: bool) {
+        let mut by_token = BytesTable::with_capacity(self.len);
+        let mut by_raw = BytesTable::with_capacity(if raw_too { self.len } else { 0 });
+        for (id, &s) in self.tok_span.iter().enumerate() {
+            if s == NONE_SPAN {
+                continue;
+            }
+            let arena = &self.tok_arena;
+            let spans = &self.tok_span;
+            by_token.insert(&arena[span_range(s)], id as u32, |j| {
+                &arena[span_range(spans[j as usize])]
+            });
+            let r = self.raw_span[id];
+            if raw_too && r != NONE_SPAN {
+                let arena = &self.raw_arena;
+                let spans = &self.raw_span;
+                by_raw.insert(&arena[span_range(r)], id as u32, |j| {
+                    &arena[span_range(spans[j as usize])]
+                });
+            }
+        }
+        self.by_token = by_token;
+        self.by_raw = by_raw;
+    }
+
+    #[inline(always)]
+    fn tok(&self, id: u32) -> Option<&[u8]> {
+        let s = *self.tok_span.get(id as usize)?;
+        (s != NONE_SPAN).then(|| &self.tok_arena[span_range(s)])
+    }
+
+    #[inline(always)]
+    fn raw(&self, id: u32) -> Option<&[u8]> {
+        let s = *self.raw_span.get(id as usize)?;
+        (s != NONE_SPAN).then(|| &self.raw_arena[span_range(s)])
+    }
+
+    #[inline(always)]
+    fn lookup(&self, token: &[u8]) -> Option<u32> {
+        self.by_token.get(token, |id| self.tok(id).unwrap_or(&[]))
+    }
+
+    #[inline(always)]
+    fn lookup_raw(&self, bytes: &[u8]) -> Option<u32> {
+        self.by_raw.get(bytes, |id| self.raw(id).unwrap_or(&[]))
+    }
+}
+
+/// Merges resolved to ids as they are read: (left, right) → (rank, merged id).
+struct MergeBuild {
+    map: PairMap,
+    rank: u32,
+    last_new: u32,
+    buf: Vec<u8>,
+}
+
+impl MergeBuild {
+    fn new(capacity: usize) -> Self {
+        MergeBuild {
+            map: PairMap::with_capacity(capacity),
+            rank: 0,
+            last_new: u32::MAX,
+            buf: Vec::new(),
+        }
+    }
+
+    #[inline(always)]
+    fn add(&mut self, v: &VocabStore, a: &str, b: &str) -> ScanResult<()> {
+        let (Some(ia), Some(ib)) = (v.lookup(a.as_bytes()), v.lookup(b.as_bytes())) else {
+            return Err(format!("merge {a:?} {b:?}: token out of vocabulary"));
+        };
+        // Vocabularies trained by `tokenizers` number merged tokens in merge order: try
+        // the id after the previous one (one sequential read) before hashing.
+        let guess = self.last_new.wrapping_add(1);
+        let new = match v.tok(guess) {
+            Some(t)
+                if t.len() == a.len() + b.len()
+                    && t.starts_with(a.as_bytes())
+                    && t.ends_with(b.as_bytes()) =>
+            {
+                guess
+            }
+            _ => {
+                self.buf.clear();
+                self.buf.extend_from_slice(a.as_bytes());
+                self.buf.extend_from_slice(b.as_bytes());
+                v.lookup(&self.buf)
+                    .ok_or_else(|| format!("merge {a:?} {b:?}: merged token out of vocabulary"))?
+            }
+        };
+        self.last_new = new;
+        self.map.insert(
+            pair_key(ia, ib),
+            (u64::from(self.rank) << 32) | u64::from(new),
+        );
+        self.rank += 1;
+        Ok(())
+    }
 }
 
 fn small<T: serde::de::DeserializeOwned>(raw: &str) -> ScanResult<T> {
@@ -314,7 +480,7 @@ fn scan_file(json: &str) -> ScanResult<RawFile<'_>> {
             sc.expect(b':')?;
             match key.as_ref() {
                 "model" => {
-                    f.model = scan_model(&mut sc)?;
+                    f.model = scan_model(&mut sc, json.len())?;
                     saw_model = true;
                 }
                 "added_tokens" => {
@@ -341,7 +507,7 @@ fn scan_file(json: &str) -> ScanResult<RawFile<'_>> {
     Ok(f)
 }
 
-fn scan_model<'a>(sc: &mut Scanner<'a>) -> ScanResult<RawModel<'a>> {
+fn scan_model<'a>(sc: &mut Scanner<'a>, sc_len: usize) -> ScanResult<RawModel<'a>> {
     let mut m = RawModel::default();
     sc.expect(b'{')?;
     if sc.empty(b'}') {
@@ -357,19 +523,31 @@ fn scan_model<'a>(sc: &mut Scanner<'a>) -> ScanResult<RawModel<'a>> {
             "end_of_word_suffix" => m.end_of_word_suffix = small(sc.skip()?)?,
             "ignore_merges" => m.ignore_merges = small(sc.skip()?)?,
             "vocab" => {
+                let c2b = char_to_byte_table();
+                let mut v = VocabStore {
+                    tok_arena: Vec::with_capacity(sc_len / 5),
+                    raw_arena: Vec::with_capacity(sc_len / 6),
+                    ..Default::default()
+                };
                 sc.expect(b'{')?;
                 if !sc.empty(b'}') {
                     loop {
                         let tok = sc.string()?;
                         sc.expect(b':')?;
-                        m.vocab.push((tok, sc.u32()?));
+                        let id = sc.u32()?;
+                        if !v.push(&tok, id, &c2b) {
+                            m.duplicate_id = true;
+                        }
                         if !sc.more(b'}')? {
                             break;
                         }
                     }
                 }
+                v.index(false);
+                m.vocab = Some(v);
             }
             "merges" => {
+                let mut build = m.vocab.as_ref().map(|v| MergeBuild::new(v.len));
                 sc.expect(b'[')?;
                 if !sc.empty(b']') {
                     loop {
@@ -391,15 +569,19 @@ fn scan_model<'a>(sc: &mut Scanner<'a>) -> ScanResult<RawModel<'a>> {
                             }
                             _ => None,
                         };
-                        match pair {
-                            Some(p) => m.merges.push(p),
-                            None => return Err("a merge is not a pair".into()),
+                        let Some((a, b)) = pair else {
+                            return Err("a merge is not a pair".into());
+                        };
+                        match (&mut build, &m.vocab) {
+                            (Some(build), Some(v)) => build.add(v, &a, &b)?,
+                            _ => m.early_merges.push((a, b)),
                         }
                         if !sc.more(b']')? {
                             break;
                         }
                     }
                 }
+                m.merges = build;
             }
             _ => {
                 sc.skip()?;
@@ -621,15 +803,8 @@ pub(crate) struct FastBpe {
     pattern: Pattern,
     nfc: bool,
     ignore_merges: bool,
-    /// Model tokens: the byte-level strings, concatenated, and each id's span (or none).
-    tok_arena: Vec<u8>,
-    tok_span: Vec<(u32, u32)>,
-    /// Raw bytes of each model token (for decoding and whole-word lookup).
-    raw_arena: Vec<u8>,
-    raw_span: Vec<(u32, u32)>,
-    by_token: BytesTable,
-    by_raw: BytesTable,
-    model_len: usize,
+    /// Model tokens (byte-level strings and raw bytes) and their lookup tables.
+    vocab: VocabStore,
     byte_ids: [u32; 256],
     merges: PairMap,
     added: Vec<(String, Added)>,
@@ -794,94 +969,38 @@ impl FastBpe {
         };
 
         let b2c = byte_to_char();
-        let c2b = char_to_byte_table();
-
-        // Model vocab, id-indexed.
-        let vocab = &m.vocab;
-        let max_id = vocab.iter().map(|(_, id)| *id as usize).max().unwrap_or(0);
-        let mut tok_span = vec![NONE_SPAN; max_id + 1];
-        let mut raw_span = vec![NONE_SPAN; max_id + 1];
-        let mut tok_arena = Vec::with_capacity(json.len() / 3);
-        let mut raw_arena = Vec::with_capacity(json.len() / 4);
-        for (tok, id) in vocab {
-            let id = *id as usize;
-            if tok_span[id] != NONE_SPAN {
-                // Two tokens share an id: `tokenizers` keeps a last-wins reverse map.
-                return Ok(None);
-            }
-            tok_span[id] = (tok_arena.len() as u32, tok.len() as u32);
-            tok_arena.extend_from_slice(tok.as_bytes());
-            let start = raw_arena.len();
-            if push_token_bytes(tok, &c2b, &mut raw_arena) {
-                raw_span[id] = (start as u32, (raw_arena.len() - start) as u32);
-            }
+        let mut raw = raw;
+        let m = &mut raw.model;
+        let Some(mut vocab) = m.vocab.take() else {
+            return Ok(None);
+        };
+        if m.duplicate_id {
+            return Ok(None);
         }
-        let span = |s: (u32, u32)| -> std::ops::Range<usize> {
-            if s == NONE_SPAN {
-                0..0
-            } else {
-                s.0 as usize..(s.0 + s.1) as usize
+        let merges = match m.merges.take() {
+            Some(b) if m.early_merges.is_empty() => b.map,
+            _ => {
+                let mut b = MergeBuild::new(m.early_merges.len());
+                for (x, y) in &m.early_merges {
+                    b.add(&vocab, x, y)?;
+                }
+                b.map
             }
         };
-        let mut by_token = BytesTable::with_capacity(vocab.len());
-        // Whole-piece lookups by raw bytes are only needed with `ignore_merges`.
-        let mut by_raw = BytesTable::with_capacity(if m.ignore_merges { vocab.len() } else { 0 });
-        {
-            let tk = |id: u32| &tok_arena[span(tok_span[id as usize])];
-            let rk = |id: u32| &raw_arena[span(raw_span[id as usize])];
-            for (tok, id) in vocab {
-                by_token.insert(tok.as_bytes(), *id, tk);
-                if m.ignore_merges && raw_span[*id as usize] != NONE_SPAN {
-                    by_raw.insert(rk(*id), *id, rk);
-                }
-            }
+        if m.ignore_merges {
+            vocab.index(true);
         }
-        let tok_of = |id: u32| &tok_arena[span(tok_span[id as usize])];
-        let lookup = |s: &str| by_token.get(s.as_bytes(), tok_of);
-
         let mut byte_ids = [0u32; 256];
         for (b, c) in b2c.iter().enumerate() {
-            match lookup(c.encode_utf8(&mut [0; 4])) {
+            match vocab.lookup(c.encode_utf8(&mut [0; 4]).as_bytes()) {
                 Some(id) => byte_ids[b] = id,
                 None => return Ok(None),
             }
         }
-
-        let mut merges = PairMap::with_capacity(m.merges.len());
-        let mut buf = String::new();
-        let mut last_new = u32::MAX;
-        let tok_of_checked = |id: u32| -> Option<&[u8]> {
-            let s = *tok_span.get(id as usize)?;
-            (s != NONE_SPAN).then(|| &tok_arena[span(s)])
-        };
-        for (rank, (a, b)) in m.merges.iter().enumerate() {
-            let (Some(ia), Some(ib)) = (lookup(a), lookup(b)) else {
-                return Err(format!("merge {a:?} {b:?}: token out of vocabulary"));
-            };
-            // Vocabularies trained by `tokenizers` number merged tokens in merge order:
-            // try the id after the previous one (one sequential read) before hashing.
-            let guess = last_new.wrapping_add(1);
-            let new = if tok_of_checked(guess).is_some_and(|t| {
-                t.len() == a.len() + b.len()
-                    && t.starts_with(a.as_bytes())
-                    && t.ends_with(b.as_bytes())
-            }) {
-                guess
-            } else {
-                buf.clear();
-                buf.push_str(a);
-                buf.push_str(b);
-                let Some(new) = lookup(&buf) else {
-                    return Err(format!("merge {a:?} {b:?}: merged token out of vocabulary"));
-                };
-                new
-            };
-            last_new = new;
-            merges.insert(pair_key(ia, ib), ((rank as u64) << 32) | new as u64);
-        }
+        let lookup = |s: &str| vocab.lookup(s.as_bytes());
 
         // Added tokens, with the ids `tokenizers` would assign.
-        let model_len = vocab.len();
+        let model_len = vocab.len;
         let mut added: Vec<(String, Added)> = Vec::new();
         let mut added_by_id = FxMap::default();
         let mut added_by_content = HashMap::new();
@@ -934,9 +1053,7 @@ impl FastBpe {
             )
         };
         for id in prefix.iter().chain(&suffix) {
-            if !added_by_id.contains_key(id)
-                && (*id as usize >= tok_span.len() || tok_span[*id as usize] == NONE_SPAN)
-            {
+            if !added_by_id.contains_key(id) && vocab.tok(*id).is_none() {
                 return Ok(None);
             }
         }
@@ -945,13 +1062,7 @@ impl FastBpe {
             pattern,
             nfc,
             ignore_merges: m.ignore_merges,
-            tok_arena,
-            tok_span,
-            raw_arena,
-            raw_span,
-            by_token,
-            by_raw,
-            model_len,
+            vocab,
             byte_ids,
             merges,
             added,
@@ -966,13 +1077,11 @@ impl FastBpe {
 
     #[inline(always)]
     fn tok(&self, id: u32) -> Option<&[u8]> {
-        let s = *self.tok_span.get(id as usize)?;
-        (s != NONE_SPAN).then(|| &self.tok_arena[s.0 as usize..(s.0 + s.1) as usize])
+        self.vocab.tok(id)
     }
     #[inline(always)]
     fn raw(&self, id: u32) -> Option<&[u8]> {
-        let s = *self.raw_span.get(id as usize)?;
-        (s != NONE_SPAN).then(|| &self.raw_arena[s.0 as usize..(s.0 + s.1) as usize])
+        self.vocab.raw(id)
     }
 
     /// Encodes `text`, appending ids to `out`.
@@ -1029,7 +1138,7 @@ impl FastBpe {
             return;
         }
         if self.ignore_merges {
-            if let Some(id) = self.by_raw.get(word, |id| self.raw(id).unwrap_or(&[])) {
+            if let Some(id) = self.vocab.lookup_raw(word) {
                 out.push(id);
                 return;
             }
@@ -1185,8 +1294,7 @@ impl FastBpe {
         if let Some(&i) = self.added_by_content.get(token) {
             return Some(self.added[i].1.id);
         }
-        self.by_token
-            .get(token.as_bytes(), |id| self.tok(id).unwrap_or(&[]))
+        self.vocab.lookup(token.as_bytes())
     }
 
     /// `id_to_token`: added tokens first, then the model's vocab.
@@ -1201,15 +1309,11 @@ impl FastBpe {
     /// The vocabulary size with added tokens (distinct token strings), like
     /// `get_vocab_size(true)`.
     pub(crate) fn vocab_size(&self) -> usize {
-        self.model_len
+        self.vocab.len
             + self
                 .added
                 .iter()
-                .filter(|(c, _)| {
-                    self.by_token
-                        .get(c.as_bytes(), |id| self.tok(id).unwrap_or(&[]))
-                        .is_none()
-                })
+                .filter(|(c, _)| self.vocab.lookup(c.as_bytes()).is_none())
                 .count()
     }
 

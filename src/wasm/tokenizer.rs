@@ -229,7 +229,12 @@ impl Opts {
 }
 
 fn to_json(v: &JsValue, field: &str) -> Result<serde_json::Value, JsValue> {
-    serde_wasm_bindgen::from_value(v.clone())
+    // Through JSON text: keys keep their order, `undefined` fields drop out (as in JSON).
+    let text = js_sys::JSON::stringify(v)
+        .map_err(|e| type_err(field, format!("cannot be serialised to JSON: {}", show(&e))))?
+        .as_string()
+        .ok_or_else(|| type_err(field, "cannot be serialised to JSON"))?;
+    serde_json::from_str(&text)
         .map_err(|e| type_err(field, format!("cannot be read as JSON data: {e}")))
 }
 
