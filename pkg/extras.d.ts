@@ -15,7 +15,7 @@ export declare class PagePromise<T> implements PromiseLike<NavigablePage<T>>, As
 }
 
 /** Async-iterable list methods of `RestClient`. */
-export interface RestClientLists {
+export interface RestClientLists extends RestClientDownloads {
   /** Training runs, newest first. */
   listTrainingRuns(options?: ListTrainingRunsOptions): PagePromise<TrainingRun>;
   /** All of the caller's checkpoints, newest first. */
@@ -30,6 +30,36 @@ export interface RestClientLists {
 export type ModelInput = ModelInputData;
 /** A tensor (a type and a builder namespace of the same name). */
 export type TensorData = TensorDataData;
+
+/** Progress of a checkpoint download. */
+export interface DownloadProgress {
+  /** The file being downloaded (relative path). */
+  path: string;
+  /** Bytes of this file so far. */
+  fileBytes: number;
+  /** This file's size, if the server announced it. */
+  fileSize: number | null;
+  /** Bytes of every file so far. */
+  bytes: number;
+}
+
+/** One downloaded file. */
+export interface DownloadedFile {
+  path: string;
+  bytes: number;
+  /** Where it was written (with `directory`, in Node). */
+  localPath?: string;
+  /** Its contents (without `directory`). */
+  blob?: Blob;
+}
+
+/** Checkpoint download methods of `RestClient`. */
+export interface RestClientDownloads {
+  /** The files of an `external_weights` checkpoint, each as a `ReadableStream`, read in order. */
+  openCheckpointFiles(tinkerPath: string, options?: { signal?: AbortSignal; fetch?: typeof fetch }): AsyncIterable<{ path: string; size: number | null; stream: ReadableStream<Uint8Array> }>;
+  /** Downloads an `external_weights` checkpoint (export one with `TrainingClient.saveWeightsExternal`): to `directory` in Node, else as Blobs. */
+  downloadCheckpoint(tinkerPath: string, options?: { directory?: string; onProgress?: (p: DownloadProgress) => void; signal?: AbortSignal; fetch?: typeof fetch }): Promise<{ files: DownloadedFile[]; bytes: number }>;
+}
 
 /** Builders of `ModelInput` objects. */
 export declare const ModelInput: {

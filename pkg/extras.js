@@ -66,10 +66,117 @@ const listMethods = {
   },
 };
 
-/** Wires one wasm glue module; returns the extra exports of its entry point. */
-export function install(glue) {
+/** `{ fs, path }` when loaded through the Node entry point (which imports them). */
+let nodeModules = null;
+
+/** Streams the files of an `external_weights` checkpoint (see `downloadMethods`). */
+async function* checkpointFiles(rest, tinkerPath, { signal, fetch: fetchFn = globalThis.fetch } = {}) {
+  const { urls } = await rest.getExternalWeightsUrls(tinkerPath);
+  for (const path of Object.keys(urls).sort()) {
+    let response;
+    try {
+      response = await fetchFn(urls[path], { signal });
+    } catch (e) {
+      if (signal?.aborted) throw new errorClasses.APIUserAbortError(`download of ${tinkerPath} was aborted`);
+      throw new errorClasses.APIConnectionError(`downloading ${path}: ${e?.message ?? e}`);
+    }
+    if (!response.ok) {
+      throw new errorClasses.APIStatusError(`downloading ${path}: HTTP ${response.status}`, { status: response.status, headers: Object.fromEntries(response.headers) });
+    }
+    const length = Number(response.headers.get('content-length'));
+    yield { path, size: Number.isFinite(length) && length >= 0 && response.headers.has('content-length') ? length : null, stream: response.body };
+  }
+}
+
+/** Reads `stream` chunk by chunk, reporting progress; honours `signal`. */
+async function* chunks(stream, signal) {
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      if (signal?.aborted) throw new errorClasses.APIUserAbortError('the download was aborted');
+      let next;
+      try {
+        next = await reader.read();
+      } catch (e) {
+        if (signal?.aborted) throw new errorClasses.APIUserAbortError('the download was aborted');
+        throw new errorClasses.APIConnectionError(`the download broke: ${e?.message ?? e}`);
+      }
+      if (next.done) return;
+      yield next.value;
+    }
+  } finally {
+    reader.releaseLock();
+  }
+}
+
+const downloadMethods = {
+  /**
+   * The files of an `external_weights` checkpoint as an async iterable of
+   * `{ path, size, stream }` (a `ReadableStream` each, read in order): nothing is buffered.
+   */
+  openCheckpointFiles(tinkerPath, options = {}) {
+    return checkpointFiles(this, tinkerPath, options);
+  },
+
+  /**
+   * Downloads an `external_weights` checkpoint. With `directory` (Node), streams each
+   * file to disk; otherwise resolves to one `Blob` per file. `onProgress` gets
+   * `{ path, fileBytes, fileSize, bytes }` after each chunk; `signal` aborts.
+   */
+  async downloadCheckpoint(tinkerPath, { directory, onProgress, signal, fetch } = {}) {
+    let fs = null;
+    let pathMod = null;
+    if (directory !== undefined) {
+      if (typeof directory !== 'string') throw Object.assign(new TypeError(`directory: must be a string, got ${typeof directory}`), { field: 'directory' });
+      if (!nodeModules) throw Object.assign(new TypeError('directory: writing to disk needs the Node entry point; elsewhere omit it to get Blobs'), { field: 'directory' });
+      ({ fs, path: pathMod } = nodeModules);
+    }
+    const files = [];
+    let bytes = 0;
+    for await (const { path, size, stream } of checkpointFiles(this, tinkerPath, { signal, fetch })) {
+      let fileBytes = 0;
+      const report = (n) => {
+        fileBytes += n;
+        bytes += n;
+        onProgress?.({ path, fileBytes, fileSize: size, bytes });
+      };
+      if (fs) {
+        const target = pathMod.resolve(directory, path);
+        if (!target.startsWith(pathMod.resolve(directory) + pathMod.sep)) throw new errorClasses.APIResponseValidationError(`refusing to write outside ${directory}: ${path}`);
+        await fs.promises.mkdir(pathMod.dirname(target), { recursive: true });
+        const out = fs.createWriteStream(target);
+        try {
+          for await (const chunk of chunks(stream, signal)) {
+            if (!out.write(chunk)) await new Promise((r) => out.once('drain', r));
+            report(chunk.byteLength);
+          }
+        } finally {
+          await new Promise((r) => out.end(r));
+        }
+        files.push({ path, bytes: fileBytes, localPath: target });
+      } else {
+        const parts = [];
+        for await (const chunk of chunks(stream, signal)) {
+          parts.push(chunk);
+          report(chunk.byteLength);
+        }
+        files.push({ path, bytes: fileBytes, blob: new Blob(parts) });
+      }
+      if (size !== null && fileBytes !== size) throw new errorClasses.APIConnectionError(`${path}: got ${fileBytes} of ${size} bytes`);
+    }
+    return { files, bytes };
+  },
+};
+
+/**
+ * Wires one wasm glue module; returns the extra exports of its entry point. The Node
+ * entry passes `{ fs, path }` so downloads can write files; no other entry imports
+ * Node modules, which keeps the package bundleable for browsers and Workers.
+ */
+export function install(glue, node = null) {
+  if (node) nodeModules = node;
   glue.__registerErrorClasses(errorClasses);
-  for (const [name, fn] of Object.entries(listMethods)) {
+  for (const [name, fn] of Object.entries({ ...listMethods, ...downloadMethods })) {
     Object.defineProperty(glue.RestClient.prototype, name, { value: fn, writable: true, configurable: true });
   }
   if (typeof Symbol.asyncDispose === 'symbol') {

@@ -1,12 +1,13 @@
 // tinker-wasm/lite for Node.js (ESM, and require() on Node >= 20.19): loads the wasm
 // synchronously from the file next to this one, so importing is enough, no init call.
-import { readFileSync } from 'node:fs';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import * as glue from '../gen/lite/tinker_wasm.js';
 import { install } from '../extras.js';
 
-glue.initSync({ module: readFileSync(new URL('../gen/lite/tinker_wasm_bg.wasm', import.meta.url)) });
+glue.initSync({ module: fs.readFileSync(new URL('../gen/lite/tinker_wasm_bg.wasm', import.meta.url)) });
 
-export const { ModelInput, TensorData, datumFromTokens } = install(glue);
+export const { ModelInput, TensorData, datumFromTokens } = install(glue, { fs, path });
 export * from '../gen/lite/tinker_wasm.js';
 export * from '../errors.js';
 export { PagePromise } from '../extras.js';

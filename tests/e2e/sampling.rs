@@ -179,9 +179,11 @@ fn seeds_stops_and_topk_logprobs() {
                 .unwrap();
             async move { r.await.unwrap() }
         };
+        // `stop: []` disables EOS too, so every sample runs to max_tokens.
         let p = |seed| SamplingParams {
             max_tokens: Some(12),
             seed: Some(seed),
+            stop: Some(StopCondition::Tokens(vec![])),
             ..Default::default()
         };
         let (a, b, c) = (

@@ -1,6 +1,9 @@
 // Node runner: starts a fresh simulator and a loopback file server, then registers every
 // cross-runtime case with node:test.   node --test tests/js/node.test.mjs
 import { test, after } from 'node:test';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import suites from './cases/index.js';
 import { startStaticServer } from './run-browser.mjs';
 import { startSim } from './sim.mjs';
@@ -10,7 +13,8 @@ const files = await startStaticServer();
 const sim = await startSim(['--cors', '--seed', '7']);
 after(() => Promise.all([files.close(), sim.stop()]));
 
-const ctx = { runtime: 'node', env: { TINKER_TEST_FILES_URL: `http://127.0.0.1:${files.address().port}`, ...process.env, SIM_URL: sim.url } };
+// Node-only capabilities for the few cases that test Node-only features (files on disk).
+const ctx = { runtime: 'node', node: { fs, os, path }, env: { TINKER_TEST_FILES_URL: `http://127.0.0.1:${files.address().port}`, ...process.env, SIM_URL: sim.url } };
 const filter = process.env.TEST_FILTER || null;
 
 for (const [suite, cases] of Object.entries(suites)) {

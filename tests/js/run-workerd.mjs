@@ -54,6 +54,7 @@ export async function bundleWorker(entry, outName) {
 if (import.meta.url === `file://${process.argv[1]}`) {
   // The repository on loopback, for cases that fetch fixture files (as the browser page does).
   const { startStaticServer } = await import('./run-browser.mjs');
+  const bundle = await bundleWorker(path.join(here, 'worker.js'), 'cases');
   const files = await startStaticServer();
   const sim = await startSim(['--cors', '--seed', '7']);
   const bindings = {
@@ -62,7 +63,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('TINKER_') || k.startsWith('SIM_'))),
   };
   const mf = new Miniflare({
-    ...(await bundleWorker(path.join(here, 'worker.js'), 'cases')),
+    ...bundle,
     compatibilityDate: '2026-04-01',
     bindings,
   });

@@ -12,6 +12,10 @@ export const simBinary = path.join(root, 'target/debug/tinker-sim');
 export function startSim(args = []) {
   if (!existsSync(simBinary)) throw new Error(`${simBinary} is missing: run \`cargo build -p tinker-sim\` first`);
   const child = spawn(simBinary, ['--port', '0', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  // Never outlive the test process, however it ends.
+  const kill = () => child.kill('SIGKILL');
+  process.once('exit', kill);
+  child.once('exit', () => process.off('exit', kill));
   return new Promise((resolve, reject) => {
     let buf = '';
     const onData = (chunk) => {

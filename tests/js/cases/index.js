@@ -2,6 +2,8 @@
 import smoke from './smoke.js';
 import clientInput from './client-input.js';
 import training from './training.js';
+import sampling from './sampling.js';
+import rest from './rest.js';
 import tokenizer from './tokenizer.js';
 
-export default { smoke, 'client-input': clientInput, training, tokenizer };
+export default { smoke, 'client-input': clientInput, training, sampling, rest, tokenizer };

@@ -1,0 +1,115 @@
+// The REST surface end to end against tinker-sim, in Node, Chromium and workerd.
+import * as tinker from 'tinker-wasm';
+import { assert } from '../harness.js';
+
+const options = (ctx, extra = {}) => ({ apiKey: 'tml-js-tests', baseURL: ctx.env.SIM_URL, dangerouslyAllowBrowser: true, heartbeat: false, telemetry: false, ...extra });
+
+export default {
+  async 'lists page across more than two pages, and iterate with for await'(ctx) {
+    const svc = new tinker.ServiceClient(options(ctx, { projectId: 'proj-js' }));
+    const ids = [];
+    for (let i = 0; i < 5; i++) ids.push((await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 4, seed: i })).modelId);
+    const rest = svc.restClient();
+    let page = await rest.listTrainingRuns({ limit: 2 });
+    let pages = 1;
+    const seen = [...page.items.map((r) => r.training_run_id)];
+    while (page.hasNextPage()) {
+      page = await page.getNextPage();
+      pages++;
+      seen.push(...page.items.map((r) => r.training_run_id));
+    }
+    assert.ok(pages >= 3, `pages: ${pages}`);
+    const iterated = [];
+    for await (const run of rest.listTrainingRuns({ limit: 2 })) iterated.push(run.training_run_id);
+    assert.deepEqual(iterated, seen);
+    for (const id of ids) assert.ok(seen.includes(id), id);
+    const sessions = [];
+    for await (const s of rest.listSessions({ limit: 1 })) sessions.push(s);
+    assert.ok(sessions.includes(svc.sessionState().sessionId));
+    await svc.close();
+  },
+
+  async 'checkpoints: save, list, publish, ttl, info, copy, delete'(ctx) {
+    const svc = new tinker.ServiceClient(options(ctx, { projectId: 'proj-js' }));
+    const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 4, seed: 1 });
+    const rest = svc.restClient();
+    const { path } = await tc.saveState('c1');
+    const sw = await tc.saveWeightsForSampler('s1');
+    const list = await rest.listCheckpoints(tc.modelId);
+    const ckptIds = list.checkpoints.map((c) => c.checkpoint_id);
+    assert.ok(ckptIds.includes('weights/c1') && ckptIds.includes('sampler_weights/s1'), ckptIds.join());
+    await rest.publishCheckpointFromTinkerPath(path);
+    await assert.rejects(rest.publishCheckpointFromTinkerPath(path), (e) => e instanceof tinker.ConflictError && e.status === 409);
+    await rest.unpublishCheckpointFromTinkerPath(path);
+    await rest.setCheckpointTtlFromTinkerPath(path, 7200);
+    const withTtl = (await rest.listCheckpoints(tc.modelId)).checkpoints.find((c) => c.checkpoint_id === 'weights/c1');
+    assert.ok(withTtl.expires_at, 'ttl sets expires_at');
+    await rest.setCheckpointTtlFromTinkerPath(path, null);
+    assert.equal((await rest.getWeightsInfoByTinkerPath(path)).base_model, 'Qwen/Qwen3-8B');
+    const run = await rest.getTrainingRunByTinkerPath(path);
+    assert.equal(run.training_run_id, tc.modelId);
+    const copy = await svc.copyWeights(sw.path);
+    assert.match(copy, /^tinker:\/\/.+\/sampler_weights\//);
+    await rest.deleteCheckpointFromTinkerPath(path);
+    await assert.rejects(rest.deleteCheckpointFromTinkerPath(path), (e) => e instanceof tinker.NotFoundError && e.status === 404 && typeof e.headers === 'object');
+    const mine = [];
+    for await (const c of rest.listUserCheckpoints({ limit: 1 })) mine.push(c.tinker_path);
+    assert.ok(mine.includes(sw.path) && !mine.includes(path));
+    const caps = await rest.getServerCapabilities();
+    assert.ok(caps.supported_models.some((m) => m.model_name === 'Qwen/Qwen3-8B'));
+    const sampler = await tc.saveWeightsAndGetSamplingClient();
+    assert.equal((await rest.getSampler(sampler.samplingSessionId)).base_model, 'Qwen/Qwen3-8B');
+    const session = await rest.getSession(svc.sessionState().sessionId);
+    assert.ok(session.training_run_ids.includes(tc.modelId));
+    await svc.close();
+  },
+
+  async 'an exported checkpoint downloads with progress, and aborts'(ctx) {
+    const svc = new tinker.ServiceClient(options(ctx));
+    const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 8, seed: 2 });
+    const exported = await tc.saveWeightsExternal('export1');
+    assert.match(exported.path, /\/external_weights\/export1$/);
+    const rest = svc.restClient();
+    const events = [];
+    const { files, bytes } = await rest.downloadCheckpoint(exported.path, { onProgress: (p) => events.push(p) });
+    assert.ok(files.length >= 2, files.map((f) => f.path).join());
+    assert.ok(bytes > 100_000, `bytes: ${bytes}`);
+    assert.equal(files.reduce((a, f) => a + f.bytes, 0), bytes);
+    assert.ok(events.length > files.length, 'progress arrives per chunk');
+    for (let i = 1; i < events.length; i++) assert.ok(events[i].bytes > events[i - 1].bytes);
+    assert.equal(events.at(-1).bytes, bytes);
+    const config = files.find((f) => f.path.endsWith('.json'));
+    assert.ok(config.blob instanceof Blob);
+    JSON.parse(await config.blob.text());
+    // Streaming access, file by file.
+    let streamed = 0;
+    for await (const f of rest.openCheckpointFiles(exported.path)) {
+      const reader = f.stream.getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        streamed += value.byteLength;
+      }
+    }
+    assert.equal(streamed, bytes);
+    if (ctx.node) {
+      // In Node, stream to a directory.
+      const { fs, os, path } = ctx.node;
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tinker-dl-'));
+      try {
+        const onDisk = await rest.downloadCheckpoint(exported.path, { directory: dir });
+        for (const f of onDisk.files) assert.equal(fs.statSync(f.localPath).size, f.bytes);
+        assert.equal(onDisk.bytes, bytes);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    } else {
+      await assert.rejects(rest.downloadCheckpoint(exported.path, { directory: '/tmp/x' }), (e) => e instanceof TypeError && e.field === 'directory');
+    }
+    // Abort after the first chunk.
+    const ac = new AbortController();
+    await assert.rejects(rest.downloadCheckpoint(exported.path, { signal: ac.signal, onProgress: () => ac.abort() }), tinker.APIUserAbortError);
+    await assert.rejects(rest.downloadCheckpoint('tinker://run/weights/x'), (e) => e instanceof TypeError && e.field === 'path');
+    await svc.close();
+  },
+};

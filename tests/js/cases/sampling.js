@@ -1,0 +1,124 @@
+// Sampling end to end against tinker-sim, in Node, Chromium and workerd.
+import * as tinker from 'tinker-wasm';
+import { assert } from '../harness.js';
+
+const service = (ctx, extra = {}) =>
+  new tinker.ServiceClient({ apiKey: 'tml-js-tests', baseURL: ctx.env.SIM_URL, dangerouslyAllowBrowser: true, heartbeat: false, telemetry: false, ...extra });
+
+async function admin(ctx, path, body) {
+  const r = await fetch(`${ctx.env.SIM_URL}/_sim/${path}`, body ? { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : undefined);
+  if (!r.ok) throw new Error(`admin ${path}: ${r.status} ${await r.text()}`);
+  return r.json();
+}
+
+const A = 4242;
+const B = 777;
+
+async function frequencyOfB(sampler) {
+  const r = await sampler.sample({ prompt: [A], numSamples: 64, samplingParams: { max_tokens: 1, seed: 1 } });
+  return r.sequences.filter((s) => s.tokens[0] === B).length / 64;
+}
+
+export default {
+  async 'training a pattern makes sampling produce it; computeLogprobs equals forward'(ctx) {
+    const svc = service(ctx);
+    const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 8, seed: 1 });
+    const before = await frequencyOfB(await tc.saveWeightsAndGetSamplingClient());
+    const pair = { model_input: [A], loss_fn_inputs: { target_tokens: [B], weights: [1] } };
+    const data = Array(8).fill(pair);
+    for (let i = 0; i < 15; i++) await Promise.all([tc.forwardBackward(data, 'cross_entropy'), tc.optimStep({ learning_rate: 0.1 })]);
+    const sampler = await tc.saveWeightsAndGetSamplingClient();
+    const after = await frequencyOfB(sampler);
+    assert.ok(after > 0.5 && after > before + 0.3, `before ${before}, after ${after}`);
+    const seq = [A, B, 12, 13, 14];
+    const lp = await sampler.computeLogprobs(seq);
+    assert.equal(lp.length, 5);
+    assert.equal(lp[0], null);
+    const fwd = await tc.forward([{ model_input: seq.slice(0, 4), loss_fn_inputs: { target_tokens: seq.slice(1) } }], 'cross_entropy');
+    const f = fwd.loss_fn_outputs[0].logprobs.data;
+    for (let i = 0; i < 4; i++) assert.ok(Math.abs(lp[i + 1] - f[i]) < 1e-4, `position ${i + 1}: ${lp[i + 1]} vs ${f[i]}`);
+    await svc.close();
+  },
+
+  async 'seeds reproduce, stop tokens and strings stop, top-k logprobs have their shape'(ctx) {
+    const svc = service(ctx);
+    const s = await svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });
+    const run = (samplingParams, extra = {}) => s.sample({ prompt: tinker.ModelInput.fromInts([1, 2, 3]), numSamples: 3, samplingParams, ...extra });
+    // `stop: []` disables every stop token, EOS included: each sample runs to max_tokens.
+    const [a, b, c] = await Promise.all([run({ max_tokens: 12, seed: 5, stop: [] }), run({ max_tokens: 12, seed: 5, stop: [] }), run({ max_tokens: 12, seed: 6, stop: [] })]);
+    const toks = (r) => r.sequences.map((q) => Array.from(q.tokens));
+    assert.deepEqual(toks(a), toks(b), 'same seed, same samples');
+    assert.notEqual(JSON.stringify(toks(a)), JSON.stringify(toks(c)));
+    assert.ok(a.sequences.every((q) => q.tokens.length === 12 && q.stop_reason === 'length'));
+    const stopAt = a.sequences[0].tokens[3];
+    const stopped = await run({ max_tokens: 12, seed: 5, stop: [stopAt] });
+    assert.equal(stopped.sequences[0].stop_reason, 'stop');
+    // It stops at (and includes) the stop token, or earlier at EOS, which an explicit stop list keeps.
+    assert.ok(stopped.sequences[0].tokens.length <= Array.from(a.sequences[0].tokens).indexOf(stopAt) + 1);
+    assert.deepEqual(Array.from(stopped.sequences[0].tokens), Array.from(a.sequences[0].tokens).slice(0, stopped.sequences[0].tokens.length), 'same seed, same prefix');
+    // A stop string: decode the tokens the unconstrained run produced is the server's job;
+    // stopping on any string that occurs must end the sequence early with stop_reason "stop".
+    const many = await s.sample({ prompt: [1, 2, 3], numSamples: 8, samplingParams: { max_tokens: 40, seed: 3, stop: ['e'] } });
+    assert.ok(many.sequences.some((q) => q.stop_reason === 'stop' && q.tokens.length < 40), 'a stop string ended some sequence');
+    const r = await s.sample({ prompt: [10, 20, 30, 40], samplingParams: { max_tokens: 1 }, includePromptLogprobs: true, topkPromptLogprobs: 3 });
+    assert.equal(r.prompt_logprobs.length, 4);
+    assert.equal(r.prompt_logprobs[0], null);
+    assert.equal(r.topk_prompt_logprobs.length, 4);
+    assert.equal(r.topk_prompt_logprobs[0], null);
+    const row = r.topk_prompt_logprobs[1];
+    assert.equal(row.length, 3);
+    assert.ok(row[0][1] >= row[1][1] && row[1][1] >= row[2][1], 'sorted by logprob');
+    assert.ok(row[0][1] >= r.prompt_logprobs[1]);
+    await assert.rejects(s.sample({ prompt: [1], samplingParams: { max_tokens: 1, top_p: 0 } }), (e) => e instanceof RangeError && e.field === 'samplingParams.top_p');
+    await assert.rejects(s.sample({ prompt: [1], samplingParams: { max_tokens: 1, temperature: NaN } }), (e) => e instanceof RangeError && e.field === 'samplingParams.temperature');
+    await assert.rejects(s.sample({ prompt: [1], samplingParams: { max_token: 1 } }), (e) => e instanceof TypeError && e.field === 'samplingParams.max_token');
+    await svc.close();
+  },
+
+  async 'a thousand concurrent samples settle once each, under faults'(ctx) {
+    const svc = service(ctx);
+    const s = await svc.createSamplingClient({ baseModel: 'meta-llama/Llama-3.2-1B' });
+    await admin(ctx, 'config', { faults: '503:0.05,drop:0.02,lost:0.03,storm:0.1:3,expire:0.03,malformed:0.03@retrieve_future,429:0.03@retrieve_future' });
+    let settled = 0;
+    let results;
+    try {
+      results = await Promise.allSettled(
+        Array.from({ length: 1000 }, (_, i) => s.sample({ prompt: [(i % 1000) + 1, 2], samplingParams: { max_tokens: 3, seed: i } }).finally(() => settled++)),
+      );
+    } finally {
+      await admin(ctx, 'config', { faults: '' });
+    }
+    const failed = results.filter((r) => r.status === 'rejected');
+    assert.equal(failed.length, 0, `every sample succeeded: ${failed.slice(0, 3).map((f) => f.reason?.message).join('; ')}`);
+    assert.equal(settled, 1000);
+    assert.ok(results.every((r) => r.value.sequences.length === 1 && r.value.sequences[0].tokens.length >= 1));
+    const ids = new Set(results.map((r) => r.value.sequences[0].sequence_id));
+    assert.equal(ids.size, 1000, 'sequence ids are unique');
+    await svc.close();
+  },
+
+  async 'an aborted sample rejects and is cancelled on the server when enabled'(ctx) {
+    const ac = new AbortController();
+    const watching = (url, init) => {
+      if (String(url).endsWith('/retrieve_future')) ac.abort();
+      return fetch(url, init);
+    };
+    await admin(ctx, 'config', { dynamic_config: { sample_cancel_enabled: true }, future_delay_ms: 500 });
+    try {
+      const svc = service(ctx, { fetch: watching });
+      const s = await svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });
+      const before = (await admin(ctx, 'stats')).requests_by_path['POST /api/v1/cancel_future'] ?? 0;
+      await assert.rejects(s.sample({ prompt: [5], samplingParams: { max_tokens: 2 }, signal: ac.signal }), tinker.APIUserAbortError);
+      // The cancel is sent in the background: wait for it to reach the server.
+      let after = before;
+      for (let i = 0; i < 200 && after === before; i++) {
+        await new Promise((r) => setTimeout(r, 10));
+        after = (await admin(ctx, 'stats')).requests_by_path['POST /api/v1/cancel_future'] ?? 0;
+      }
+      assert.equal(after, before + 1);
+      await svc.close();
+    } finally {
+      await admin(ctx, 'config', { dynamic_config: { sample_cancel_enabled: false }, future_delay_ms: 10 });
+    }
+  },
+};
