@@ -12,7 +12,7 @@ build_variant() {
   local variant=$1; shift
   local out=pkg/gen/$variant
   log "wasm-pack build ($variant)"
-  wasm-pack --quiet build --target web --release --no-pack --out-dir "$out" --out-name tinker_wasm . "$@"
+  wasm-pack --quiet build --target web --release --no-pack --weak-refs --out-dir "$out" --out-name tinker_wasm . "$@"
   local wasm=$out/tinker_wasm_bg.wasm
   local key cache
   key=$(sha256sum "$wasm" | cut -c1-16)

@@ -54,6 +54,13 @@ if [ -f tests/conformance/requirements.txt ]; then
     $VENV/bin/pip install -q --disable-pip-version-check -r tests/conformance/requirements.txt
     cp tests/conformance/requirements.txt "$stamp"
   fi
+  # torch is separate: large, and only the conformance suite's custom-loss cases need it.
+  tstamp=$VENV/.requirements-torch.stamp
+  if [ -f tests/conformance/requirements-torch.txt ] && { [ ! -f "$tstamp" ] || ! cmp -s tests/conformance/requirements-torch.txt "$tstamp"; }; then
+    log "python torch (for the SDK's custom-loss methods; about 90 s)"
+    $VENV/bin/pip install -q --disable-pip-version-check -r tests/conformance/requirements-torch.txt
+    cp tests/conformance/requirements-torch.txt "$tstamp"
+  fi
 fi
 
 log "ready in $(( $(date +%s) - t0 )) s"
