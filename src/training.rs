@@ -29,6 +29,21 @@ use crate::types::{
     validate_loss_fn, AdamParams, Datum, InputError, LossFnInputs, TensorData, TensorValues,
 };
 
+/// The body of a `forward_backward` request exactly as `TrainingClient` sends it: the
+/// protobuf encoding, zstd-compressed (`Content-Encoding: zstd`) when `compress` (the
+/// server's `proto_compress_fwdbwd`). Shared with the wasm benchmark export.
+pub fn forward_backward_body(
+    req: &ForwardBackwardRequest<'_>,
+    compress: bool,
+) -> std::result::Result<Vec<u8>, String> {
+    let body = encode_forward_backward(req)?;
+    Ok(if compress {
+        ruzstd::encoding::compress_to_vec(&body[..], ruzstd::encoding::CompressionLevel::Fastest)
+    } else {
+        body
+    })
+}
+
 /// A loss function's config (`loss_fn_config`): numbers or strings by name.
 pub type LossConfig = BTreeMap<String, LossConfigValue>;
 
@@ -332,26 +347,19 @@ impl TrainingClient {
             message: "seq_id overflow".into(),
         })?;
         let data = &spec.data[chunk.range.clone()];
-        let body = encode_forward_backward(&ForwardBackwardRequest {
-            model_id: &self.0.model_id,
-            seq_id,
-            data,
-            loss_fn: spec.loss_fn,
-            loss_fn_config: spec.config,
-            forward_only: spec.forward_only,
-        })
+        let compressed = h.config.proto_compress_fwdbwd;
+        let body = forward_backward_body(
+            &ForwardBackwardRequest {
+                model_id: &self.0.model_id,
+                seq_id,
+                data,
+                loss_fn: spec.loss_fn,
+                loss_fn_config: spec.config,
+                forward_only: spec.forward_only,
+            },
+            compressed,
+        )
         .map_err(|m| InputError::type_error("data", m))?;
-        let (body, compressed) = if h.config.proto_compress_fwdbwd {
-            (
-                ruzstd::encoding::compress_to_vec(
-                    &body[..],
-                    ruzstd::encoding::CompressionLevel::Fastest,
-                ),
-                true,
-            )
-        } else {
-            (body, false)
-        };
         let _budget = h.fwdbwd_bytes.acquire(chunk.estimated_bytes as i64).await;
         let fut: UntypedFuture = h
             .with_retries("forward_backward", || {

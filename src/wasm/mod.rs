@@ -1,5 +1,6 @@
 //! The JavaScript face of the SDK: thin `wasm-bindgen` wrappers over the core.
 
+mod bench;
 mod builders;
 mod clients;
 mod convert;
