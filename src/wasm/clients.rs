@@ -117,6 +117,8 @@ const CLIENT_OPTIONS: &[&str] = &[
     "telemetry",
     "logger",
     "logLevel",
+    "tokenizerLoader",
+    "tokenizerBaseURL",
 ];
 
 /// Parses the client options shared by `ServiceClient` and `RestClient`.
@@ -321,6 +323,31 @@ fn sampling_options(o: &Opts) -> Result<SamplingOptions, JsValue> {
     })
 }
 
+/// Where `getTokenizer()` loads from, shared by a client and the clients it creates.
+#[cfg(feature = "tokenizer")]
+pub(crate) type Tok = Rc<crate::wasm::tokenizer_loader::TokenizerSource>;
+/// No tokenizer in the lite build.
+#[cfg(not(feature = "tokenizer"))]
+#[derive(Clone)]
+pub(crate) struct Tok;
+
+#[cfg(feature = "tokenizer")]
+fn tokenizer_source(options: &JsValue, fetch: Option<Function>) -> Result<Tok, JsValue> {
+    let o = Opts::new(options, "ServiceClient options", CLIENT_OPTIONS)?;
+    Ok(Rc::new(
+        crate::wasm::tokenizer_loader::TokenizerSource::new(
+            o.get("tokenizerLoader"),
+            o.string("tokenizerBaseURL")?,
+            fetch,
+        )?,
+    ))
+}
+
+#[cfg(not(feature = "tokenizer"))]
+fn tokenizer_source(_: &JsValue, _: Option<Function>) -> Result<Tok, JsValue> {
+    Ok(Tok)
+}
+
 // ---------------------------------------------------------------------------------
 // ServiceClient
 
@@ -328,6 +355,8 @@ fn sampling_options(o: &Opts) -> Result<SamplingOptions, JsValue> {
 #[wasm_bindgen]
 pub struct ServiceClient {
     inner: crate::service::ServiceClient,
+    #[cfg_attr(not(feature = "tokenizer"), allow(dead_code))]
+    tok: Tok,
 }
 
 #[wasm_bindgen]
@@ -338,9 +367,10 @@ impl ServiceClient {
         #[wasm_bindgen(unchecked_optional_param_type = "ClientOptions")] options: JsValue,
     ) -> Result<ServiceClient, JsValue> {
         let (opts, fetch) = client_options(&options, "ServiceClient options")?;
+        let tok = tokenizer_source(&options, fetch.clone())?;
         let env = Rc::new(JsPlatform::new(fetch)?);
         let inner = crate::service::ServiceClient::new(env, opts).map_err(core_err)?;
-        Ok(ServiceClient { inner })
+        Ok(ServiceClient { inner, tok })
     }
 
     /// Creates a LoRA training run and a client on it.
@@ -397,10 +427,11 @@ impl ServiceClient {
             .inner
             .create_lora_training_client(lora, call.options.clone())
             .map_err(core_err));
+        let tok = self.tok.clone(); // Rc (full build) or a unit marker (lite)
         promise(async move {
             let _call = call;
             fut.await
-                .map(|inner| TrainingClient { inner }.into())
+                .map(|inner| TrainingClient { inner, tok }.into())
                 .map_err(core_err)
         })
     }
@@ -479,10 +510,11 @@ impl ServiceClient {
             .inner
             .create_training_client_from_state(from, call.options.clone())
             .map_err(core_err));
+        let tok = self.tok.clone(); // Rc (full build) or a unit marker (lite)
         promise(async move {
             let _call = call;
             fut.await
-                .map(|inner| TrainingClient { inner }.into())
+                .map(|inner| TrainingClient { inner, tok }.into())
                 .map_err(core_err)
         })
     }
@@ -516,10 +548,11 @@ impl ServiceClient {
             .inner
             .create_sampling_client(model_path, base_model, sampling, call.options.clone())
             .map_err(core_err));
+        let tok = self.tok.clone(); // Rc (full build) or a unit marker (lite)
         promise(async move {
             let _call = call;
             fut.await
-                .map(|inner| SamplingClient { inner }.into())
+                .map(|inner| SamplingClient { inner, tok }.into())
                 .map_err(core_err)
         })
     }
@@ -543,9 +576,10 @@ impl ServiceClient {
         ));
         let next = try_or_reject!(o.uint("nextSeqId", i32::MAX as u64)).unwrap_or(1) as i64;
         let fut = try_or_reject!(self.inner.training_client(&id, next).map_err(core_err));
+        let tok = self.tok.clone(); // Rc (full build) or a unit marker (lite)
         promise(async move {
             fut.await
-                .map(|inner| TrainingClient { inner }.into())
+                .map(|inner| TrainingClient { inner, tok }.into())
                 .map_err(core_err)
         })
     }
@@ -575,9 +609,10 @@ impl ServiceClient {
             .inner
             .sampling_client(&id, base, sampling)
             .map_err(core_err));
+        let tok = self.tok.clone(); // Rc (full build) or a unit marker (lite)
         promise(async move {
             fut.await
-                .map(|inner| SamplingClient { inner }.into())
+                .map(|inner| SamplingClient { inner, tok }.into())
                 .map_err(core_err)
         })
     }
@@ -709,6 +744,8 @@ impl ServiceClient {
 #[wasm_bindgen]
 pub struct TrainingClient {
     inner: crate::training::TrainingClient,
+    #[cfg_attr(not(feature = "tokenizer"), allow(dead_code))]
+    tok: Tok,
 }
 
 fn loss_config(o: &Opts) -> Result<Option<BTreeMap<String, LossConfigValue>>, JsValue> {
@@ -1136,10 +1173,11 @@ impl TrainingClient {
             .inner
             .save_weights_and_get_sampling_client(&kind, sampling, call.options.clone())
             .map_err(core_err));
+        let tok = self.tok.clone(); // Rc (full build) or a unit marker (lite)
         promise(async move {
             let _call = call;
             fut.await
-                .map(|inner| SamplingClient { inner }.into())
+                .map(|inner| SamplingClient { inner, tok }.into())
                 .map_err(core_err)
         })
     }
@@ -1165,9 +1203,10 @@ impl TrainingClient {
             .inner
             .create_sampling_client(&path, sampling)
             .map_err(core_err));
+        let tok = self.tok.clone(); // Rc (full build) or a unit marker (lite)
         promise(async move {
             fut.await
-                .map(|inner| SamplingClient { inner }.into())
+                .map(|inner| SamplingClient { inner, tok }.into())
                 .map_err(core_err)
         })
     }
@@ -1241,6 +1280,8 @@ fn custom_loss_output(out: &JsValue, n: usize) -> Result<CustomLossOutput, JsVal
 #[wasm_bindgen]
 pub struct SamplingClient {
     inner: crate::sampling::SamplingClient,
+    #[cfg_attr(not(feature = "tokenizer"), allow(dead_code))]
+    tok: Tok,
 }
 
 fn sampling_params(v: &JsValue) -> Result<SamplingParams, JsValue> {
@@ -1861,5 +1902,38 @@ impl RestClient {
                 })
             }
         }
+    }
+}
+
+#[cfg(feature = "tokenizer")]
+#[wasm_bindgen]
+impl TrainingClient {
+    /// The tokenizer of this model: its id comes from the server's `tokenizer_id` (or
+    /// the Python SDK's rules), loaded through the ServiceClient's `tokenizerLoader` /
+    /// `tokenizerBaseURL` and cached per id.
+    #[wasm_bindgen(js_name = getTokenizer, unchecked_return_type = "Promise<Tokenizer>")]
+    pub fn get_tokenizer(&self) -> Promise {
+        let info = self.inner.info().clone();
+        let tok = self.tok.clone(); // Rc (full build) or a unit marker (lite)
+        promise(async move {
+            let name = info
+                .model_name
+                .clone()
+                .ok_or_else(|| tinker_error("the server did not report this model's name"))?;
+            tok.get(&name, info.tokenizer_id.as_deref()).await
+        })
+    }
+}
+
+#[cfg(feature = "tokenizer")]
+#[wasm_bindgen]
+impl SamplingClient {
+    /// The tokenizer of this sampler's base model (loaded and cached like
+    /// `TrainingClient.getTokenizer`).
+    #[wasm_bindgen(js_name = getTokenizer, unchecked_return_type = "Promise<Tokenizer>")]
+    pub fn get_tokenizer(&self) -> Promise {
+        let base = self.inner.base_model().to_string();
+        let tok = self.tok.clone(); // Rc (full build) or a unit marker (lite)
+        promise(async move { tok.get(&base, None).await })
     }
 }

@@ -8,6 +8,8 @@ mod errors;
 mod platform;
 #[cfg(feature = "tokenizer")]
 mod tokenizer;
+#[cfg(feature = "tokenizer")]
+mod tokenizer_loader;
 mod types;
 
 use wasm_bindgen::prelude::*;

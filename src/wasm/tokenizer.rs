@@ -791,6 +791,16 @@ impl JsTokenizer {
 }
 
 impl JsTokenizer {
+    /// A JS handle on a shared core tokenizer (used by `getTokenizer`'s cache).
+    pub(crate) fn from_shared(inner: Rc<core::Tokenizer>) -> JsTokenizer {
+        JsTokenizer { inner }
+    }
+
+    /// The shared core tokenizer behind this handle.
+    pub(crate) fn shared(&self) -> Rc<core::Tokenizer> {
+        self.inner.clone()
+    }
+
     fn special_id(&self, t: &Option<String>) -> Option<u32> {
         t.as_deref().and_then(|t| self.inner.token_to_id(t))
     }

@@ -42,6 +42,11 @@ export interface ClientOptions {
   logger?: { debug?(msg: string): void; info?(msg: string): void; warn?(msg: string): void; error?(msg: string): void };
   /** Minimum level logged (default 'warn'). */
   logLevel?: 'debug' | 'info' | 'warn' | 'error' | 'off';
+  /** Loads the tokenizer with a resolved id for `getTokenizer()` (full build), e.g.
+   *  `(id) => Tokenizer.fromURL(`https://my.cdn/${id}/tokenizer.json`, { configURL: … })`. */
+  tokenizerLoader?: (id: string) => unknown;
+  /** Or: a base URL under which `${id}/tokenizer.json` and `${id}/tokenizer_config.json` live. */
+  tokenizerBaseURL?: string;
 }
 
 /** What another process or request needs to resume a session. */

