@@ -23,7 +23,7 @@ wasm: setup
 
 build: wasm
 
-demo: build
+demo: build sim
 	node examples/demo.mjs
 
 lint: setup
