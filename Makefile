@@ -11,7 +11,7 @@ export CARGO_TERM_COLOR ?= never
 sim: setup
 	cargo build -p tinker-sim
 
-.PHONY: all setup build sim wasm demo test lint test-rust test-js test-node test-browser test-workerd typecheck test-tokenizer-parity bench-tokenizer clean
+.PHONY: all setup build sim wasm demo test test-readme lint test-rust test-js test-node test-browser test-workerd typecheck test-tokenizer-parity bench-tokenizer clean
 
 all: build
 
@@ -47,6 +47,10 @@ test-browser: wasm sim
 test-workerd: wasm sim
 	node tests/js/run-workerd.mjs
 
+# Every README block marked `<!-- runs as written -->`, run against a fresh simulator.
+test-readme: wasm sim
+	node tests/readme/run.mjs
+
 test-js: test-node test-browser test-workerd
 
 # Tokenizer parity (issue 6): the wasm package against native PyPI tokenizers/transformers
@@ -68,7 +72,7 @@ test-conformance: setup
 	cargo build -p tinker-sim
 	tests/conformance/.venv/bin/python tests/conformance/run.py
 
-test: lint test-rust typecheck test-js test-tokenizer-parity test-conformance
+test: lint test-rust typecheck test-js test-readme test-tokenizer-parity test-conformance
 	@echo "make test: all suites passed"
 
 clean:
