@@ -322,6 +322,7 @@ struct VocabStore {
     raw_span: Vec<(u32, u32)>,
     by_token: BytesTable,
     by_raw: BytesTable,
+    raw_indexed: bool,
     len: usize,
 }
 
@@ -377,6 +378,7 @@ impl VocabStore {
         }
         self.by_token = by_token;
         self.by_raw = by_raw;
+        self.raw_indexed = raw_too;
     }
 
     #[inline(always)]
@@ -543,7 +545,8 @@ fn scan_model<'a>(sc: &mut Scanner<'a>, sc_len: usize) -> ScanResult<RawModel<'a
                         }
                     }
                 }
-                v.index(false);
+                // `ignore_merges` comes before `vocab` in files written by `tokenizers`.
+                v.index(m.ignore_merges);
                 m.vocab = Some(v);
             }
             "merges" => {
@@ -987,7 +990,7 @@ impl FastBpe {
                 b.map
             }
         };
-        if m.ignore_merges {
+        if m.ignore_merges && !vocab.raw_indexed {
             vocab.index(true);
         }
         let mut byte_ids = [0u32; 256];

