@@ -11,7 +11,7 @@ export CARGO_TERM_COLOR ?= never
 sim: setup
 	cargo build -p tinker-sim
 
-.PHONY: all setup build sim wasm demo test test-readme lint test-rust test-js test-node test-browser test-workerd typecheck test-tokenizer-parity bench-tokenizer clean
+.PHONY: all setup build sim wasm demo test test-readme lint test-rust test-js test-node test-browser test-workerd typecheck test-tokenizer-parity bench-tokenizer test-size bench clean
 
 all: build
 
@@ -64,6 +64,17 @@ test-tokenizer-parity: wasm
 bench-tokenizer: wasm
 	node tests/bench/tokenizer.mjs
 
+# Size budget (issue 8): gzip of each wasm module against its budget (lite ≤ 200 KB,
+# full ≤ 700 KB); size is deterministic, so this is a test and says by how much it is over.
+test-size: wasm
+	node tests/bench/size-check.mjs
+
+# Benchmarks (issue 8; scripts, not tests): ours vs the official Python SDK 0.38, the JS and
+# native tokenizers and copy floors, in the same run against tinker-sim. Prints one table
+# and writes it to BENCHMARKS.md. `node tests/bench/run.mjs --help` for options.
+bench: wasm sim
+	node tests/bench/run.mjs
+
 # tinker-sim (issue 3): its unit tests, and the official Python SDK 0.38.0 driven against it.
 test-sim: setup
 	cargo test -p tinker-sim
@@ -72,7 +83,7 @@ test-conformance: setup
 	cargo build -p tinker-sim
 	tests/conformance/.venv/bin/python tests/conformance/run.py
 
-test: lint test-rust typecheck test-js test-readme test-tokenizer-parity test-conformance
+test: lint test-rust typecheck test-js test-readme test-tokenizer-parity test-conformance test-size
 	@echo "make test: all suites passed"
 
 clean:

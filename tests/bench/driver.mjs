@@ -1,0 +1,217 @@
+// Our side of the benchmarks (tests/bench/run.mjs): one measurement per process, so the
+// process CPU time (`process.cpuUsage()`, user + system, all threads) is the client's own;
+// the simulator is another process. Prints one JSON line.
+//   node tests/bench/driver.mjs sample URL N TOTAL WARMUP [http] N concurrent sample() calls, TOTAL of them
+//        (http: through a fetch-shaped node:http adapter given as options.fetch)
+//   node tests/bench/driver.mjs sft URL STEPS BATCH LEN         pipelined SFT steps (forwardBackward + optimStep)
+//   node tests/bench/driver.mjs encode BATCH LEN REPS           forwardBackward request body: build + protobuf (+ zstd) vs a copy
+//   node tests/bench/driver.mjs cold URL [lite]                 fresh process: import → first completed sample()
+//   node tests/bench/driver.mjs memory URL TOTAL N EVERY        wasm linear memory over TOTAL sample() calls
+//   node tests/bench/driver.mjs floor URL N TOTAL WARMUP fetch|http  the same two HTTP requests per sample
+//        (asample + retrieve_future) with no SDK: global fetch (undici) or node:http keep-alive
+// Workload definitions are shared with the Python peer (tests/bench/peer_py.py).
+const [mode, ...args] = process.argv.slice(2);
+const API_KEY = 'tml-bench';
+// The package entry under test (default the full one; TINKER_BENCH_PKG=tinker-wasm/lite for the core only).
+const PKG = process.env.TINKER_BENCH_PKG || 'tinker-wasm';
+const cpu = () => {
+  const c = process.cpuUsage();
+  return (c.user + c.system) / 1e6;
+};
+const out = (o) => console.log(JSON.stringify(o));
+
+// The sample workload: a 4-token prompt, 4 new tokens, a per-call seed.
+const sampleArgs = (i) => ({ prompt: [100 + (i % 50), 200, 300, 400], samplingParams: { max_tokens: 4, seed: i } });
+
+// The SFT workload: BATCH sequences of LEN tokens, loss on the second half.
+function sftTokens(batch, len) {
+  return Array.from({ length: batch }, (_, b) => Array.from({ length: len }, (_, j) => 1000 + ((b * 7919 + j * 104729) % 50000)));
+}
+const sftWeights = (len) => Array.from({ length: len }, (_, j) => (j < len / 2 ? 0 : 1));
+
+async function rounds(n, total, one) {
+  for (let done = 0; done < total; done += n) {
+    await Promise.all(Array.from({ length: Math.min(n, total - done) }, (_, i) => one(done + i)));
+  }
+}
+
+// A fetch-shaped adapter over node:http with a keep-alive agent: what the SDK reads of a
+// Response (status, headers.entries(), arrayBuffer()) and nothing more. An experiment for
+// the transport's share of the per-request cost (`sample … http`), not part of the SDK.
+async function nodeHttpFetch() {
+  const http = await import('node:http');
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  return (url, init = {}) =>
+    new Promise((resolve, reject) => {
+      const req = http.request(url, { method: init.method ?? 'GET', headers: init.headers, agent }, (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('error', reject);
+        res.on('end', () => {
+          const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+          const entries = Object.entries(res.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : v]);
+          resolve({
+            status: res.statusCode,
+            headers: { entries: () => entries[Symbol.iterator](), get: (k) => res.headers[k.toLowerCase()] ?? null },
+            arrayBuffer: async () => body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength),
+          });
+        });
+      });
+      req.on('error', reject);
+      const signal = init.signal;
+      if (signal) {
+        if (signal.aborted) req.destroy(new Error('aborted'));
+        else signal.addEventListener('abort', () => req.destroy(new Error('aborted')), { once: true });
+      }
+      req.end(init.body);
+    });
+}
+
+if (mode === 'sample') {
+  const [url, n, total, warmup, transport] = [args[0], +args[1], +args[2], +args[3], args[4]];
+  const tinker = await import(PKG);
+  const fetch = transport === 'http' ? await nodeHttpFetch() : undefined;
+  const svc = new tinker.ServiceClient({ apiKey: API_KEY, baseURL: url, fetch });
+  const s = await svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });
+  let tokens = 0;
+  const one = async (i) => {
+    const r = await s.sample(sampleArgs(i));
+    tokens += r.sequences[0].tokens.length;
+  };
+  await rounds(n, warmup, one);
+  const c0 = cpu();
+  const t0 = performance.now();
+  await rounds(n, total, one);
+  const wall = (performance.now() - t0) / 1e3;
+  const cpuS = cpu() - c0;
+  await svc.close();
+  out({ requests: total, wall_s: wall, cpu_s: cpuS, tokens });
+} else if (mode === 'sft') {
+  const [url, steps, batch, len] = [args[0], +args[1], +args[2], +args[3]];
+  const tinker = await import(PKG);
+  const svc = new tinker.ServiceClient({ apiKey: API_KEY, baseURL: url });
+  const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 8, seed: 1 });
+  const w = sftWeights(len + 1);
+  const data = sftTokens(batch, len + 1).map((t) => tinker.datumFromTokens(t, { weights: w }));
+  const step = async () => {
+    const [fb] = await Promise.all([tc.forwardBackward(data, 'cross_entropy'), tc.optimStep({ learning_rate: 1e-3 })]);
+    return fb.metrics['loss:sum'];
+  };
+  await step(); // warm-up
+  const c0 = cpu();
+  const t0 = performance.now();
+  const losses = [];
+  for (let i = 0; i < steps; i++) losses.push(await step());
+  const wall = (performance.now() - t0) / 1e3;
+  const cpuS = cpu() - c0;
+  await svc.close();
+  out({ steps, wall_s: wall, cpu_s: cpuS, first_loss: losses[0], last_loss: losses.at(-1) });
+} else if (mode === 'encode') {
+  const [batch, len, reps] = [+args[0], +args[1], +args[2]];
+  const tinker = await import(PKG);
+  const encode = tinker.__benchEncodeForwardBackward;
+  if (typeof encode !== 'function') throw new Error('pkg/ has no __benchEncodeForwardBackward: rebuild it (make wasm)');
+  const w = sftWeights(len + 1);
+  const data = sftTokens(batch, len + 1).map((t) => tinker.datumFromTokens(t, { weights: w }));
+  const best = (fn) => {
+    fn(); // warm-up
+    let ms = Infinity;
+    let cpuMs = Infinity;
+    let r;
+    for (let i = 0; i < reps; i++) {
+      const c0 = cpu();
+      const t0 = performance.now();
+      r = fn();
+      ms = Math.min(ms, performance.now() - t0);
+      cpuMs = Math.min(cpuMs, (cpu() - c0) * 1e3);
+    }
+    return { ms, cpu_ms: cpuMs, r };
+  };
+  const proto = best(() => encode(data, 'cross_entropy', { compress: false }));
+  const zstd = best(() => encode(data, 'cross_entropy', { compress: true }));
+  const src = new Uint8Array(proto.r).fill(7);
+  const floor = best(() => src.slice().length);
+  out({ batch, len, tokens: batch * len, proto_bytes: proto.r, zstd_bytes: zstd.r, proto_ms: proto.ms, zstd_ms: zstd.ms, floor_ms: floor.ms });
+} else if (mode === 'cold') {
+  const [url, variant] = args;
+  const t0 = performance.now();
+  const tinker = await import(variant === 'lite' ? 'tinker-wasm/lite' : 'tinker-wasm');
+  const tImport = performance.now();
+  const svc = new tinker.ServiceClient({ apiKey: API_KEY, baseURL: url });
+  const s = await svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });
+  await s.sample(sampleArgs(0));
+  const tFirst = performance.now();
+  await svc.close();
+  // performance.now() counts from the process's time origin (process start).
+  out({ import_ms: tImport - t0, first_request_ms: tFirst - t0, process_ms: tFirst });
+} else if (mode === 'memory') {
+  const [url, total, n, every] = [args[0], +args[1], +args[2], +args[3]];
+  const tinker = await import(PKG);
+  const mem = tinker.__benchWasmMemoryBytes;
+  if (typeof mem !== 'function') throw new Error('pkg/ has no __benchWasmMemoryBytes: rebuild it (make wasm)');
+  const svc = new tinker.ServiceClient({ apiKey: API_KEY, baseURL: url });
+  const s = await svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });
+  const points = [{ calls: 0, wasm_bytes: mem(), rss_bytes: process.memoryUsage().rss, heap_bytes: process.memoryUsage().heapUsed }];
+  const t0 = performance.now();
+  for (let done = 0; done < total; ) {
+    const k = Math.min(every, total - done);
+    await rounds(n, k, (i) => s.sample(sampleArgs(done + i)));
+    done += k;
+    globalThis.gc?.();
+    const m = process.memoryUsage();
+    points.push({ calls: done, wasm_bytes: mem(), rss_bytes: m.rss, heap_bytes: m.heapUsed });
+  }
+  const wall = (performance.now() - t0) / 1e3;
+  await svc.close();
+  out({ total, concurrency: n, wall_s: wall, points });
+} else if (mode === 'floor') {
+  // The transport floor of one sample(): the two requests our SDK (and Python's) sends,
+  // written by hand with no SDK logic (no retries, validation, telemetry, decoding).
+  const [url, n, total, warmup, transport] = [args[0], +args[1], +args[2], +args[3], args[4]];
+  const headers = { 'content-type': 'application/json', 'x-api-key': API_KEY };
+  let post;
+  if (transport === 'http') {
+    const http = await import('node:http');
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+    const u = new URL(url);
+    post = (path, body, accept) =>
+      new Promise((resolve, reject) => {
+        const data = Buffer.from(JSON.stringify(body));
+        const req = http.request({ host: u.hostname, port: u.port, path, method: 'POST', agent, headers: { ...headers, accept, 'content-length': data.length } }, (res) => {
+          const chunks = [];
+          res.on('data', (c) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode, type: res.headers['content-type'], body: Buffer.concat(chunks) }));
+          res.on('error', reject);
+        });
+        req.on('error', reject);
+        req.end(data);
+      });
+  } else {
+    post = async (path, body, accept) => {
+      const r = await fetch(url + path, { method: 'POST', headers: { ...headers, accept }, body: JSON.stringify(body) });
+      return { status: r.status, type: r.headers.get('content-type'), body: Buffer.from(await r.arrayBuffer()) };
+    };
+  }
+  const json = async (path, body) => JSON.parse((await post(path, body, 'application/json')).body);
+  const { session_id } = await json('/api/v1/create_session', { sdk_version: '0.38.0', tags: [], type: 'create_session', user_metadata: {} });
+  const { sampling_session_id } = await json('/api/v1/create_sampling_session', { base_model: 'Qwen/Qwen3-8B', sampling_session_seq_id: 0, session_id, type: 'create_sampling_session' });
+  let seq = 0;
+  const one = async (i) => {
+    const a = sampleArgs(i);
+    const { request_id } = await json('/api/v1/asample', { num_samples: 1, prompt: { chunks: [{ tokens: a.prompt, type: 'encoded_text' }] }, sampling_params: { ...a.samplingParams, temperature: 1, top_k: -1, top_p: 1 }, sampling_session_id, seq_id: seq++, type: 'sample' });
+    for (;;) {
+      const r = await post('/api/v1/retrieve_future', { request_id, allow_metadata_only: true }, 'application/x-protobuf');
+      if (r.status !== 200) throw new Error(`retrieve_future ${r.status}`);
+      if (r.type?.includes('protobuf') || !JSON.parse(r.body).type) return r.body.length;
+    }
+  };
+  await rounds(n, warmup, one);
+  const c0 = cpu();
+  const t0 = performance.now();
+  await rounds(n, total, one);
+  const wall = (performance.now() - t0) / 1e3;
+  out({ requests: total, wall_s: wall, cpu_s: cpu() - c0 });
+} else {
+  console.error(`unknown mode ${mode}`);
+  process.exit(2);
+}
