@@ -1,0 +1,257 @@
+// The Sample panel: a base model or checkpoint (optionally a second one to compare), a
+// chat or raw prompt rendered with the model's template, sampling parameters, and the
+// results with per-token logprobs.
+import { $, h, isAbort, ms, num, setStatus, showError } from './ui.js';
+import { familyOf, pieces, rendererFor, tokenizerFor } from './tokenizers.js';
+import { resultColumn } from './render.js';
+import { modelKey, parseModelKey } from './connection.js';
+
+/** Fills a model <select> from the model lists, keeping the current choice if possible. */
+export function fillModelSelect(select, models, { checkpoints = true, trainableOnly = false } = {}) {
+  const keep = select.value;
+  select.replaceChildren();
+  const base = models.base.filter((m) => (trainableOnly ? m.trainable !== false : m.sampleable !== false));
+  select.append(h('optgroup', { label: 'Base models' }, base.map((m) => h('option', { value: modelKey('base', m.model_name) }, m.model_name))));
+  if (checkpoints && models.samplers.length) {
+    select.append(h('optgroup', { label: 'Your sampler checkpoints' }, models.samplers.map((c) =>
+      h('option', { value: modelKey('ckpt', c.path), title: c.path }, `${c.name} · ${c.baseModel ?? 'unknown base'} · ${c.runId.slice(0, 8)}…`))));
+  }
+  if ([...select.options].some((o) => o.value === keep)) select.value = keep;
+}
+
+/** A short label for a model key. */
+export function modelLabel(key) {
+  const { kind, id } = parseModelKey(key);
+  if (kind === 'base') return id;
+  const m = /^tinker:\/\/([^/]+)\/sampler_weights\/(.+)$/.exec(id);
+  return m ? `${m[2]} (${m[1].slice(0, 8)}…)` : id;
+}
+
+/** Parses the stop field: a JSON array, or comma-separated strings (`\n` escapes). */
+export function parseStop(text) {
+  const t = text.trim();
+  if (!t) return null;
+  if (t.startsWith('[')) {
+    const v = JSON.parse(t);
+    if (!Array.isArray(v) || !v.every((x) => typeof x === 'string') && !v.every((x) => Number.isInteger(x))) {
+      throw Object.assign(new TypeError('stop must be a JSON array of strings or of token ids'), { field: 'stop' });
+    }
+    return v;
+  }
+  return t.split(',').map((x) => x.trim().replace(/\\n/g, '\n').replace(/\\t/g, '\t')).filter(Boolean);
+}
+
+export function samplePanel(app) {
+  const el = {
+    form: $('#sample-form'), a: $('#model-a'), b: $('#model-b'), compare: $('#compare'), refresh: $('#refresh-models'),
+    system: $('#system'), user: $('#user'), raw: $('#raw'), template: $('#template'),
+    rendered: $('#rendered-text'), renderedCount: $('#rendered-count'),
+    maxTokens: $('#max-tokens'), temperature: $('#temperature'), topK: $('#top-k'), topP: $('#top-p'), seed: $('#seed'),
+    n: $('#num-samples'), stop: $('#stop'), alts: $('#topk-logprobs'), scorePrompt: $('#score-prompt'),
+    run: $('#sample'), cancel: $('#sample-cancel'), status: $('#sample-status'), error: $('#sample-error'), results: $('#results'),
+  };
+  let op = null;
+  let renderSeq = 0;
+
+  const mode = () => el.form.querySelector('input[name="prompt-mode"]:checked').value;
+
+  function messages() {
+    const out = [];
+    if (el.system.value.trim()) out.push({ role: 'system', content: el.system.value });
+    out.push({ role: 'user', content: el.user.value });
+    return out;
+  }
+
+  /** The prompt tokens for a base model, and the default stop (end of turn in chat mode). */
+  function buildPrompt(baseModel, tok) {
+    if (mode() === 'chat') {
+      const renderer = rendererFor(baseModel, tok, el.template.value);
+      const prompt = renderer.buildGenerationPrompt(messages());
+      return { ids: prompt.chunks[0].tokens, stop: renderer.stopSequences };
+    }
+    return { ids: tok.encode(el.raw.value, { addSpecialTokens: true }), stop: null };
+  }
+
+  /** Re-renders the prompt preview for model A and tells the Tokens panel. */
+  async function renderPreview() {
+    const seq = ++renderSeq;
+    for (const [k, v] of Object.entries({ chat: mode() === 'chat', raw: mode() === 'raw' })) el.form.querySelector(`[data-prompt="${k}"]`).hidden = !v;
+    el.template.disabled = mode() !== 'chat';
+    const key = el.a.value;
+    if (!key || !app.conn) return;
+    try {
+      const baseModel = await app.conn.baseModelOf(key);
+      const tok = await tokenizerFor(baseModel);
+      if (seq !== renderSeq) return;
+      const { ids } = buildPrompt(baseModel, tok);
+      const parts = pieces(tok, ids);
+      el.rendered.replaceChildren(...parts.map((p) => (p.special ? h('span.special', {}, p.text) : p.text)));
+      el.renderedCount.textContent = `· ${ids.length} tokens · ${baseModel}`;
+      el.rendered.dataset.tokens = String(ids.length);
+      app.bus.dispatchEvent(new CustomEvent('prompt', { detail: { family: familyOf(baseModel), ids, tok } }));
+    } catch (e) {
+      if (seq !== renderSeq) return;
+      el.rendered.textContent = `(cannot render: ${e.message})`;
+      el.renderedCount.textContent = '';
+    }
+  }
+
+  function params() {
+    const samplingParams = {
+      max_tokens: num(el.maxTokens, { integer: true }),
+      temperature: num(el.temperature),
+      top_k: num(el.topK, { integer: true, fallback: -1 }),
+      top_p: num(el.topP, { fallback: 1 }),
+    };
+    const seed = num(el.seed, { integer: true, fallback: null });
+    if (seed !== null) samplingParams.seed = seed;
+    return {
+      samplingParams,
+      numSamples: num(el.n, { integer: true }),
+      stop: parseStop(el.stop.value),
+      alternatives: num(el.alts, { integer: true, fallback: 0 }),
+      scorePrompt: el.scorePrompt.checked,
+    };
+  }
+
+  function busy(on) {
+    el.run.disabled = on || !app.conn;
+    el.cancel.disabled = !on;
+    el.form.setAttribute('aria-busy', String(on));
+  }
+
+  async function sampleOne(key, p, signal, opRef) {
+    const t0 = performance.now();
+    const baseModel = await app.conn.baseModelOf(key);
+    const tok = await tokenizerFor(baseModel);
+    opRef.check();
+    const { ids, stop } = buildPrompt(baseModel, tok);
+    const client = await app.conn.samplingClient(key, { signal });
+    opRef.setPhase(`sampling ${p.numSamples}× from ${modelLabel(key)}…`);
+    const samplingParams = { ...p.samplingParams };
+    const s = p.stop ?? stop;
+    if (s) samplingParams.stop = s;
+    const res = await client.sample({
+      prompt: ids,
+      numSamples: p.numSamples,
+      samplingParams,
+      includePromptLogprobs: p.scorePrompt,
+      topkPromptLogprobs: p.scorePrompt && p.alternatives ? p.alternatives : undefined,
+      topkSampleLogprobs: p.alternatives || undefined,
+      signal,
+    });
+    return { key, baseModel, tok, ids, res, elapsedMs: performance.now() - t0 };
+  }
+
+  /** Samples from model A (and B when comparing). */
+  async function run() {
+    if (op?.active || !app.conn) return;
+    showError(el.error, null);
+    let p;
+    try {
+      p = params();
+    } catch (e) {
+      showError(el.error, e);
+      setStatus(el.status, 'failed', 'Check the parameters.');
+      return;
+    }
+    const keys = [el.a.value];
+    if (el.compare.checked) {
+      if (!el.b.value) return showError(el.error, Object.assign(new Error('pick a second model to compare'), { name: 'TypeError' }));
+      keys.push(el.b.value);
+    }
+    const current = app.activity.start({ title: `Sample · ${keys.map(modelLabel).join(' vs ')}`, kinds: ['Sample'] });
+    op = current;
+    app.panelOps.set('panel-sample', current);
+    busy(true);
+    setStatus(el.status, 'running', 'Sampling…');
+    current.onChange((o) => {
+      if (o.state === 'waiting') setStatus(el.status, 'waiting', `Waiting on the server${o.queueState ? ` (queue: ${o.queueState})` : ''} · ${o.polls} poll${o.polls > 1 ? 's' : ''}…`);
+      else if (o.state === 'cancelling') setStatus(el.status, 'cancelling', 'Cancelling…');
+    });
+    const t0 = performance.now();
+    try {
+      const done = await Promise.all(keys.map((k) => sampleOne(k, p, current.signal, current).catch((e) => {
+        // One failure stops the other model's call too.
+        current.controller.abort();
+        throw e;
+      })));
+      el.results.replaceChildren(...done.map((r, i) => resultColumn({
+        key: r.key,
+        title: `${keys.length > 1 ? (i === 0 ? 'A · ' : 'B · ') : ''}${modelLabel(r.key)}`,
+        subtitle: parseModelKey(r.key).kind === 'ckpt' ? `on ${r.baseModel}` : '',
+        tok: r.tok,
+        promptIds: r.ids,
+        res: r.res,
+        elapsedMs: r.elapsedMs,
+      })));
+      el.results.dataset.models = String(done.length);
+      const n = done.reduce((a, r) => a + r.res.sequences.length, 0);
+      current.finish(`${n} sample${n > 1 ? 's' : ''}`);
+      setStatus(el.status, 'done', `${n} sample${n > 1 ? 's' : ''} in ${ms(performance.now() - t0)}.`);
+    } catch (e) {
+      current.fail(e);
+      if (current.state === 'cancelled') {
+        setStatus(el.status, 'cancelled', 'Cancelled.');
+        if (!isAbort(e)) showError(el.error, e);
+      } else {
+        setStatus(el.status, 'failed', 'Sampling failed.');
+        showError(el.error, e);
+      }
+    } finally {
+      busy(false);
+    }
+  }
+
+  el.form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    run();
+  });
+  el.cancel.addEventListener('click', () => op?.cancel());
+  el.compare.addEventListener('change', () => {
+    el.b.disabled = !el.compare.checked;
+  });
+  el.refresh.addEventListener('click', () => app.refreshModels());
+  for (const input of [el.system, el.user, el.raw, el.template, el.a, ...el.form.querySelectorAll('input[name="prompt-mode"]')]) {
+    input.addEventListener(input.tagName === 'SELECT' || input.type === 'radio' ? 'change' : 'input', () => renderPreview());
+  }
+  for (const ta of [el.system, el.user, el.raw]) {
+    ta.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+        e.preventDefault();
+        run();
+      }
+    });
+  }
+  busy(false);
+
+  return {
+    el,
+    run,
+    renderPreview,
+    busy,
+    setModels(models) {
+      fillModelSelect(el.a, models);
+      fillModelSelect(el.b, models);
+      if (!el.b.value || el.b.value === el.a.value) {
+        const other = [...el.b.options].find((o) => o.value !== el.a.value);
+        if (other) el.b.value = other.value;
+      }
+      renderPreview();
+    },
+    /** Sets up a comparison (e.g. base vs fine-tuned) and runs it. */
+    compareWith({ a, b, user, system = '' }) {
+      for (const [select, key] of [[el.a, a], [el.b, b]]) {
+        if (![...select.options].some((o) => o.value === key)) select.append(h('option', { value: key }, modelLabel(key)));
+        select.value = key;
+      }
+      el.compare.checked = true;
+      el.b.disabled = false;
+      el.form.querySelector('input[name="prompt-mode"][value="chat"]').checked = true;
+      el.user.value = user;
+      el.system.value = system;
+      renderPreview();
+      return run();
+    },
+  };
+}
