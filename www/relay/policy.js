@@ -40,8 +40,11 @@ export const ROUTES = [
   ['GET', /^\/api\/v1\/checkpoints$/, 'list_user_checkpoints'],
 ];
 
-/** The route name of an allowed call, or null. */
+/** The route name of an allowed call, or null. Encoded slashes or backslashes and dot
+ *  segments are refused outright (an upstream that decodes before routing must not see
+ *  a different path than the one allowed here). */
 export function matchRoute(method, pathname) {
+  if (/%2f|%5c|\\|(^|\/)\.\.?(\/|$)|%2e/i.test(pathname)) return null;
   for (const [m, re, name] of ROUTES) if (m === method && re.test(pathname)) return name;
   return null;
 }
