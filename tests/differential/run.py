@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""Differential test (issues 4 and 5): the same scenario through the official Python SDK
+(tinker==0.38.0) and through tinker-wasm (the npm package in pkg/, in Node), each against
+its own fresh tinker-sim with the same seed and --request-log; then the two request logs
+are normalised and compared request by request (compare.py; rules in NOTES.md).
+
+    tests/conformance/.venv/bin/python tests/differential/run.py [--keep DIR] [--self-test-only DIR]
+
+Needs target/debug/tinker-sim (`cargo build -p tinker-sim`), pkg/ (`scripts/build-wasm.sh`)
+and the conformance venv with torch (`scripts/setup.sh`). Artifacts (both logs, the
+simulator's model records, the drivers' results) go to target/differential/ (or DIR).
+
+After the comparison it runs the comparator's self-test: it mutates the recorded logs in
+ways the comparator must catch (a changed body value, a changed seq_id, a changed query,
+a missing request, a poll with a different header, a reordered step…) and fails unless
+every mutation is reported, and unless the unmutated logs still compare equal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+import compare  # noqa: E402
+
+SIM_BIN = Path(os.environ.get("TINKER_SIM_BIN", ROOT / "target/debug/tinker-sim"))
+VENV_PY = ROOT / "tests/conformance/.venv/bin/python"
+SIM_ARGS = ["--seed", "11"]
+TIMEOUT = 120
+
+
+class Sim:
+    def __init__(self, log: Path, stderr: Path) -> None:
+        self.stderr = open(stderr, "w")
+        self.proc = subprocess.Popen(
+            [str(SIM_BIN), "--port", "0", "--request-log", str(log), *SIM_ARGS],
+            stdout=subprocess.PIPE, stderr=self.stderr, text=True,
+        )
+        line = self.proc.stdout.readline().strip()
+        prefix = "tinker-sim listening on "
+        if not line.startswith(prefix):
+            self.stop()
+            raise SystemExit(f"tinker-sim did not start: {line!r} (see {stderr})")
+        self.url = line[len(prefix):]
+
+    def get(self, path: str):
+        with urllib.request.urlopen(self.url + path, timeout=10) as r:
+            return json.loads(r.read())
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.stderr.close()
+
+
+def model_ids(log: Path) -> list[str]:
+    """Every training run the log mentions (by model_id, or created by session + model_seq_id)."""
+    ids: list[str] = []
+    for line in log.read_text().splitlines():
+        e = json.loads(line)
+        b = e.get("body") if isinstance(e.get("body"), dict) else {}
+        found = []
+        if isinstance(b.get("model_id"), str):
+            found.append(b["model_id"])
+        if isinstance(b.get("session_id"), str) and "model_seq_id" in b:
+            found.append(f"{b['session_id']}:train:{b['model_seq_id']}")
+        for m in found:
+            if m not in ids:
+                ids.append(m)
+    return ids
+
+
+def run_side(name: str, cmd: list[str], out: Path) -> tuple[subprocess.Popen, Sim, float]:
+    out.mkdir(parents=True, exist_ok=True)
+    for f in ("requests.jsonl", "models.json", "results.json"):
+        (out / f).unlink(missing_ok=True)
+    sim = Sim(out / "requests.jsonl", out / "sim.stderr")
+    proc = subprocess.Popen([*cmd, sim.url, str(out / "results.json")], cwd=ROOT, stdout=open(out / "driver.log", "w"), stderr=subprocess.STDOUT)
+    return proc, sim, time.monotonic()
+
+
+def finish_side(name: str, proc: subprocess.Popen, sim: Sim, t0: float, out: Path) -> float:
+    try:
+        try:
+            rc = proc.wait(TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise SystemExit(f"FAIL: the {name} driver did not finish in {TIMEOUT} s (log: {out / 'driver.log'})")
+        elapsed = time.monotonic() - t0
+        if rc != 0:
+            sys.stdout.write((out / "driver.log").read_text()[-4000:])
+            raise SystemExit(f"FAIL: the {name} driver exited with {rc} (log: {out / 'driver.log'})")
+        models = {m: sim.get("/_sim/models/" + urllib.parse.quote(m, safe="")) for m in model_ids(out / "requests.jsonl")}
+        (out / "models.json").write_text(json.dumps(models, indent=1, sort_keys=True))
+        return elapsed
+    finally:
+        sim.stop()
+
+
+# ---------------------------------------------------------------------------
+# Self-test: the comparator must report each of these mutations of the recorded log.
+# ---------------------------------------------------------------------------
+
+
+def _find(entries, pred):
+    for i, e in enumerate(entries):
+        if pred(e):
+            return i
+    raise AssertionError("self-test: the log lacks a request the mutation needs")
+
+
+def _fb(e):
+    return e["path"] == "/api/v1/forward_backward"
+
+
+def m_body_value(entries):
+    """A weight of the 1100-datum chunk changes by one float32 ulp."""
+    i = _find(entries, lambda e: _fb(e) and len(e["body"]["data"]) == 1024)
+    d = entries[i]["body"]["data"][700]["loss_fn_inputs"]["target_tokens"]
+    d["data"][1] += 1
+    return "target_tokens of datum 700 in the first chunk"
+
+
+def m_seq_id(entries):
+    """optim_step and forward_backward of one step swap seq_ids."""
+    i = _find(entries, lambda e: e["path"] == "/api/v1/optim_step")
+    j = max(k for k in range(i) if _fb(entries[k]))
+    entries[i]["body"]["seq_id"], entries[j]["body"]["seq_id"] = entries[j]["body"]["seq_id"], entries[i]["body"]["seq_id"]
+    return "seq_ids of a pipelined forward_backward and optim_step swapped"
+
+
+def m_query(entries):
+    """A pagination offset changes."""
+    i = _find(entries, lambda e: e["path"] == "/api/v1/training_runs" and "offset=2" in e["query"])
+    entries[i]["query"] = entries[i]["query"].replace("offset=2", "offset=3")
+    return "offset of a list_training_runs page"
+
+
+def m_missing(entries):
+    """A REST call is not sent at all."""
+    i = _find(entries, lambda e: e["path"].endswith("/publish") and e["method"] == "DELETE")
+    del entries[i]
+    return "the unpublish request"
+
+
+def m_poll_header(entries):
+    """The polls of a forward_backward future ask for JSON instead of protobuf."""
+    i = _find(entries, lambda e: e["path"] == "/api/v1/retrieve_future" and e["headers"].get("x-tinker-request-type") == "ForwardBackward")
+    rid = entries[i]["body"]["request_id"]
+    for e in entries:
+        if e["path"] == "/api/v1/retrieve_future" and e["body"]["request_id"] == rid:
+            e["headers"]["accept"] = "application/json"
+    return "accept header of a forward_backward poll"
+
+
+def m_unpolled(entries):
+    """A sample future is never polled."""
+    i = _find(entries, lambda e: e["path"] == "/api/v1/retrieve_future" and e["headers"].get("x-tinker-request-type") == "Sample")
+    rid = entries[i]["body"]["request_id"]
+    entries[:] = [e for e in entries if not (e["path"] == "/api/v1/retrieve_future" and e["body"]["request_id"] == rid)]
+    return "every poll of one sample future"
+
+
+def m_sampling_param(entries):
+    """A sampling parameter's type changes (an int where Python sends a float)."""
+    i = _find(entries, lambda e: e["path"] == "/api/v1/asample")
+    entries[i]["body"]["sampling_params"]["temperature"] = 1
+    return "sampling_params.temperature 1.0 -> 1"
+
+
+def m_chunk_order(entries):
+    """The second chunk goes out after the first instead of before it."""
+    i = _find(entries, lambda e: _fb(e) and len(e["body"]["data"]) == 76)
+    j = _find(entries, lambda e: _fb(e) and len(e["body"]["data"]) == 1024)
+    assert i < j, "self-test: the recorded chunk order is not 2 then 1"
+    entries[i], entries[j] = entries[j], entries[i]
+    return "chunk order on the wire (2, 1) -> (1, 2)"
+
+
+def m_step_moved(entries):
+    """A request lands in the next step (it was sent late)."""
+    i = _find(entries, lambda e: e["path"] == "/api/v1/weights_info")
+    j = next(k for k in range(i + 1, len(entries)) if entries[k]["path"] == "/_sim/health")
+    entries.insert(j, entries.pop(i))
+    return "weights_info sent after the next step began"
+
+
+def m_strict_header(entries):
+    """forward_backward goes out as JSON instead of protobuf."""
+    i = _find(entries, _fb)
+    entries[i]["headers"]["content-type"] = "application/json"
+    return "content-type of a forward_backward"
+
+
+MUTATIONS = [m_body_value, m_seq_id, m_query, m_missing, m_poll_header, m_unpolled, m_sampling_param, m_chunk_order, m_step_moved, m_strict_header]
+
+
+def self_test(py_dir: Path, ours_dir: Path, scratch: Path) -> list[str]:
+    failures = []
+    baseline = {p for p in compare.compare(compare.Side("python", py_dir), compare.Side("ours", ours_dir))[0]}
+    entries = [json.loads(x) for x in (ours_dir / "requests.jsonl").read_text().splitlines() if x.strip()]
+    for mutate in MUTATIONS:
+        mutated = copy.deepcopy(entries)
+        what = mutate(mutated)
+        d = scratch / mutate.__name__
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "requests.jsonl").write_text("\n".join(json.dumps(e) for e in mutated) + "\n")
+        shutil.copy(ours_dir / "models.json", d / "models.json")
+        problems, _ = compare.compare(compare.Side("python", py_dir), compare.Side("ours", d))
+        # Caught: the mutation adds a report about the requests (results are not mutated).
+        request_problems = [p for p in problems if p not in baseline and not p.startswith("result ")]
+        status = "caught" if request_problems else "MISSED"
+        first = request_problems[0].splitlines()[:4] if request_problems else []
+        print(f"  self-test {mutate.__name__}: {what}: {status}" + ("".join(f"\n      {x}" for x in first)))
+        if not request_problems:
+            failures.append(f"the comparator did not notice: {what}")
+    return failures
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--keep", default=str(ROOT / "target/differential"), help="artifact directory")
+    ap.add_argument("--self-test-only", action="store_true", help="only re-run the comparison and self-test on the recorded logs in --keep")
+    args = ap.parse_args()
+    out = Path(args.keep)
+    py_dir, ours_dir = out / "python", out / "ours"
+    t_start = time.monotonic()
+    if not args.self_test_only:
+        for need, how in ((SIM_BIN, "cargo build -p tinker-sim"), (ROOT / "pkg/gen/full/tinker_wasm_bg.wasm", "scripts/build-wasm.sh"), (VENV_PY, "scripts/setup.sh")):
+            if not Path(need).exists():
+                print(f"FAIL: {need} is missing: run `{how}` first", file=sys.stderr)
+                return 2
+        # Both sides at once, each against its own simulator (timing differences are normalised).
+        py = run_side("python", [str(VENV_PY), str(HERE / "driver.py")], py_dir)
+        try:
+            ours = run_side("ours", ["node", str(HERE / "driver.mjs")], ours_dir)
+        except BaseException:
+            py[0].kill()
+            py[1].stop()
+            raise
+        try:
+            t_ours = finish_side("ours (Node)", *ours, ours_dir)
+        finally:
+            t_py = finish_side("python", *py, py_dir)
+        print(f"scenario ran: python SDK {t_py:.1f} s, tinker-wasm (Node) {t_ours:.1f} s; artifacts in {out}")
+    print("python = the official SDK 0.38.0, ours = tinker-wasm")
+    rc = compare.main(["compare.py", str(py_dir), str(ours_dir)])
+    print("\ncomparator self-test (each mutation of our recorded log must be reported):")
+    failures = self_test(py_dir, ours_dir, out / "self-test")
+    problems, _ = compare.compare(compare.Side("python", py_dir), compare.Side("python-again", py_dir))
+    if problems:
+        failures.append("a log compared with itself shows differences: " + problems[0])
+    for f in failures:
+        print("FAIL self-test: " + f)
+    print(f"\ndifferential test {'passed' if rc == 0 and not failures else 'FAILED'} in {time.monotonic() - t_start:.1f} s")
+    return 1 if rc != 0 or failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
