@@ -83,7 +83,19 @@ test-conformance: setup
 	cargo build -p tinker-sim
 	tests/conformance/.venv/bin/python tests/conformance/run.py
 
-test: lint test-rust typecheck test-js test-readme test-tokenizer-parity test-conformance test-size
+# The browser playground (issue 7): the site (www/ + pkg/ + tokenizer files), tinker-sim and
+# the relay Worker (www/relay/) in miniflare, all on loopback; prints the URL.
+playground: wasm sim
+	node www/dev/serve.mjs
+
+# Playground tests: the relay in miniflare (origins, paths, size limit, no key in any answer)
+# and the page in headless Chromium through the relay; screenshots in tests/artifacts/www/.
+test-www: wasm sim
+	node --test --test-concurrency=1 tests/www/relay.test.mjs tests/www/browser.test.mjs
+
+.PHONY: playground test-www
+
+test: lint test-rust typecheck test-js test-readme test-tokenizer-parity test-conformance test-size test-www
 	@echo "make test: all suites passed"
 
 clean:
