@@ -18,13 +18,15 @@ const nice = (v) => (Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 10 ? v.t
 export function lossChart(container) {
   let losses = [];
   let steps = 0;
+  let note = null;
 
   function draw() {
+    if (!note) delete container.dataset.stopped;
     container.dataset.losses = JSON.stringify(losses.map((l) => Number(l.toFixed(6))));
     container.dataset.steps = String(steps);
     const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': label() });
     if (!losses.length) {
-      svg.append(s('text', { x: W / 2, y: H / 2, 'text-anchor': 'middle', class: 'empty' }, steps ? 'Waiting for the first step…' : 'No training yet'));
+      svg.append(s('text', { x: W / 2, y: H / 2, 'text-anchor': 'middle', class: 'empty' }, note ?? (steps ? 'Waiting for the first step…' : 'No training yet')));
       container.replaceChildren(svg);
       return;
     }
@@ -71,6 +73,13 @@ export function lossChart(container) {
     reset(total) {
       losses = [];
       steps = total;
+      note = null;
+      draw();
+    },
+    /** Ends the run early: the steps so far stay; `message` shows if there were none. */
+    stop(message) {
+      note = message;
+      container.dataset.stopped = 'true';
       draw();
     },
     add(v) {

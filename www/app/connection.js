@@ -56,7 +56,7 @@ export class Connection {
     try {
       res = await fetch(url, init);
     } catch (e) {
-      this.onNetwork({ phase: 'end', method, route, status: 0, requestType });
+      this.onNetwork({ phase: 'end', method, route, status: init?.signal?.aborted || e?.name === 'AbortError' ? 'aborted' : 0, requestType });
       throw e;
     }
     let pending = false;

@@ -174,6 +174,7 @@ export function finetunePanel(app) {
       app.refreshModels();
     } catch (e) {
       current.fail(e);
+      chart.stop(current.state === 'cancelled' ? 'Cancelled before the first step' : 'Failed before the first step');
       if (current.state === 'cancelled') {
         setStatus(el.status, 'cancelled', `Cancelled after ${done} of ${steps} steps${pending.length > done ? ' (steps already submitted may still run on the server)' : ''}.`);
         if (!isAbort(e)) showError(el.error, e);

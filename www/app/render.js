@@ -90,6 +90,7 @@ export function resultColumn({ key, title, subtitle, tok, promptIds, res, elapse
 
 /** Hover and keyboard inspection for every token strip under `root`. */
 export function installTokenInspector(root, tooltip) {
+  let anchor = null;
   const show = (span) => {
     const strip = span.closest('.tokens');
     for (const t of strip.querySelectorAll('.tok.active')) {
@@ -104,7 +105,17 @@ export function installTokenInspector(root, tooltip) {
     if (inspector) inspector.textContent = text.replace(/\n/g, ' · ');
     tooltip.textContent = text;
     tooltip.hidden = false;
-    const r = span.getBoundingClientRect();
+    anchor = span;
+    place();
+  };
+  // Keeps the tooltip next to its token (scrolling moves the token, not the tooltip).
+  const place = () => {
+    if (!anchor || tooltip.hidden) return;
+    const r = anchor.getBoundingClientRect();
+    if (r.bottom < 0 || r.top > window.innerHeight) {
+      tooltip.hidden = true;
+      return;
+    }
     const tw = tooltip.offsetWidth;
     const th = tooltip.offsetHeight;
     const left = Math.max(4, Math.min(window.innerWidth - tw - 4, r.left));
@@ -114,6 +125,7 @@ export function installTokenInspector(root, tooltip) {
   };
   const hide = () => {
     tooltip.hidden = true;
+    anchor = null;
   };
   root.addEventListener('mouseover', (e) => {
     const span = e.target.closest?.('.tok');
@@ -148,5 +160,6 @@ export function installTokenInspector(root, tooltip) {
     show(span);
     span.scrollIntoView({ block: 'nearest' });
   });
-  window.addEventListener('scroll', hide, { passive: true });
+  window.addEventListener('scroll', place, { passive: true });
+  window.addEventListener('resize', place);
 }

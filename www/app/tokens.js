@@ -1,6 +1,6 @@
 // The Tokens panel: live token boundaries, ids and count of the Sample prompt (as
 // rendered for model A) or of any text, with either tokenizer.
-import { $, h, setStatus, showError } from './ui.js';
+import { $, h, showError } from './ui.js';
 import { FAMILY_NAMES, loadTokenizer, pieces, visible } from './tokenizers.js';
 
 export function tokensPanel(app) {
@@ -75,5 +75,5 @@ export function tokensPanel(app) {
   el.ids.addEventListener('change', () => el.view.classList.toggle('no-ids', !el.ids.checked));
   for (const r of document.querySelectorAll('input[name="tok-source"]')) r.addEventListener('change', update);
   update();
-  return { update, setStatus };
+  return { update };
 }
