@@ -1,0 +1,320 @@
+// `make bench` (issue 8): tinker-wasm measured side by side with its peers in the same run,
+// on the same machine, against the same tinker-sim build — the official Python SDK 0.38.0
+// (tests/conformance/.venv), @lenml/tokenizers and native `tokenizers`, and plain-copy /
+// plain-HTTP floors. Prints one table with absolute figures and ratios, and writes it, the
+// details, the machine and the versions to BENCHMARKS.md (between the bench:run markers).
+//   node tests/bench/run.mjs [--quick] [--only a,b] [--no-write] [--python PATH]
+// Sections: size encode sample sft cold memory tokenizer. --quick: smaller counts (a smoke
+// run; the figures are noisier and BENCHMARKS.md is not written unless --write).
+// Every client measurement runs in its own process against its own simulator process
+// (`--future-delay-ms 0`), so "client CPU" is the client process's user + system time only.
+// These are benchmarks, not tests: nothing here fails on a timing.
+import { spawn, execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync, existsSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startSim } from '../js/sim.mjs';
+import { measureSizes, report as sizeReport, BUDGETS } from './size-check.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '../..');
+const argv = process.argv.slice(2);
+const flag = (f) => argv.includes(f);
+const opt = (f, d) => (argv.includes(f) ? argv[argv.indexOf(f) + 1] : d);
+if (flag('--help')) {
+  console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').filter((l) => l.startsWith('//')).map((l) => l.slice(3)).join('\n'));
+  process.exit(0);
+}
+const QUICK = flag('--quick');
+const WRITE = flag('--write') || (!QUICK && !flag('--no-write'));
+const ALL = ['size', 'encode', 'sample', 'sft', 'cold', 'memory', 'tokenizer'];
+const ONLY = opt('--only', ALL.join(',')).split(',');
+const PY = opt('--python', path.join(root, 'tests/conformance/.venv/bin/python'));
+const DRIVER = path.join(here, 'driver.mjs');
+const PEER = path.join(here, 'peer_py.py');
+const SIM_ARGS = ['--future-delay-ms', '0', '--seed', '1'];
+
+const log = (...a) => console.error('[bench]', ...a);
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const f = (x, d = 2) => (x == null || Number.isNaN(x) ? 'n/a' : x.toFixed(d));
+const ms = (s) => `${f(s * 1e3, s < 0.01 ? 3 : 2)} ms`;
+const kb = (b) => `${(b / 1000).toFixed(1)} KB`;
+const mb = (b) => `${(b / 1e6).toFixed(2)} MB`;
+
+/** Runs a command; resolves to its last stdout line as JSON, plus the wall time spawn → exit. */
+function run(cmd, args, { env } = {}) {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const child = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c) => (out += c));
+    child.stderr.on('data', (c) => (err += c));
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      const wall = performance.now() - t0;
+      if (code !== 0) return reject(new Error(`${path.basename(cmd)} ${args.join(' ')} exited ${code}\n${err.slice(-3000)}`));
+      const last = out.trim().split('\n').at(-1);
+      try {
+        resolve({ ...JSON.parse(last), spawn_to_exit_ms: wall, stdout: out });
+      } catch {
+        resolve({ spawn_to_exit_ms: wall, stdout: out });
+      }
+    });
+  });
+}
+const node = (mode, ...a) => run(process.execPath, [DRIVER, mode, ...a.map(String)]);
+const py = (mode, ...a) => run(PY, [PEER, mode, ...a.map(String)]);
+
+/** A fresh simulator for one measurement. */
+async function withSim(fn, extra = []) {
+  const sim = await startSim([...SIM_ARGS, ...extra]);
+  try {
+    return await fn(sim.url);
+  } finally {
+    await sim.stop();
+  }
+}
+
+// Rows of the one table: [benchmark, tinker-wasm, peer, ratio, target, verdict].
+const rows = [];
+const details = [];
+const targets = [];
+const row = (bench, ours, peer, ratio, target = '—', ok = null) => {
+  rows.push([bench, ours, peer, ratio, target, ok === null ? '' : ok ? 'met' : '**missed**']);
+  if (ok !== null) targets.push({ bench, target, ok, ratio });
+};
+
+const load0 = os.loadavg();
+const started = new Date();
+const section = (name) => ONLY.includes(name);
+
+// ---------------------------------------------------------------------------------------
+// Size (deterministic)
+if (section('size')) {
+  log('size');
+  const sizes = measureSizes();
+  for (const s of sizes) {
+    row(`size: \`${s.entry}\` wasm, gzip (raw)`, `${kb(s.wasm.gzip)} (${kb(s.wasm.raw)})`, `budget ${kb(s.budget)}`, `${f(s.wasm.gzip / s.budget)}× budget`, `≤ ${kb(s.budget)} gzip`, s.wasm.gzip <= s.budget);
+    row(`size: \`${s.entry}\` JS glue, gzip (raw)`, `${kb(s.glue.gzip)} (${kb(s.glue.raw)})`, '', '', '—');
+  }
+  details.push(['Size', `Node's zlib at level 9 (deterministic); 1 KB = 1000 bytes. Glue = the generated \`tinker_wasm.js\` + the Node entry + \`extras.js\` + \`errors.js\`. The same check runs in \`make test\` (\`node tests/bench/size-check.mjs\`).\n\n${sizeReport(sizes).table}`]);
+}
+
+// ---------------------------------------------------------------------------------------
+// forward_backward request encoding
+if (section('encode')) {
+  const shapes = QUICK ? [[32, 2048], [256, 512]] : [[128, 2048], [1024, 512]];
+  const reps = QUICK ? 5 : 15;
+  const lines = ['| batch | proto bytes (ours / Python) | zstd bytes (ours / Python) | ours proto | ours proto+zstd | Python proto | Python proto+zstd | copy floor |', '|---|---:|---:|---:|---:|---:|---:|---:|'];
+  for (const [b, l] of shapes) {
+    log(`encode ${b}×${l}`);
+    const ours = await node('encode', b, l, reps);
+    const pyr = await py('encode', b, l, Math.max(3, Math.round(reps / 3)));
+    const name = `${b} × ${l}`;
+    row(`forward_backward ${name} + weights: build + protobuf`, `${f(ours.proto_ms)} ms`, `Python: ${f(pyr.proto_ms)} ms`, `${f(pyr.proto_ms / ours.proto_ms, 1)}× faster`, '≥ 5× faster', pyr.proto_ms / ours.proto_ms >= 5);
+    row(`forward_backward ${name}: build + protobuf + zstd`, `${f(ours.zstd_ms)} ms (${mb(ours.zstd_bytes)})`, `Python: ${f(pyr.zstd_ms)} ms (${mb(pyr.zstd_bytes)})`, `${f(pyr.zstd_ms / ours.zstd_ms, 1)}× faster`, '≥ 5× faster', pyr.zstd_ms / ours.zstd_ms >= 5);
+    row(`forward_backward ${name}: build + protobuf vs a copy of its bytes`, `${f(ours.proto_ms)} ms`, `floor: ${f(ours.floor_ms, 3)} ms`, `${f(ours.proto_ms / ours.floor_ms, 1)}× the floor`, '≤ 2× the floor', ours.proto_ms / ours.floor_ms <= 2);
+    lines.push(`| ${name} (${(b * l).toLocaleString('en')} tokens) | ${ours.proto_bytes.toLocaleString('en')} / ${pyr.proto_bytes.toLocaleString('en')} | ${ours.zstd_bytes.toLocaleString('en')} / ${pyr.zstd_bytes.toLocaleString('en')} | ${f(ours.proto_ms)} ms | ${f(ours.zstd_ms)} ms | ${f(pyr.proto_ms)} ms | ${f(pyr.zstd_ms)} ms | ${f(ours.floor_ms, 3)} ms |`);
+  }
+  details.push(['forward_backward encoding', `Each datum: LEN input tokens, LEN int64 target tokens, LEN float32 weights (the same values on both sides: ours built with \`datumFromTokens\`, Python's as numpy-backed \`TensorData\`), outside the timing. Timed: from the user's Datum list to the request body — ours \`__benchEncodeForwardBackward\` (src/wasm/bench.rs: the JS → core conversion and \`training::forward_backward_body\`, exactly what \`TrainingClient.forwardBackward\` runs: protobuf, then ruzstd at its \`Fastest\` level), Python 0.38 \`types.ForwardBackwardRequest(…)\` + \`forward_backward_request_to_proto\` + \`SerializeToString()\` (+ \`zstandard.ZstdCompressor().compress\`, level 3, as \`AsyncTrainingResource.forward_backward\`). Best of ${reps} (Python: ${Math.max(3, Math.round(reps / 3))}) after a warm-up. Floor: \`Uint8Array.prototype.slice\` of a buffer of the encoded size, best of ${reps}.\n\n${lines.join('\n')}`]);
+}
+
+// ---------------------------------------------------------------------------------------
+// sample(): client overhead
+if (section('sample')) {
+  const plan = QUICK
+    ? [[1, 200, 50], [100, 500, 200], [1000, 1000, 1000]]
+    : [[1, 1000, 200], [100, 3000, 500], [1000, 4000, 1000]];
+  const lines = ['| concurrency | client | requests | wall | requests/s | client CPU / request |', '|---:|---|---:|---:|---:|---:|'];
+  const diag = ['| concurrency | transport | client CPU / request | requests/s |', '|---:|---|---:|---:|'];
+  const perReq = (r) => r.cpu_s / r.requests;
+  const rps = (r) => r.requests / r.wall_s;
+  for (const [n, total, warm] of plan) {
+    log(`sample ×${n}`);
+    const ours = await withSim((url) => node('sample', url, n, total, warm));
+    const pyr = await withSim((url) => py('sample', url, n, total, warm));
+    row(`sample() ×${n} concurrent: client CPU per request`, ms(perReq(ours)), `Python: ${ms(perReq(pyr))}`, `${f(perReq(pyr) / perReq(ours), 1)}× less`, '≥ 10× less', perReq(pyr) / perReq(ours) >= 10);
+    row(`sample() ×${n} concurrent: requests/s`, f(rps(ours), 0), `Python: ${f(rps(pyr), 0)}`, `${f(rps(ours) / rps(pyr), 1)}×`, '—');
+    for (const [who, r] of [['tinker-wasm (Node, global fetch)', ours], ['Python SDK 0.38.0', pyr]]) {
+      lines.push(`| ${n} | ${who} | ${r.requests} | ${f(r.wall_s)} s | ${f(rps(r), 0)} | ${ms(perReq(r))} |`);
+    }
+    // Diagnostics: where the time goes (see the notes): the same two HTTP requests per
+    // sample with no SDK, and our SDK over a node:http fetch adapter.
+    const floorFetch = await withSim((url) => node('floor', url, n, total, warm, 'fetch'));
+    const floorHttp = await withSim((url) => node('floor', url, n, total, warm, 'http'));
+    const oursHttp = await withSim((url) => node('sample', url, n, total, warm, 'http'));
+    for (const [who, r] of [
+      ['tinker-wasm, global fetch (as above)', ours],
+      ['tinker-wasm, `options.fetch` = a node:http keep-alive adapter', oursHttp],
+      ['no SDK: the 2 requests with global fetch (undici)', floorFetch],
+      ['no SDK: the 2 requests with node:http keep-alive', floorHttp],
+      ['Python SDK 0.38.0 (as above)', pyr],
+    ]) diag.push(`| ${n} | ${who} | ${ms(perReq(r))} | ${f(rps(r), 0)} |`);
+  }
+  details.push(['sample() client overhead', `One \`ServiceClient\` + \`SamplingClient\` (Qwen/Qwen3-8B), each call a 4-token prompt, \`max_tokens: 4\`, its own seed; rounds of N concurrent calls, awaited together, after a warm-up. Each sample is two HTTP requests (\`asample\`, then \`retrieve_future\`) for both SDKs. Client CPU = the client process's user + system time (Node \`process.cpuUsage()\`, Python \`resource.getrusage\`, all threads) over the timed rounds; the simulator runs in its own process (a fresh one per row). Requests/s is bounded by the simulator (debug build, one process on the same 2 cores), so the CPU column is the client's figure.\n\n${lines.join('\n')}\n\nWhere the time goes (same run; the profile is in the notes):\n\n${diag.join('\n')}`]);
+}
+
+// ---------------------------------------------------------------------------------------
+// SFT steps
+if (section('sft')) {
+  const [steps, batch, len] = QUICK ? [3, 8, 128] : [10, 8, 256];
+  log(`sft ${steps} steps of ${batch}×${len}`);
+  const ours = await withSim((url) => node('sft', url, steps, batch, len));
+  const pyr = await withSim((url) => py('sft', url, steps, batch, len));
+  const same = ours.first_loss === pyr.first_loss && ours.last_loss === pyr.last_loss;
+  row(`SFT step (${batch} × ${len} tokens, forward_backward + optim_step): wall`, ms(ours.wall_s / steps), `Python: ${ms(pyr.wall_s / steps)}`, `${f(pyr.wall_s / ours.wall_s, 2)}× faster`, '—');
+  row(`SFT step: client CPU`, ms(ours.cpu_s / steps), `Python: ${ms(pyr.cpu_s / steps)}`, `${f(pyr.cpu_s / ours.cpu_s, 1)}× less`, '—');
+  details.push(['SFT steps', `${steps} pipelined steps (\`forwardBackward\` and \`optimStep\` submitted together, both awaited) after one warm-up step, ${batch} sequences × ${len} tokens with weights on the second half, AdamW lr 1e-3, LoRA rank 8, fresh simulator each. Wall time per step is mostly the simulator's compute (the same for both); the difference and the CPU are the client's. Same workload on both sides: losses ${same ? 'identical' : 'DIFFER'} (first ${ours.first_loss} / ${pyr.first_loss}, last ${ours.last_loss} / ${pyr.last_loss}).\n\n| client | wall / step | client CPU / step |\n|---|---:|---:|\n| tinker-wasm (Node) | ${ms(ours.wall_s / steps)} | ${ms(ours.cpu_s / steps)} |\n| Python SDK 0.38.0 | ${ms(pyr.wall_s / steps)} | ${ms(pyr.cpu_s / steps)} |`]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Cold start
+if (section('cold')) {
+  const n = QUICK ? 1 : 3;
+  const med = (xs, k) => median(xs.map((x) => x[k]));
+  const series = async (fn) => {
+    const out = [];
+    for (let i = 0; i < n; i++) out.push(await withSim(fn));
+    return out;
+  };
+  log('cold start: node');
+  const full = await series((url) => node('cold', url));
+  const lite = await series((url) => node('cold', url, 'lite'));
+  log('cold start: python');
+  const pyc = await series((url) => py('cold', url));
+  log('cold start: workerd');
+  const { bundleWorker } = await import('../js/run-workerd.mjs');
+  const { Miniflare } = await import('miniflare');
+  const workerd = async (entry) => {
+    const bundle = await bundleWorker(path.join(here, 'workerd', entry), `bench-${path.basename(entry, '.js')}`);
+    return series(async (url) => {
+      const t0 = performance.now();
+      const mf = new Miniflare({ ...bundle, compatibilityDate: '2026-04-01', bindings: { SIM_URL: url } });
+      try {
+        await mf.ready;
+        const t1 = performance.now();
+        const res = await mf.dispatchFetch('http://localhost/');
+        const body = await res.text();
+        if (!res.ok) throw new Error(`worker: ${res.status} ${body.slice(0, 500)}`);
+        const t2 = performance.now();
+        return { startup_ms: t1 - t0, first_fetch_ms: t2 - t1, total_ms: t2 - t0 };
+      } finally {
+        await mf.dispose();
+      }
+    });
+  };
+  const wd = await workerd('cold.js');
+  const bare = await workerd('bare.js');
+  row('cold start, Node: import → first sample() done', `${f(med(full, 'first_request_ms'), 0)} ms`, `Python: ${f(med(pyc, 'first_request_ms'), 0)} ms`, `${f(med(pyc, 'first_request_ms') / med(full, 'first_request_ms'), 1)}× faster`, '—');
+  row('cold start, Node: import of the package', `${f(med(full, 'import_ms'), 0)} ms (lite ${f(med(lite, 'import_ms'), 0)} ms)`, `Python: \`import tinker\` ${f(med(pyc, 'import_ms'), 0)} ms`, `${f(med(pyc, 'import_ms') / med(full, 'import_ms'), 1)}× faster`, '—');
+  row('cold start, workerd: first fetch → response (create client, sample)', `${f(med(wd, 'first_fetch_ms'), 0)} ms`, `plain fetch worker: ${f(med(bare, 'first_fetch_ms'), 0)} ms`, `+${f(med(wd, 'first_fetch_ms') - med(bare, 'first_fetch_ms'), 0)} ms`, '—');
+  row('cold start, workerd: miniflare start → ready (loads the wasm)', `${f(med(wd, 'startup_ms'), 0)} ms`, `plain fetch worker: ${f(med(bare, 'startup_ms'), 0)} ms`, `+${f(med(wd, 'startup_ms') - med(bare, 'startup_ms'), 0)} ms`, '—');
+  const t = (xs, k) => xs.map((x) => f(x[k], 0)).join(' / ');
+  details.push(['Cold start', `Median of ${n} fresh processes, each against a fresh simulator. Node: \`node tests/bench/driver.mjs cold\` — from just before \`await import('tinker-wasm')\` (the Node entry reads and instantiates the wasm synchronously) to the first \`sample()\` resolved, which includes creating the \`ServiceClient\` (client config, session) and the \`SamplingClient\`. Python: from just before \`import tinker\` to the first \`sample().result()\`, same requests. workerd: miniflare ${JSON.parse(readFileSync(path.join(root, 'node_modules/miniflare/package.json'))).version}, the worker bundled as wrangler does (tests/js/run-workerd.mjs \`bundleWorker\`), \`SIM_URL\` as a binding; "start → ready" covers starting workerd and loading the module (the precompiled wasm is instantiated at module evaluation), "first fetch → response" the request that creates a client and samples once. The plain worker makes one fetch to the simulator and no SDK.\n\n| runtime | import | first request done (from import) | spawn → exit |\n|---|---:|---:|---:|\n| Node, \`tinker-wasm\` | ${t(full, 'import_ms')} ms | ${t(full, 'first_request_ms')} ms | ${t(full, 'spawn_to_exit_ms')} ms |\n| Node, \`tinker-wasm/lite\` | ${t(lite, 'import_ms')} ms | ${t(lite, 'first_request_ms')} ms | ${t(lite, 'spawn_to_exit_ms')} ms |\n| Python 0.38.0 | ${t(pyc, 'import_ms')} ms | ${t(pyc, 'first_request_ms')} ms | ${t(pyc, 'spawn_to_exit_ms')} ms |\n\n| worker | miniflare start → ready | first fetch → response | total |\n|---|---:|---:|---:|\n| tinker-wasm | ${t(wd, 'startup_ms')} ms | ${t(wd, 'first_fetch_ms')} ms | ${t(wd, 'total_ms')} ms |\n| plain fetch | ${t(bare, 'startup_ms')} ms | ${t(bare, 'first_fetch_ms')} ms | ${t(bare, 'total_ms')} ms |`]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Memory over 100,000 sample() calls
+if (section('memory')) {
+  const [total, conc, every] = QUICK ? [10000, 100, 2000] : [100000, 100, 10000];
+  log(`memory: ${total} sample() calls`);
+  const r = await withSim((url) => run(process.execPath, ['--expose-gc', DRIVER, 'memory', url, total, conc, every].map(String)));
+  const p = r.points;
+  const warm = p[1];
+  const last = p.at(-1);
+  const growth = last.wasm_bytes - warm.wasm_bytes;
+  row(`memory: wasm linear memory over ${total.toLocaleString('en')} sample() calls`, `${mb(warm.wasm_bytes)} after ${warm.calls.toLocaleString('en')} → ${mb(last.wasm_bytes)}`, '', `growth after warm-up: ${growth} bytes`, 'flat after warm-up', growth === 0);
+  const lines = ['| sample() calls | wasm linear memory | Node heap used (after gc) | RSS |', '|---:|---:|---:|---:|', ...p.map((x) => `| ${x.calls.toLocaleString('en')} | ${x.wasm_bytes.toLocaleString('en')} B | ${mb(x.heap_bytes)} | ${mb(x.rss_bytes)} |`)];
+  details.push(['Memory', `${total.toLocaleString('en')} \`sample()\` calls in rounds of ${conc} concurrent on one \`SamplingClient\` (Node, \`--expose-gc\`, \`gc()\` before each reading), ${f(r.wall_s, 1)} s. Wasm linear memory is read with the hidden \`__benchWasmMemoryBytes()\` export (it can only grow; the first interval is the warm-up).\n\n${lines.join('\n')}`]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Tokenizer: tests/bench/tokenizer.mjs (the tokenizer engineer's benchmark), run as is
+if (section('tokenizer')) {
+  log('tokenizer (tests/bench/tokenizer.mjs)');
+  const r = await run(process.execPath, [path.join(here, 'tokenizer.mjs'), PY]);
+  const parsed = [];
+  for (const line of r.stdout.split('\n')) {
+    const c = line.split('|').map((s) => s.trim());
+    if (c.length === 7 && /MB|load/.test(line) === false && !Number.isNaN(parseFloat(c[3]))) parsed.push({ family: c[1], engine: c[2], load: +c[3], cold: +c[4], warm: +c[5] });
+  }
+  for (const fam of [...new Set(parsed.map((x) => x.family))]) {
+    const get = (re) => parsed.find((x) => x.family === fam && re.test(x.engine));
+    const [o, l, n] = [get(/tinker/), get(/lenml/), get(/native/)];
+    if (!o || !l || !n) continue;
+    row(`tokenizer ${fam}: encode MB/s (warm)`, f(o.warm), `@lenml ${f(l.warm)} · native ${f(n.warm)}`, `${f(o.warm / l.warm, 1)}× @lenml · ${f(o.warm / n.warm, 1)}× native`, '—');
+    row(`tokenizer ${fam}: encode MB/s (cold, fresh tokenizer)`, f(o.cold), `@lenml ${f(l.cold)} · native ${f(n.cold)}`, `${f(o.cold / l.cold, 1)}× @lenml · ${f(o.cold / n.cold, 1)}× native`, '—');
+    row(`tokenizer ${fam}: load ms`, f(o.load, 1), `@lenml ${f(l.load, 1)} · native ${f(n.load, 1)}`, `${f(l.load / o.load, 1)}× faster than @lenml · ${f(n.load / o.load, 1)}× native`, '—');
+  }
+  if (!parsed.length) row('tokenizer', 'see details', '', '', '—');
+  details.push(['Tokenizer', `\`node tests/bench/tokenizer.mjs\` (its own description is in the script), run as is in this run:\n\n${r.stdout.trim()}`]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Report
+const load1 = os.loadavg();
+let versions = {};
+try {
+  versions = JSON.parse(execFileSync(PY, ['-c', 'import json, sys, tinker, zstandard, tokenizers, numpy; from google.protobuf.internal import api_implementation as a; import google.protobuf as g; print(json.dumps({"python": sys.version.split()[0], "tinker": tinker.__version__, "protobuf": g.__version__ + " (" + a.Type() + ")", "zstandard": zstandard.__version__, "tokenizers": tokenizers.__version__, "numpy": numpy.__version__}))'], { encoding: 'utf8' }));
+} catch (e) {
+  versions = { python: `unavailable (${e.message.split('\n')[0]})` };
+}
+const pkgVersion = (p) => {
+  try {
+    return JSON.parse(readFileSync(path.join(root, 'node_modules', p, 'package.json'))).version;
+  } catch {
+    return '?';
+  }
+};
+const git = (...a) => {
+  try {
+    return execFileSync('git', a, { cwd: root, encoding: 'utf8' }).trim();
+  } catch {
+    return '?';
+  }
+};
+const commit = `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', '--untracked-files=no') ? ' (with uncommitted changes)' : ''}`;
+const machine = [
+  `- machine: ${os.cpus()[0]?.model ?? '?'}, ${os.availableParallelism?.() ?? os.cpus().length} cores, ${f(os.totalmem() / 2 ** 30, 1)} GiB, ${os.type()} ${os.release()}`,
+  `- load average (1/5/15 min) at start ${load0.map((x) => f(x)).join(' / ')}, at end ${load1.map((x) => f(x)).join(' / ')} (the machine is shared; CPU-time figures are less sensitive to it than wall times)`,
+  `- tinker-wasm ${JSON.parse(readFileSync(path.join(root, 'pkg/package.json'))).version} at ${commit}; Node ${process.version}; miniflare ${pkgVersion('miniflare')} (workerd ${pkgVersion('workerd')}); @lenml/tokenizers ${pkgVersion('@lenml/tokenizers')}`,
+  `- Python ${versions.python}: tinker ${versions.tinker}, protobuf ${versions.protobuf}, zstandard ${versions.zstandard}, tokenizers ${versions.tokenizers}, numpy ${versions.numpy}`,
+  `- simulator: tinker-sim (\`target/debug/tinker-sim\`, tests/sim; its crate builds at opt-level 3) with \`${SIM_ARGS.join(' ')}\`, a fresh process per measurement`,
+  `- date: ${started.toISOString()}, ${f((Date.now() - started) / 1000, 0)} s`,
+].join('\n');
+const esc = (s) => String(s).replace(/\|/g, '\\|');
+const table = ['| benchmark | tinker-wasm | peer (same run) | ratio | target | |', '|---|---:|---:|---:|---|---|', ...rows.map((r) => `| ${r.map(esc).join(' | ')} |`)].join('\n');
+const missed = targets.filter((t) => !t.ok);
+const summary = targets.length ? `Targets: ${targets.length - missed.length} of ${targets.length} met.${missed.length ? ` Missed: ${missed.map((t) => `${t.bench} (${t.ratio}; target ${t.target})`).join('; ')}. What dominates each miss and the next step: tests/bench/NOTES-issue8.md.` : ''}` : '';
+const command = `node tests/bench/run.mjs${argv.length ? ' ' + argv.join(' ') : ''}`;
+const md = [
+  `Command: \`make bench\` (= \`${command}\`). Budgets and the size check: \`make test-size\`.`,
+  '',
+  machine,
+  '',
+  table,
+  '',
+  summary,
+  '',
+  ...details.flatMap(([h, body]) => [`### ${h}`, '', body, '']),
+].join('\n');
+console.log(table);
+console.log('');
+console.log(summary);
+console.log('');
+console.log(machine);
+
+if (WRITE) {
+  const file = path.join(root, 'BENCHMARKS.md');
+  const BEGIN = '<!-- bench:run begin (written by tests/bench/run.mjs; edits between these markers are overwritten) -->';
+  const END = '<!-- bench:run end -->';
+  const block = `${BEGIN}\n## SDK benchmarks: tinker-wasm vs the official Python SDK and JS tokenizers (issue 8)\n\n${md}\n${END}`;
+  let text = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmarks\n\n';
+  const a = text.indexOf(BEGIN.slice(0, 22));
+  const b = text.indexOf(END);
+  text = a >= 0 && b > a ? text.slice(0, a) + block + text.slice(b + END.length) : `${text.trimEnd()}\n\n${block}\n`;
+  writeFileSync(file, text);
+  log(`wrote ${path.relative(process.cwd(), file)}`);
+}
