@@ -78,6 +78,23 @@ impl Guard {
 
     /// Runs `fut` unless the call is aborted or times out first (then `fut` is dropped).
     pub async fn run<T>(&self, fut: impl Future<Output = Result<T>>) -> Result<T> {
+        // Generic only in this thin wrapper; the racing logic is one type-erased copy
+        // (each instantiation of it cost kilobytes of wasm).
+        let slot = std::cell::RefCell::new(None);
+        let erased = async {
+            *slot.borrow_mut() = Some(fut.await?);
+            Ok(())
+        };
+        self.run_erased(Box::pin(erased)).await?;
+        Ok(slot
+            .into_inner()
+            .expect("run_erased returns Ok only after the future completed"))
+    }
+
+    async fn run_erased(
+        &self,
+        fut: futures_util::future::LocalBoxFuture<'_, Result<()>>,
+    ) -> Result<()> {
         self.check()?;
         let cancelled = async {
             match &self.cancel {
@@ -97,7 +114,7 @@ impl Guard {
                 None => std::future::pending().await,
             }
         };
-        futures_util::pin_mut!(fut, cancelled, expired);
+        futures_util::pin_mut!(cancelled, expired);
         match select(fut, select(cancelled, expired)).await {
             Either::Left((r, _)) => r,
             Either::Right((Either::Left(_), _)) => Err(self.aborted()),

@@ -607,6 +607,41 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T>>,
 {
+    // Generic only in this thin wrapper; the loop itself is one type-erased copy.
+    let slot = std::cell::RefCell::new(None);
+    let mut attempt = || -> futures_util::future::LocalBoxFuture<'_, Result<()>> {
+        let fut = f();
+        let slot = &slot;
+        Box::pin(async move {
+            *slot.borrow_mut() = Some(fut.await?);
+            Ok(())
+        })
+    };
+    retry_loop_erased(
+        env,
+        billing,
+        max_pause,
+        telemetry,
+        what,
+        is_retryable,
+        &mut attempt,
+    )
+    .await?;
+    Ok(slot
+        .into_inner()
+        .expect("the loop returns Ok only after an attempt succeeded"))
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn retry_loop_erased<'a>(
+    env: &Env,
+    billing: &mut dyn PauseState,
+    max_pause: f64,
+    telemetry: Option<&Telemetry>,
+    what: &'static str,
+    is_retryable: &dyn Fn(&Error) -> bool,
+    f: &mut (dyn FnMut() -> futures_util::future::LocalBoxFuture<'a, Result<()>> + 'a),
+) -> Result<()> {
     let start = now_secs(&**env);
     let mut attempt = 0u32;
     loop {

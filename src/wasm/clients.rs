@@ -966,9 +966,12 @@ impl TrainingClient {
                 ),
             ));
         } else if get(&params, "type").is_undefined() {
-            match crate::wasm::from_js::<AdamParams>(params) {
+            match convert::adam_params(&params) {
                 Ok(a) => OptimParams::Adam(a),
-                Err(e) => return reject(input_error(&e.within("params"))),
+                Err(e) => {
+                    crate::wasm::errors::prefix_field(&e, "params");
+                    return reject(e);
+                }
             }
         } else {
             match try_or_reject!(convert::to_json(&params, "params")) {
@@ -1288,20 +1291,8 @@ fn sampling_params(v: &JsValue) -> Result<SamplingParams, JsValue> {
     if v.is_undefined() || v.is_null() {
         return Ok(SamplingParams::default());
     }
-    if !v.is_object() || Array::is_array(v) {
-        return Err(type_error(
-            "samplingParams",
-            format!(
-                "must be an object ({{ max_tokens, temperature, … }}), got {}",
-                describe(v)
-            ),
-        ));
-    }
-    let p: SamplingParams =
-        crate::wasm::from_js(v.clone()).map_err(|e| input_error(&e.within("samplingParams")))?;
-    p.validate()
-        .map_err(|e| input_error(&e.within("samplingParams")))?;
-    Ok(p)
+    convert::sampling_params(v)
+        .inspect_err(|e| crate::wasm::errors::prefix_field(e, "samplingParams"))
 }
 
 #[wasm_bindgen]

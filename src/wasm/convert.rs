@@ -941,3 +941,111 @@ pub fn datum_to_js(d: &Datum) -> JsValue {
     set(&o, "loss_fn_inputs", &inputs);
     o.into()
 }
+
+// ---------------------------------------------------------------------------------
+// Parameter objects (wire field names)
+
+/// `AdamParams` from JS (`{ learning_rate, beta1, beta2, eps, weight_decay, grad_clip_norm }`,
+/// each optional), errors naming the field.
+pub fn adam_params(v: &JsValue) -> Result<crate::types::AdamParams, JsValue> {
+    let o = Opts::new(
+        v,
+        "AdamParams",
+        &[
+            "learning_rate",
+            "beta1",
+            "beta2",
+            "eps",
+            "weight_decay",
+            "grad_clip_norm",
+        ],
+    )?;
+    let mut p = crate::types::AdamParams::default();
+    for (k, slot) in [
+        ("learning_rate", &mut p.learning_rate),
+        ("beta1", &mut p.beta1),
+        ("beta2", &mut p.beta2),
+        ("eps", &mut p.eps),
+        ("weight_decay", &mut p.weight_decay),
+        ("grad_clip_norm", &mut p.grad_clip_norm),
+    ] {
+        if let Some(x) = o.number(k)? {
+            *slot = x;
+        }
+    }
+    p.validate().map_err(|e| input_error(&e))?;
+    Ok(p)
+}
+
+/// `SamplingParams` from JS (`{ max_tokens, seed, stop, temperature, top_k, top_p }`).
+pub fn sampling_params(v: &JsValue) -> Result<crate::types::SamplingParams, JsValue> {
+    use crate::types::{SamplingParams, StopCondition};
+    let o = Opts::new(
+        v,
+        "samplingParams",
+        &[
+            "max_tokens",
+            "seed",
+            "stop",
+            "temperature",
+            "top_k",
+            "top_p",
+        ],
+    )?;
+    let mut p = SamplingParams {
+        max_tokens: o.uint("max_tokens", u32::MAX as u64)?.map(|n| n as u32),
+        seed: o.uint("seed", u64::MAX)?,
+        ..Default::default()
+    };
+    if let Some(t) = o.number("temperature")? {
+        p.temperature = t;
+    }
+    if let Some(t) = o.number("top_p")? {
+        p.top_p = t;
+    }
+    if let Some(k) = o.number("top_k")? {
+        if k.fract() != 0.0 {
+            return Err(type_error("top_k", format!("must be an integer, got {k}")));
+        }
+        p.top_k = k as i64;
+    }
+    let stop = o.get("stop");
+    p.stop = if stop.is_undefined() || stop.is_null() {
+        None
+    } else if let Some(s) = stop.as_string() {
+        Some(StopCondition::String(s))
+    } else if Array::is_array(&stop) {
+        let arr: &Array = stop.unchecked_ref();
+        if arr.length() == 0 {
+            Some(StopCondition::Tokens(vec![]))
+        } else if arr.get(0).is_string() {
+            let mut out = Vec::with_capacity(arr.length() as usize);
+            for (i, x) in arr.iter().enumerate() {
+                out.push(x.as_string().ok_or_else(|| {
+                    type_error(
+                        &format!("stop[{i}]"),
+                        format!(
+                            "stop strings and token ids cannot be mixed, got {}",
+                            describe(&x)
+                        ),
+                    )
+                })?);
+            }
+            Some(StopCondition::Strings(out))
+        } else {
+            Some(StopCondition::Tokens(
+                tokens(&stop, "stop").map_err(|e| input_error(&e))?,
+            ))
+        }
+    } else {
+        return Err(type_error(
+            "stop",
+            format!(
+                "must be a string, an array of strings or an array of token ids, got {}",
+                describe(&stop)
+            ),
+        ));
+    };
+    p.validate().map_err(|e| input_error(&e))?;
+    Ok(p)
+}

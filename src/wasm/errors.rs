@@ -132,3 +132,27 @@ pub fn to_js(e: Error) -> JsValue {
 pub fn tinker_error(message: &str) -> JsValue {
     construct("TinkerError", message, &Object::new())
 }
+
+/// Prefixes the `field` (and message) of an input error thrown by a nested reader, so
+/// `top_p` read inside `samplingParams` reports `samplingParams.top_p`.
+pub fn prefix_field(e: &JsValue, prefix: &str) {
+    let field = Reflect::get(e, &JsValue::from_str("field"))
+        .ok()
+        .and_then(|f| f.as_string());
+    if let Some(f) = field {
+        let full = if f.is_empty() {
+            prefix.to_string()
+        } else {
+            format!("{prefix}.{f}")
+        };
+        let msg = Reflect::get(e, &JsValue::from_str("message"))
+            .ok()
+            .and_then(|m| m.as_string())
+            .unwrap_or_default();
+        let msg = msg
+            .strip_prefix(&format!("{f}: "))
+            .map_or(msg.clone(), |rest| format!("{full}: {rest}"));
+        set(e, "field", &JsValue::from_str(&full));
+        set(e, "message", &JsValue::from_str(&msg));
+    }
+}
