@@ -943,7 +943,10 @@ impl JsRenderer {
     /// The renderer tinker-cookbook recommends for a model (e.g. `Qwen/Qwen3-8B` →
     /// `qwen3`, `meta-llama/Llama-3.1-8B-Instruct` → `llama3`).
     #[wasm_bindgen(js_name = forModel)]
-    pub fn for_model(model_name: &str, tokenizer: &JsTokenizer) -> Result<JsRenderer, JsValue> {
+    pub fn for_model(
+        #[wasm_bindgen(js_name = modelName)] model_name: &str,
+        tokenizer: &JsTokenizer,
+    ) -> Result<JsRenderer, JsValue> {
         let kind = core::RendererKind::for_model(model_name).ok_or_else(|| {
             range_err(
                 "modelName",
@@ -1043,6 +1046,9 @@ fn messages_of(v: &JsValue) -> Result<Vec<core::Message>, JsValue> {
 /// resolveTokenizerId('meta-llama/Llama-3.1-8B');  // 'thinkingmachineslabinc/meta-llama-3-instruct-tokenizer'
 /// ```
 #[wasm_bindgen(js_name = resolveTokenizerId)]
-pub fn resolve_tokenizer_id(model_name: &str, server_tokenizer_id: Option<String>) -> String {
+pub fn resolve_tokenizer_id(
+    #[wasm_bindgen(js_name = modelName)] model_name: &str,
+    #[wasm_bindgen(js_name = serverTokenizerId)] server_tokenizer_id: Option<String>,
+) -> String {
     core::resolve_tokenizer_id(model_name, server_tokenizer_id.as_deref())
 }
