@@ -83,7 +83,7 @@ test('type a prompt, sample, and see the tokens with their logprobs', async () =
   const cols = page.locator('#results .col');
   assert.equal(await cols.count(), 1);
   assert.equal(await cols.first().getAttribute('data-model'), 'base:Qwen/Qwen3-8B');
-  const seqs = page.locator('#results .seq');
+  const seqs = page.locator('#results article.seq');
   assert.equal(await seqs.count(), 2);
   for (let i = 0; i < 2; i++) {
     const seq = seqs.nth(i);
@@ -185,13 +185,21 @@ test('compare the base model with the fine-tuned one, side by side', async () =>
   const models = await page.locator('#results .col').evaluateAll((els) => els.map((e) => e.dataset.model));
   assert.deepEqual(models, ['base:Qwen/Qwen3-8B', `ckpt:${checkpoint}`]);
   assert.equal(await page.isChecked('#compare'), true);
-  const tokensOf = (i) => page.locator('#results .col').nth(i).locator('.seq').first().locator('.tok').evaluateAll((els) => els.map((e) => e.dataset.tokenId).join(','));
+  const tokensOf = (i) => page.locator('#results .col').nth(i).locator('article.seq').first().locator('.tok').evaluateAll((els) => els.map((e) => e.dataset.tokenId).join(','));
   for (let i = 0; i < 2; i++) {
     const lps = await page.locator('#results .col').nth(i).locator('.tok').evaluateAll((els) => els.map((e) => Number(e.dataset.logprob)));
     assert.ok(lps.length >= 2 && lps.every((x) => x <= 0));
   }
   // Same prompt and seed: the trained weights draw a different sample.
   assert.notEqual(await tokensOf(0), await tokensOf(1));
+  // The prompt is a training example's, so its answer is scored under both models: the
+  // fine-tuned one finds it far more likely.
+  assert.equal(await page.inputValue('#answer'), "Arr, 'tis Paris, matey! A fine port for a pirate.");
+  const means = await page.locator('#results .col .answer-scores').evaluateAll((els) => els.map((e) => Number(e.dataset.meanLogprob)));
+  assert.equal(means.length, 2);
+  assert.ok(means[1] > means[0] + 1, `answer mean logprob: base ${means[0]}, fine-tuned ${means[1]}`);
+  const answerTokens = await page.locator('#results .col').first().locator('.answer-scores .tok').evaluateAll((els) => els.map((e) => e.textContent).join(''));
+  assert.match(answerTokens, /Arr, 'tis Paris, matey! A fine port for a pirate\.<\|im_end\|>$/);
   assert.match(await page.locator('#results .col').nth(1).locator('h3').textContent(), /^B · browser-test/);
   await shot('4-compare');
 });

@@ -163,7 +163,7 @@ export function finetunePanel(app) {
       const key = modelKey('ckpt', path);
       app.conn.adoptSampler(key, sampler, baseModel);
       const last = examples[0].filter((m) => m.role !== 'assistant');
-      trained = { key, path, baseModel, renderer, tok, messages: last };
+      trained = { key, path, baseModel, renderer, tok, messages: last, examples };
       el.path.textContent = path;
       el.tryPrompt.value = last.filter((m) => m.role === 'user').at(-1)?.content ?? '';
       el.after.hidden = false;
@@ -245,11 +245,14 @@ export function finetunePanel(app) {
     if (!trained) return;
     await app.refreshModels();
     app.selectTab('tab-sample');
+    // If the prompt is one of the training examples', score its answer too.
+    const example = trained.examples.find((m) => m.filter((x) => x.role === 'user').at(-1)?.content === el.tryPrompt.value);
     app.sample.compareWith({
       a: modelKey('base', trained.baseModel),
       b: trained.key,
       user: el.tryPrompt.value,
-      system: trained.messages.find((m) => m.role === 'system')?.content ?? '',
+      system: (example ?? trained.messages).find((m) => m.role === 'system')?.content ?? '',
+      answer: example?.filter((m) => m.role === 'assistant').at(-1)?.content ?? '',
     });
   });
   busy(false);

@@ -56,9 +56,17 @@ function details(tok, p, i, lp, alts) {
 }
 
 /** One model's results: a header, optional prompt scores, and each sample. */
-export function resultColumn({ key, title, subtitle, tok, promptIds, res, elapsedMs }) {
+export function resultColumn({ key, title, subtitle, tok, promptIds, res, answer = null, elapsedMs }) {
   const col = h('section.col', { dataset: { model: key }, 'aria-label': `Results of ${title}` },
     h('h3', {}, title, subtitle ? h('small', {}, ` ${subtitle}`) : null));
+  if (answer) {
+    const mean = answer.logprobs.reduce((a, b) => a + b, 0) / Math.max(1, answer.logprobs.length);
+    col.append(h('div.seq.answer-scores', { dataset: { meanLogprob: String(mean), tokens: String(answer.ids.length) } },
+      h('header', {}, h('span', {}, 'Reference answer'), h('span', {}, `${answer.ids.length} tokens`),
+        h('span', {}, `mean logprob ${mean.toFixed(3)}`), h('span', {}, `perplexity ${Math.exp(-mean).toFixed(1)}`)),
+      tokenStrip(tok, answer.ids, answer.logprobs, { label: 'Reference answer tokens' }),
+      h('div.inspector', { 'aria-live': 'polite' })));
+  }
   if (res.prompt_logprobs) {
     const scored = res.prompt_logprobs.filter((x) => x !== null);
     const mean = scored.reduce((a, b) => a + b, 0) / Math.max(1, scored.length);

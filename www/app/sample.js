@@ -44,7 +44,7 @@ export function parseStop(text) {
 export function samplePanel(app) {
   const el = {
     form: $('#sample-form'), a: $('#model-a'), b: $('#model-b'), compare: $('#compare'), refresh: $('#refresh-models'),
-    system: $('#system'), user: $('#user'), raw: $('#raw'), template: $('#template'),
+    system: $('#system'), user: $('#user'), raw: $('#raw'), answer: $('#answer'), template: $('#template'),
     rendered: $('#rendered-text'), renderedCount: $('#rendered-count'),
     maxTokens: $('#max-tokens'), temperature: $('#temperature'), topK: $('#top-k'), topP: $('#top-p'), seed: $('#seed'),
     n: $('#num-samples'), stop: $('#stop'), alts: $('#topk-logprobs'), scorePrompt: $('#score-prompt'),
@@ -70,6 +70,30 @@ export function samplePanel(app) {
       return { ids: prompt.chunks[0].tokens, stop: renderer.stopSequences };
     }
     return { ids: tok.encode(el.raw.value, { addSpecialTokens: true }), stop: null };
+  }
+
+  /**
+   * The reference answer after the prompt, as the model would produce it (chat mode: the
+   * renderer's assistant turn, end-of-turn token included). Returns the whole sequence and
+   * the positions (into it) of the answer's tokens.
+   */
+  function buildAnswer(baseModel, tok, promptIds) {
+    const answer = el.answer.value;
+    if (!answer.trim()) return null;
+    if (mode() === 'chat') {
+      const renderer = rendererFor(baseModel, tok, el.template.value);
+      const d = renderer.buildSupervisedExample([...messages(), { role: 'assistant', content: answer }]);
+      const input = d.model_input.chunks[0].tokens;
+      const targets = d.loss_fn_inputs.target_tokens.data;
+      const weights = d.loss_fn_inputs.weights.data;
+      const seq = [...input, targets[targets.length - 1]];
+      const positions = [];
+      weights.forEach((w, i) => w > 0 && positions.push(i + 1));
+      return { seq, positions };
+    }
+    const ids = tok.encode(answer);
+    const seq = [...promptIds, ...ids];
+    return { seq, positions: ids.length ? Array.from(ids, (_, i) => promptIds.length + i) : [] };
   }
 
   /** Re-renders the prompt preview for model A and tells the Tokens panel. */
@@ -140,7 +164,14 @@ export function samplePanel(app) {
       topkSampleLogprobs: p.alternatives || undefined,
       signal,
     });
-    return { key, baseModel, tok, ids, res, elapsedMs: performance.now() - t0 };
+    let answer = null;
+    const ref = buildAnswer(baseModel, tok, ids);
+    if (ref && ref.positions.length) {
+      opRef.setPhase(`scoring the reference answer with ${modelLabel(key)}…`);
+      const lps = await client.computeLogprobs(ref.seq, { signal });
+      answer = { ids: ref.positions.map((i) => ref.seq[i]), logprobs: ref.positions.map((i) => lps[i]) };
+    }
+    return { key, baseModel, tok, ids, res, answer, elapsedMs: performance.now() - t0 };
   }
 
   /** Samples from model A (and B when comparing). */
@@ -183,6 +214,7 @@ export function samplePanel(app) {
         tok: r.tok,
         promptIds: r.ids,
         res: r.res,
+        answer: r.answer,
         elapsedMs: r.elapsedMs,
       })));
       el.results.dataset.models = String(done.length);
@@ -215,7 +247,7 @@ export function samplePanel(app) {
   for (const input of [el.system, el.user, el.raw, el.template, el.a, ...el.form.querySelectorAll('input[name="prompt-mode"]')]) {
     input.addEventListener(input.tagName === 'SELECT' || input.type === 'radio' ? 'change' : 'input', () => renderPreview());
   }
-  for (const ta of [el.system, el.user, el.raw]) {
+  for (const ta of [el.system, el.user, el.raw, el.answer]) {
     ta.addEventListener('keydown', (e) => {
       if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
         e.preventDefault();
@@ -240,7 +272,7 @@ export function samplePanel(app) {
       renderPreview();
     },
     /** Sets up a comparison (e.g. base vs fine-tuned) and runs it. */
-    compareWith({ a, b, user, system = '' }) {
+    compareWith({ a, b, user, system = '', answer = '' }) {
       for (const [select, key] of [[el.a, a], [el.b, b]]) {
         if (![...select.options].some((o) => o.value === key)) select.append(h('option', { value: key }, modelLabel(key)));
         select.value = key;
@@ -250,6 +282,7 @@ export function samplePanel(app) {
       el.form.querySelector('input[name="prompt-mode"][value="chat"]').checked = true;
       el.user.value = user;
       el.system.value = system;
+      el.answer.value = answer;
       renderPreview();
       return run();
     },
