@@ -273,6 +273,20 @@ test('errors are shown clearly: bad parameters, and a refused key in direct mode
   await page.waitForSelector('#conn-error', { state: 'hidden' });
 });
 
+test('a page served from an origin the relay does not allow says so', async () => {
+  const other = await browser.context.newPage();
+  try {
+    // Same server, another origin: http://localhost:PORT instead of http://127.0.0.1:PORT.
+    await other.goto(`${stack.siteURL.replace('127.0.0.1', 'localhost')}/`);
+    await other.waitForSelector('#conn-error:not([hidden])');
+    assert.match(await other.textContent('#conn-error'), /RelayUnreachable.*ALLOWED_ORIGINS/s);
+    assert.equal(await other.getAttribute('#conn-pill', 'data-state'), 'error');
+  } finally {
+    await other.close();
+  }
+  assert.ok(stack.relay.logs.some((l) => /\[relay\] GET \/relay\/status origin 403/.test(l)), 'the relay refused it');
+});
+
 test('readable on a narrow screen: nothing overflows sideways', async () => {
   await page.setViewportSize({ width: 390, height: 844 });
   await page.click('#tab-sample');

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import * as tinker from 'tinker-wasm';
 import { startRelay, randomKey } from '../../www/dev/stack.mjs';
+import { matchRoute, rewriteClientConfig, scrubBytes, scrubText } from '../../www/relay/policy.js';
 import { startSim } from '../js/sim.mjs';
 
 const ORIGIN = 'http://playground.test';
@@ -92,6 +93,31 @@ after(async () => {
   await echoRelay?.stop();
   await sim?.stop();
   echo?.server.close();
+});
+
+test('policy: scrubbing finds every occurrence of every secret, in text and bytes', () => {
+  const enc = (x) => new TextEncoder().encode(x);
+  const dec = (x) => new TextDecoder().decode(x);
+  assert.equal(dec(scrubBytes(enc('kkk|k|xkx'), ['k'])), '[redacted][redacted][redacted]|[redacted]|x[redacted]x');
+  assert.equal(dec(scrubBytes(enc('aXYbXYXY'), ['XY', 'b'])), 'a[redacted][redacted][redacted][redacted]');
+  assert.equal(dec(scrubBytes(enc('tml-abc tml-ab'), ['tml-abc'])), '[redacted] tml-ab');
+  const same = enc('nothing here');
+  assert.equal(scrubBytes(same, ['tml-abc', '']), same, 'no copy when nothing matches');
+  assert.equal(scrubText('key=tml-1;tml-1', ['tml-1']), 'key=[redacted];[redacted]');
+  const bin = new Uint8Array([0, 255, ...enc('tml-zz'), 7]);
+  assert.deepEqual([...scrubBytes(bin, ['tml-zz'])], [0, 255, ...enc('[redacted]'), 7]);
+});
+
+test('policy: routes by method and exact path; client/config is rewritten for the page', () => {
+  assert.equal(matchRoute('POST', '/api/v1/asample'), 'asample');
+  assert.equal(matchRoute('GET', '/api/v1/asample'), null);
+  assert.equal(matchRoute('POST', '/api/v1/asample/'), null);
+  assert.equal(matchRoute('POST', '/x/api/v1/asample'), null);
+  assert.equal(matchRoute('GET', '/api/v1/training_runs/s%3Atrain%3A0/checkpoints'), 'list_checkpoints');
+  assert.equal(matchRoute('GET', '/api/v1/training_runs/a/b/checkpoints'), null);
+  assert.equal(matchRoute('POST', '/api/v1/sessions/abc/finish'), 'session_finish');
+  const c = rewriteClientConfig({ pjwt_auth_enabled: true, fwdbwd_max_chunk_bytes_count: 5_000_000, other: 1 }, 1_048_576);
+  assert.deepEqual(c, { pjwt_auth_enabled: false, fwdbwd_max_chunk_bytes_count: 262_144, other: 1 });
 });
 
 test('preflight: an allowed origin gets CORS headers, any other origin 403 without them', async () => {

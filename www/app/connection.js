@@ -76,7 +76,16 @@ export class Connection {
 
   /** For the relay: its own status (`/relay/status`, checked upstream with the SDK). */
   async relayStatus(signal) {
-    const r = await fetch(`${this.baseURL}/relay/status`, { signal });
+    let r;
+    try {
+      r = await fetch(`${this.baseURL}/relay/status`, { signal });
+    } catch (cause) {
+      // A relay that refuses this origin sends no CORS headers: the browser reports that as
+      // a network error, indistinguishable from a relay that is down.
+      const e = new Error(`no usable answer from the relay at ${this.baseURL}: is it running, and is ${location.origin} on its ALLOWED_ORIGINS?`, { cause });
+      e.name = 'RelayUnreachable';
+      throw e;
+    }
     const body = await r.json().catch(() => null);
     if (!r.ok) {
       const e = new Error(body?.detail ?? body?.error?.message ?? `relay status: HTTP ${r.status}`);
