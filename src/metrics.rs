@@ -57,6 +57,39 @@ fn int_low64(v: f64) -> Result<u64, String> {
     })
 }
 
+/// `numpy.sum` of float64 values: numpy's pairwise summation (8 accumulators in blocks of
+/// up to 128, halves above that), so combined metrics equal the Python SDK's to the bit.
+fn np_sum(xs: &[f64]) -> f64 {
+    let n = xs.len();
+    if n < 8 {
+        // From +0.0, as numpy (Rust's f64 `Sum` starts from -0.0).
+        let mut res = 0.0;
+        for x in xs {
+            res += x;
+        }
+        res
+    } else if n <= 128 {
+        let mut r = [0.0f64; 8];
+        r.copy_from_slice(&xs[..8]);
+        let mut i = 8;
+        while i < n - n % 8 {
+            for (j, acc) in r.iter_mut().enumerate() {
+                *acc += xs[i + j];
+            }
+            i += 8;
+        }
+        let mut res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for x in &xs[i..] {
+            res += x;
+        }
+        res
+    } else {
+        let half = n / 2;
+        let half = half - half % 8;
+        np_sum(&xs[..half]) + np_sum(&xs[half..])
+    }
+}
+
 /// Reduces metrics across chunks, weighted by each chunk's number of outputs.
 pub fn reduce_metrics(results: &[ForwardBackwardOutput]) -> Result<BTreeMap<String, f64>, String> {
     let mut out = BTreeMap::new();
@@ -89,11 +122,13 @@ pub fn reduce_metrics(results: &[ForwardBackwardOutput]) -> Result<BTreeMap<Stri
             continue;
         };
         let weighted_mean = || -> Result<f64, String> {
-            let total: f64 = weights.iter().sum();
+            // numpy.average: sum(values * weights) / sum(weights), both pairwise.
+            let total = np_sum(&weights);
             if total == 0.0 {
                 return Err(format!("metric {key:?}: weights sum to zero"));
             }
-            Ok(values.iter().zip(&weights).map(|(v, w)| v * w).sum::<f64>() / total)
+            let products: Vec<f64> = values.iter().zip(&weights).map(|(v, w)| v * w).collect();
+            Ok(np_sum(&products) / total)
         };
         let max = || values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         match reduction {
@@ -104,7 +139,7 @@ pub fn reduce_metrics(results: &[ForwardBackwardOutput]) -> Result<BTreeMap<Stri
                 out.insert(key.clone(), max() - weighted_mean()?);
             }
             "sum" => {
-                out.insert(key.clone(), values.iter().sum());
+                out.insert(key.clone(), np_sum(&values));
             }
             "min" => {
                 out.insert(
@@ -276,6 +311,20 @@ mod tests {
         assert_eq!(r["loss:sum"], 1.0);
         assert!(reduce_metrics(&[out(&[("noreduction", 1.0)], 1)]).is_err());
         assert!(reduce_metrics(&[out(&[("a:b:sum", 1.0)], 1)]).is_err());
+    }
+
+    #[test]
+    fn sums_are_numpys_pairwise_sums() {
+        // Expected values from numpy 2.4 (np.sum / np.average), which the Python SDK uses.
+        let a: Vec<f64> = std::iter::once(1e16).chain([1.0; 8]).collect();
+        assert_eq!(np_sum(&a), 1.0000000000000008e16);
+        let b: Vec<f64> = (1..200).map(|i| 0.1 * i as f64).collect();
+        assert_eq!(np_sum(&b), 1990.0);
+        let outs: Vec<ForwardBackwardOutput> = b.iter().map(|v| out(&[("l:sum", *v)], 1)).collect();
+        assert_eq!(reduce_metrics(&outs).unwrap()["l:sum"], 1990.0);
+        let w: Vec<f64> = (1..200).map(|i| i as f64).collect();
+        let p: Vec<f64> = b.iter().zip(&w).map(|(v, w)| v * w).collect();
+        assert_eq!(np_sum(&p) / np_sum(&w), 13.3);
     }
 
     #[test]

@@ -289,7 +289,7 @@ impl SessionPoller {
                 "retrieved_request_ids": ids,
             });
             if ack_only {
-                body["timeout"] = json!(0);
+                body["timeout"] = json!(0.0); // Python sends the float 0.0
             }
             let req = Req::post_json("/api/v1/retrieve_futures", &body)
                 .retries(0)
