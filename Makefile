@@ -83,6 +83,14 @@ test-conformance: setup
 	cargo build -p tinker-sim
 	tests/conformance/.venv/bin/python tests/conformance/run.py
 
+# Differential test (issues 4, 5): the same scenario through the official Python SDK and
+# through pkg/ in Node, each against a fresh tinker-sim; the request logs must match
+# (tests/differential/NOTES.md). Artifacts in target/differential/.
+test-differential: wasm sim
+	tests/conformance/.venv/bin/python tests/differential/run.py
+
+.PHONY: test-differential
+
 # The browser playground (issue 7): the site (www/ + pkg/ + tokenizer files), tinker-sim and
 # the relay Worker (www/relay/) in miniflare, all on loopback; prints the URL.
 playground: wasm sim
@@ -95,7 +103,7 @@ test-www: wasm sim
 
 .PHONY: playground test-www
 
-test: lint test-rust typecheck test-js test-readme test-tokenizer-parity test-conformance test-size test-www
+test: lint test-rust typecheck test-js test-readme test-tokenizer-parity test-conformance test-differential test-size test-www
 	@echo "make test: all suites passed"
 
 clean:

@@ -35,6 +35,9 @@ SOFT_HEADERS = ("x-sdk-method", "x-sdk-version")
 CLIENT_COMPUTED = {("custom", "metrics", "loss:sum"), ("custom", "metrics", "custom:sum")}
 # Polls and background traffic are timing-dependent (NOTES.md, "Normalisations").
 POLL_PATHS = ("/api/v1/retrieve_future",)
+# The session-wide sample poller (`sample_use_retrieve_futures`): one long-poll loop per
+# sampling session whose acks ride on whichever poll goes out next (NOTES.md).
+SESSION_POLL_PATHS = ("/api/v1/retrieve_futures",)
 CONNECT_PATHS = ("/api/v1/client/config", "/api/v1/client/dynamic_config")
 BACKGROUND_PATHS = ("/api/v1/session_heartbeat", "/api/v1/telemetry")
 
@@ -94,6 +97,7 @@ class Side:
         self.connect: list = []
         self.background: list = []
         self.polls: dict[str, list] = {}  # future label -> poll payloads
+        self.session_polls: dict[str, dict] = {}  # target -> what its poller sent
         self.soft: Counter = Counter()
         self.header_names: Counter = Counter()
         seg_future_counts: Counter = Counter()
@@ -125,6 +129,18 @@ class Side:
                         self.futures[rid] = f"<future {current}:{rtype}#{k}>"
                     self.first_polls.setdefault(current, []).append(self.futures[rid])
                 self.polls.setdefault(self.futures[rid], []).append(self._payload(e, body))
+                continue
+            if path in SESSION_POLL_PATHS:
+                b = dict(body or {})
+                target = canon(self.norm(b.pop("target", None)))
+                acc = self.session_polls.setdefault(target, {"shapes": set(), "cursors": set(), "acked": set(), "polls": 0})
+                acc["polls"] += 1
+                acc["cursors"].add(b.pop("prev_cursor", None))
+                for rid in b.pop("retrieved_request_ids", None) or []:
+                    acc["acked"].add(self.futures.get(rid, "<a future never fetched with retrieve_future>"))
+                b["(headers)"] = {h: headers.get(h) for h in STRICT_HEADERS if h in headers}
+                b["(status)"] = e.get("status")
+                acc["shapes"].add(canon(b))
                 continue
             if path in CONNECT_PATHS:
                 self.connect.append((e["method"], path, json.dumps(self.norm(body), sort_keys=True)))
@@ -281,6 +297,21 @@ def compare(py: Side, ours: Side) -> tuple[list[str], list[str]]:
             lines += [f"  - {v}" for v in sorted(va - vb)]
             lines += [f"  + {v}" for v in sorted(vb - va)]
             problems.append("\n".join(lines))
+    # Session pollers: per sampling session, the same kinds of polls, every cursor the server
+    # handed out sent back, every fetched sample acknowledged; their number and grouping is timing.
+    for target in sorted(set(py.session_polls) | set(ours.session_polls)):
+        a, b = py.session_polls.get(target), ours.session_polls.get(target)
+        if a is None or b is None:
+            problems.append(f"retrieve_futures for {target}: only {'python' if a else 'ours'} polls it")
+            continue
+        for k, what in (("shapes", "poll bodies (without cursor and acks)"), ("cursors", "prev_cursor values"), ("acked", "acknowledged futures")):
+            if a[k] != b[k]:
+                problems.append(
+                    f"retrieve_futures for {target}: {what} differ:\n"
+                    + "".join(f"  - {v}\n" for v in sorted(map(str, a[k] - b[k])))
+                    + "".join(f"  + {v}\n" for v in sorted(map(str, b[k] - a[k]))).rstrip()
+                )
+        notes.append(f"retrieve_futures for {target}: python {a['polls']} polls, ours {b['polls']}")
     ca = Counter(len(v) for v in py.polls.values())
     cb = Counter(len(v) for v in ours.polls.values())
     notes.append(

@@ -4,7 +4,7 @@
 its own fresh tinker-sim with the same seed and --request-log; then the two request logs
 are normalised and compared request by request (compare.py; rules in NOTES.md).
 
-    tests/conformance/.venv/bin/python tests/differential/run.py [--keep DIR] [--self-test-only DIR]
+    tests/conformance/.venv/bin/python tests/differential/run.py [--keep DIR] [--config NAME] [--compare-only]
 
 Needs target/debug/tinker-sim (`cargo build -p tinker-sim`), pkg/ (`scripts/build-wasm.sh`)
 and the conformance venv with torch (`scripts/setup.sh`). Artifacts (both logs, the
@@ -38,14 +38,26 @@ import compare  # noqa: E402
 SIM_BIN = Path(os.environ.get("TINKER_SIM_BIN", ROOT / "target/debug/tinker-sim"))
 VENV_PY = ROOT / "tests/conformance/.venv/bin/python"
 SIM_ARGS = ["--seed", "11"]
+# The scenario runs once per server configuration: the simulator's defaults, and flags
+# that switch the SDKs onto other wire paths (zstd bodies, byte-budget chunking submitted
+# serially, session-wide sample polling through retrieve_futures).
+CONFIGS = {
+    "default": [],
+    "flags": ["--client-config", json.dumps({
+        "proto_compress_fwdbwd": True,
+        "fwdbwd_max_chunk_bytes_count": 250,
+        "parallel_fwdbwd_chunks": False,
+        "sample_use_retrieve_futures": True,
+    })],
+}
 TIMEOUT = 120
 
 
 class Sim:
-    def __init__(self, log: Path, stderr: Path) -> None:
+    def __init__(self, log: Path, stderr: Path, extra: list[str]) -> None:
         self.stderr = open(stderr, "w")
         self.proc = subprocess.Popen(
-            [str(SIM_BIN), "--port", "0", "--request-log", str(log), *SIM_ARGS],
+            [str(SIM_BIN), "--port", "0", "--request-log", str(log), *SIM_ARGS, *extra],
             stdout=subprocess.PIPE, stderr=self.stderr, text=True,
         )
         line = self.proc.stdout.readline().strip()
@@ -87,11 +99,11 @@ def model_ids(log: Path) -> list[str]:
     return ids
 
 
-def run_side(name: str, cmd: list[str], out: Path) -> tuple[subprocess.Popen, Sim, float]:
+def run_side(name: str, cmd: list[str], out: Path, extra: list[str]) -> tuple[subprocess.Popen, Sim, float]:
     out.mkdir(parents=True, exist_ok=True)
     for f in ("requests.jsonl", "models.json", "results.json"):
         (out / f).unlink(missing_ok=True)
-    sim = Sim(out / "requests.jsonl", out / "sim.stderr")
+    sim = Sim(out / "requests.jsonl", out / "sim.stderr", extra)
     proc = subprocess.Popen([*cmd, sim.url, str(out / "results.json")], cwd=ROOT, stdout=open(out / "driver.log", "w"), stderr=subprocess.STDOUT)
     return proc, sim, time.monotonic()
 
@@ -209,14 +221,46 @@ def m_strict_header(entries):
     return "content-type of a forward_backward"
 
 
-MUTATIONS = [m_body_value, m_seq_id, m_query, m_missing, m_poll_header, m_unpolled, m_sampling_param, m_chunk_order, m_step_moved, m_strict_header]
+def _acks(entries):
+    return [e for e in entries if e["path"] == "/api/v1/retrieve_futures" and e["body"].get("retrieved_request_ids")]
 
 
-def self_test(py_dir: Path, ours_dir: Path, scratch: Path) -> list[str]:
+def m_ack_timeout(entries):
+    """An acknowledgement-only poll sends the integer 0 as its timeout (the bug fixed in src/sampling.rs)."""
+    ack = next(e for e in _acks(entries) if "timeout" in e["body"])
+    ack["body"]["timeout"] = 0
+    return "retrieve_futures timeout 0.0 -> 0"
+
+
+def m_ack_missing(entries):
+    """A fetched sample is never acknowledged to the session poller."""
+    rid = _acks(entries)[0]["body"]["retrieved_request_ids"][0]
+    for e in _acks(entries):
+        e["body"]["retrieved_request_ids"] = [r for r in e["body"]["retrieved_request_ids"] if r != rid]
+    return "the acknowledgement of one sample"
+
+
+def m_zstd(entries):
+    """One forward_backward chunk goes out uncompressed."""
+    i = _find(entries, lambda e: _fb(e) and e["headers"].get("content-encoding") == "zstd")
+    del entries[i]["headers"]["content-encoding"]
+    return "content-encoding of a forward_backward chunk"
+
+
+# (configuration whose recorded log is mutated, mutation)
+MUTATIONS = [("default", m) for m in (m_body_value, m_seq_id, m_query, m_missing, m_poll_header, m_unpolled, m_sampling_param, m_chunk_order, m_step_moved, m_strict_header)]
+MUTATIONS += [("flags", m) for m in (m_ack_timeout, m_ack_missing, m_zstd)]
+
+
+def self_test(out: Path, configs: list[str]) -> list[str]:
     failures = []
-    baseline = {p for p in compare.compare(compare.Side("python", py_dir), compare.Side("ours", ours_dir))[0]}
-    entries = [json.loads(x) for x in (ours_dir / "requests.jsonl").read_text().splitlines() if x.strip()]
-    for mutate in MUTATIONS:
+    scratch = out / "self-test"
+    for config, mutate in MUTATIONS:
+        if config not in configs:
+            continue
+        py_dir, ours_dir = out / config / "python", out / config / "ours"
+        baseline = set(compare.compare(compare.Side("python", py_dir), compare.Side("ours", ours_dir))[0])
+        entries = [json.loads(x) for x in (ours_dir / "requests.jsonl").read_text().splitlines() if x.strip()]
         mutated = copy.deepcopy(entries)
         what = mutate(mutated)
         d = scratch / mutate.__name__
@@ -228,7 +272,7 @@ def self_test(py_dir: Path, ours_dir: Path, scratch: Path) -> list[str]:
         request_problems = [p for p in problems if p not in baseline and not p.startswith("result ")]
         status = "caught" if request_problems else "MISSED"
         first = request_problems[0].splitlines()[:4] if request_problems else []
-        print(f"  self-test {mutate.__name__}: {what}: {status}" + ("".join(f"\n      {x}" for x in first)))
+        print(f"  self-test {config}/{mutate.__name__}: {what}: {status}" + ("".join(f"\n      {x}" for x in first)))
         if not request_problems:
             failures.append(f"the comparator did not notice: {what}")
     return failures
@@ -237,36 +281,52 @@ def self_test(py_dir: Path, ours_dir: Path, scratch: Path) -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--keep", default=str(ROOT / "target/differential"), help="artifact directory")
-    ap.add_argument("--self-test-only", action="store_true", help="only re-run the comparison and self-test on the recorded logs in --keep")
+    ap.add_argument("--config", action="append", choices=sorted(CONFIGS), help="only these server configurations (default: all)")
+    ap.add_argument("--compare-only", action="store_true", help="only re-run the comparison and self-test on the logs recorded in --keep")
     args = ap.parse_args()
     out = Path(args.keep)
-    py_dir, ours_dir = out / "python", out / "ours"
+    configs = args.config or list(CONFIGS)
     t_start = time.monotonic()
-    if not args.self_test_only:
+    if not args.compare_only:
         for need, how in ((SIM_BIN, "cargo build -p tinker-sim"), (ROOT / "pkg/gen/full/tinker_wasm_bg.wasm", "scripts/build-wasm.sh"), (VENV_PY, "scripts/setup.sh")):
             if not Path(need).exists():
                 print(f"FAIL: {need} is missing: run `{how}` first", file=sys.stderr)
                 return 2
-        # Both sides at once, each against its own simulator (timing differences are normalised).
-        py = run_side("python", [str(VENV_PY), str(HERE / "driver.py")], py_dir)
+        # Every side of every configuration at once, each against its own simulator
+        # (the timing differences this causes are what the comparator normalises).
+        running = []
         try:
-            ours = run_side("ours", ["node", str(HERE / "driver.mjs")], ours_dir)
+            for c in configs:
+                running.append((f"{c}: python", run_side("python", [str(VENV_PY), str(HERE / "driver.py")], out / c / "python", CONFIGS[c]), out / c / "python"))
+                running.append((f"{c}: ours (Node)", run_side("ours", ["node", str(HERE / "driver.mjs")], out / c / "ours", CONFIGS[c]), out / c / "ours"))
         except BaseException:
-            py[0].kill()
-            py[1].stop()
+            for _, (proc, sim, _), _ in running:
+                proc.kill()
+                sim.stop()
             raise
-        try:
-            t_ours = finish_side("ours (Node)", *ours, ours_dir)
-        finally:
-            t_py = finish_side("python", *py, py_dir)
-        print(f"scenario ran: python SDK {t_py:.1f} s, tinker-wasm (Node) {t_ours:.1f} s; artifacts in {out}")
-    print("python = the official SDK 0.38.0, ours = tinker-wasm")
-    rc = compare.main(["compare.py", str(py_dir), str(ours_dir)])
+        times = []
+        errors = []
+        for name, side, d in running:
+            try:
+                times.append(f"{name} {finish_side(name, *side, d):.1f} s")
+            except SystemExit as e:
+                errors.append(str(e))
+        if errors:
+            print("\n".join(errors))
+            return 1
+        print(f"scenario ran ({', '.join(times)}); artifacts in {out}")
+    rc = 0
+    failures = []
+    for c in configs:
+        print(f"\n=== server configuration {c!r}: tinker-sim {' '.join(SIM_ARGS + CONFIGS[c])}")
+        print("python = the official SDK 0.38.0, ours = tinker-wasm")
+        py_dir, ours_dir = out / c / "python", out / c / "ours"
+        rc |= compare.main(["compare.py", str(py_dir), str(ours_dir)])
+        problems, _ = compare.compare(compare.Side("python", py_dir), compare.Side("python-again", py_dir))
+        if problems:
+            failures.append(f"{c}: a log compared with itself shows differences: " + problems[0])
     print("\ncomparator self-test (each mutation of our recorded log must be reported):")
-    failures = self_test(py_dir, ours_dir, out / "self-test")
-    problems, _ = compare.compare(compare.Side("python", py_dir), compare.Side("python-again", py_dir))
-    if problems:
-        failures.append("a log compared with itself shows differences: " + problems[0])
+    failures += self_test(out, configs)
     for f in failures:
         print("FAIL self-test: " + f)
     print(f"\ndifferential test {'passed' if rc == 0 and not failures else 'FAILED'} in {time.monotonic() - t_start:.1f} s")
