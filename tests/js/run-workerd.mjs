@@ -65,6 +65,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const mf = new Miniflare({
     ...bundle,
     compatibilityDate: '2026-04-01',
+    // No request.cf data: miniflare would otherwise fetch it from workers.cloudflare.com.
+    cf: false,
     bindings,
   });
   let failed = 1;
