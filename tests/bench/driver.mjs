@@ -113,12 +113,12 @@ if (mode === 'sample') {
   if (typeof encode !== 'function') throw new Error('pkg/ has no __benchEncodeForwardBackward: rebuild it (make wasm)');
   const w = sftWeights(len + 1);
   const data = sftTokens(batch, len + 1).map((t) => tinker.datumFromTokens(t, { weights: w }));
-  const best = (fn) => {
+  const best = (fn, n = reps) => {
     fn(); // warm-up
     let ms = Infinity;
     let cpuMs = Infinity;
     let r;
-    for (let i = 0; i < reps; i++) {
+    for (let i = 0; i < n; i++) {
       const c0 = cpu();
       const t0 = performance.now();
       r = fn();
@@ -130,7 +130,7 @@ if (mode === 'sample') {
   const proto = best(() => encode(data, 'cross_entropy', { compress: false }));
   const zstd = best(() => encode(data, 'cross_entropy', { compress: true }));
   const src = new Uint8Array(proto.r).fill(7);
-  const floor = best(() => src.slice().length);
+  const floor = best(() => src.slice().length, Math.max(reps, 50)); // cheap: more tries, less noise
   out({ batch, len, tokens: batch * len, proto_bytes: proto.r, zstd_bytes: zstd.r, proto_ms: proto.ms, zstd_ms: zstd.ms, floor_ms: floor.ms });
 } else if (mode === 'cold') {
   const [url, variant] = args;

@@ -5,13 +5,14 @@
 // details, the machine and the versions to BENCHMARKS.md (between the bench:run markers).
 //   node tests/bench/run.mjs [--quick] [--only a,b] [--no-write] [--python PATH]
 // Sections: size encode sample sft cold memory tokenizer. --quick: smaller counts (a smoke
-// run; the figures are noisier and BENCHMARKS.md is not written unless --write).
+// run; the figures are noisier). BENCHMARKS.md is written by full runs only (or with --write).
 // Every client measurement runs in its own process against its own simulator process
 // (`--future-delay-ms 0`), so "client CPU" is the client process's user + system time only.
 // These are benchmarks, not tests: nothing here fails on a timing.
 import { spawn, execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import os from 'node:os';
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startSim } from '../js/sim.mjs';
@@ -27,7 +28,7 @@ if (flag('--help')) {
   process.exit(0);
 }
 const QUICK = flag('--quick');
-const WRITE = flag('--write') || (!QUICK && !flag('--no-write'));
+const WRITE = flag('--write') || (!QUICK && !flag('--only') && !flag('--no-write'));
 const ALL = ['size', 'encode', 'sample', 'sft', 'cold', 'memory', 'tokenizer'];
 const ONLY = opt('--only', ALL.join(',')).split(',');
 const PY = opt('--python', path.join(root, 'tests/conformance/.venv/bin/python'));
@@ -86,6 +87,16 @@ const row = (bench, ours, peer, ratio, target = '—', ok = null) => {
   if (ok !== null) targets.push({ bench, target, ok, ratio });
 };
 
+// The package under test: if it changes during the run (a build elsewhere), say so.
+const pkgDigest = () => {
+  const h = createHash('sha256');
+  for (const v of ['full', 'lite']) {
+    const f = path.join(root, `pkg/gen/${v}/tinker_wasm_bg.wasm`);
+    if (existsSync(f)) h.update(readFileSync(f));
+  }
+  return h.digest('hex').slice(0, 12);
+};
+const digest0 = pkgDigest();
 const load0 = os.loadavg();
 const started = new Date();
 const section = (name) => ONLY.includes(name);
@@ -282,6 +293,7 @@ const machine = [
   `- tinker-wasm ${JSON.parse(readFileSync(path.join(root, 'pkg/package.json'))).version} at ${commit}; Node ${process.version}; miniflare ${pkgVersion('miniflare')} (workerd ${pkgVersion('workerd')}); @lenml/tokenizers ${pkgVersion('@lenml/tokenizers')}`,
   `- Python ${versions.python}: tinker ${versions.tinker}, protobuf ${versions.protobuf}, zstandard ${versions.zstandard}, tokenizers ${versions.tokenizers}, numpy ${versions.numpy}`,
   `- simulator: tinker-sim (\`target/debug/tinker-sim\`, tests/sim; its crate builds at opt-level 3) with \`${SIM_ARGS.join(' ')}\`, a fresh process per measurement`,
+  `- wasm modules (sha256 of full + lite): ${digest0}${pkgDigest() === digest0 ? '' : ` at the start, ${pkgDigest()} at the end — **the package was rebuilt during the run; figures mix two builds**`}`,
   `- date: ${started.toISOString()}, ${f((Date.now() - started) / 1000, 0)} s`,
 ].join('\n');
 const esc = (s) => String(s).replace(/\|/g, '\\|');

@@ -32,6 +32,10 @@ export function measureSizes() {
     const wasmFile = `${v.dir}/tinker_wasm_bg.wasm`;
     if (!existsSync(path.join(root, wasmFile))) throw new Error(`${wasmFile} is missing: build the package first (make wasm)`);
     const wasm = sizeOf([wasmFile]);
+    // scripts/build-wasm.sh strips the producers section with wasm-opt; a module that still
+    // has it is wasm-pack's intermediate output (a build is under way, or it failed midway).
+    const sections = WebAssembly.Module.customSections(new WebAssembly.Module(readFileSync(path.join(root, wasmFile))), 'producers');
+    if (sections.length) throw new Error(`${wasmFile} is not the wasm-opt output (it has a producers section): a build is under way or did not finish; run make wasm`);
     const glue = sizeOf([`${v.dir}/tinker_wasm.js`, ...v.glue]);
     return { ...v, wasm, glue, budget: BUDGETS[v.name] };
   });
@@ -65,7 +69,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   for (const v of verdicts) console.log(`${v.ok ? 'ok  ' : 'FAIL'} ${v.text}`);
   const failed = verdicts.filter((v) => !v.ok);
   if (failed.length) {
-    console.log(`\nsize budget exceeded (${failed.map((v) => v.entry).join(', ')}): see issue 8; sizes are gzip -9 of pkg/gen/*/tinker_wasm_bg.wasm`);
+    console.log(`\nsize budget exceeded (${failed.map((v) => v.entry).join(', ')}): see issue 8; sizes are Node zlib level 9 of pkg/gen/*/tinker_wasm_bg.wasm, 1 KB = 1000 bytes`);
     process.exit(1);
   }
 }
