@@ -664,6 +664,100 @@ impl Renderer {
     }
 }
 
+impl Renderer {
+    /// Parses sampled tokens back into an assistant message (JSON, in the shape this
+    /// renderer takes as input), like the cookbook's `parse_response`. The second value
+    /// is `true` when the response ended with the stop token (`false`: "malformed", e.g.
+    /// cut by `max_tokens`; the message then holds the whole decoded text).
+    ///
+    /// Qwen3: `<think>…</think>` becomes a `thinking` part (framing newlines removed) and
+    /// `<tool_call>{json}</tool_call>` blocks become `tool_calls`.
+    pub fn parse_response(
+        &self,
+        tok: &Tokenizer,
+        tokens: &[u32],
+    ) -> Result<(Json, bool), TokenizerError> {
+        let stop = self.stop_sequences(tok)?;
+        let end = tokens.iter().position(|t| stop.contains(t));
+        let text = tok.decode(&tokens[..end.unwrap_or(tokens.len())], false);
+        let plain = |text: String| serde_json::json!({ "role": "assistant", "content": text });
+        let Some(_) = end else {
+            return Ok((plain(text), false));
+        };
+        if matches!(self.kind, RendererKind::Llama3)
+            || (!text.contains("<think>") && !text.contains("<tool_call>"))
+        {
+            return Ok((plain(text), true));
+        }
+        let mut parts: Vec<Json> = Vec::new();
+        let mut calls: Vec<Json> = Vec::new();
+        let mut rest = text.as_str();
+        let mut after_block = false;
+        let push_text = |parts: &mut Vec<Json>, t: &str, after_block: bool| {
+            let t = if after_block {
+                t.trim_start_matches('\n')
+            } else {
+                t
+            };
+            if !t.is_empty() {
+                parts.push(serde_json::json!({ "type": "text", "text": t }));
+            }
+        };
+        loop {
+            let think = rest.find("<think>");
+            let call = rest.find("<tool_call>");
+            let (at, is_think) = match (think, call) {
+                (Some(a), Some(b)) => (a.min(b), a < b),
+                (Some(a), None) => (a, true),
+                (None, Some(b)) => (b, false),
+                (None, None) => break,
+            };
+            let (open, close) = if is_think {
+                ("<think>", "</think>")
+            } else {
+                ("<tool_call>", "</tool_call>")
+            };
+            let Some(len) = rest[at + open.len()..].find(close) else {
+                break;
+            };
+            push_text(&mut parts, &rest[..at], after_block);
+            let inner = &rest[at + open.len()..at + open.len() + len];
+            if is_think {
+                let r = inner.trim_matches('\n');
+                if !r.is_empty() {
+                    parts.push(serde_json::json!({ "type": "thinking", "thinking": r }));
+                }
+                after_block = true;
+            } else {
+                match serde_json::from_str::<Json>(inner.trim()) {
+                    Ok(v)
+                        if v.get("name").is_some_and(Json::is_string)
+                            && v.get("arguments").is_some_and(Json::is_object) =>
+                    {
+                        calls.push(serde_json::json!({
+                            "type": "function",
+                            "function": { "name": v["name"], "arguments": py_json_dumps(&v["arguments"]) }
+                        }));
+                    }
+                    _ => push_text(
+                        &mut parts,
+                        &rest[at..at + open.len() + len + close.len()],
+                        false,
+                    ),
+                }
+                after_block = false;
+            }
+            rest = &rest[at + open.len() + len + close.len()..];
+        }
+        push_text(&mut parts, rest, after_block);
+        let mut msg = serde_json::json!({ "role": "assistant", "content": parts });
+        if !calls.is_empty() {
+            msg["tool_calls"] = Json::Array(calls);
+        }
+        Ok((msg, true))
+    }
+}
+
 /// A `cross_entropy` datum from tokens and per-token weights (cookbook
 /// `datum_from_model_input_weights`): optionally right-truncated to `max_length`, then
 /// shifted by one so input position *i* predicts `target_tokens[i]`.

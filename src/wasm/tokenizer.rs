@@ -113,6 +113,14 @@ export interface GenerationPromptOptions {
   prefill?: string;
 }
 
+/** A sampled response parsed back into a message. */
+export interface ParsedResponse {
+  /** The assistant message, in the shape renderers take as input. */
+  message: ChatMessage;
+  /** `'stop_sequence'` when the response ended with the stop token, else `'malformed'`. */
+  termination: 'stop_sequence' | 'malformed';
+}
+
 export interface SupervisedExampleOptions {
   /** Which tokens get weight 1. Default `'last_assistant_message'`. */
   trainOn?: TrainOnWhat;
@@ -1026,6 +1034,33 @@ impl JsRenderer {
             .map_err(tok_err)?;
         let d = core::datum_from_tokens_weights(&tokens, &weights, max_len).map_err(input_err)?;
         Ok(datum_to_js(&d))
+    }
+
+    /// Parses sampled tokens back into an assistant message (reasoning and tool calls
+    /// split out for Qwen3), stopping at the first stop token.
+    ///
+    /// ```js
+    /// const { message, termination } = r.parseResponse(sample.tokens);
+    /// ```
+    #[wasm_bindgen(js_name = parseResponse, unchecked_return_type = "ParsedResponse")]
+    pub fn parse_response(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Uint32Array | ArrayLike<number>")] tokens: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        let ids = ids_of(&tokens, "tokens")?;
+        let (msg, ok) = self
+            .inner
+            .parse_response(&self.tok, &ids)
+            .map_err(tok_err)?;
+        let message = js_sys::JSON::parse(&msg.to_string())?;
+        let o = Object::new();
+        set(&o, "message", &message);
+        set(
+            &o,
+            "termination",
+            &(if ok { "stop_sequence" } else { "malformed" }).into(),
+        );
+        Ok(o.into())
     }
 }
 

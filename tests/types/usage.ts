@@ -11,7 +11,7 @@ export { v, l, done };
 
 // Tokenizer (issue 6).
 import { Tokenizer, Renderer, resolveTokenizerId } from 'tinker-wasm';
-import type { ChatMessage, SupervisedDatum, TextModelInput, TrainOnWhat } from 'tinker-wasm';
+import type { ChatMessage, ParsedResponse, SupervisedDatum, TextModelInput, TrainOnWhat } from 'tinker-wasm';
 
 async function tokenizerUsage(json: Uint8Array, config: string): Promise<void> {
   const tok: Tokenizer = Tokenizer.fromJSON(json, { config });
@@ -47,6 +47,9 @@ async function tokenizerUsage(json: Uint8Array, config: string): Promise<void> {
   const weights: Float32Array = datum.loss_fn_inputs.weights.data;
   const input: TextModelInput = Renderer.forModel('meta-llama/Llama-3.1-8B', tok).buildGenerationPrompt(messages, { prefill: 'Sure' });
   const stop: number[] = r.stopSequences;
+  const parsed: ParsedResponse = r.parseResponse(ids);
+  const done: boolean = parsed.termination === 'stop_sequence';
+  void [parsed, done];
   const resolved: string = resolveTokenizerId('Qwen/Qwen3-8B', null);
   tok.free();
   void [batch, text, fromArray, id, token, size, engine, eos, eosId, prompt, chatIds, weights, input, stop, resolved];

@@ -139,6 +139,12 @@ export default {
       ids(prompt.chunks[0].tokens),
       ids(tok.encodeChat([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }], { addGenerationPrompt: true })),
     );
+    // Sampled tokens parse back into a message (reasoning and tool calls split out).
+    const sampled = tok.encode('<think>\nplan\n</think>\n\nIt is 4.<|im_end|>');
+    const parsed = r.parseResponse(sampled);
+    assert.equal(parsed.termination, 'stop_sequence');
+    assert.deepEqual(parsed.message, { role: 'assistant', content: [{ type: 'thinking', thinking: 'plan' }, { type: 'text', text: 'It is 4.' }] });
+    assert.equal(r.parseResponse(tok.encode('It is')).termination, 'malformed');
     const ll = Renderer.forModel('meta-llama/Llama-3.1-8B-Instruct', await llama3(ctx));
     assert.equal(ll.name, 'llama3');
     assert.deepEqual(ll.stopSequences, [128009]);
