@@ -37,6 +37,8 @@ const PEER = path.join(here, 'peer_py.py');
 const SIM_ARGS = ['--future-delay-ms', '0', '--seed', '1'];
 
 const log = (...a) => console.error('[bench]', ...a);
+// Interrupted: exit normally so the simulators' exit hooks (tests/js/sim.mjs) stop them.
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const f = (x, d = 2) => (x == null || Number.isNaN(x) ? 'n/a' : x.toFixed(d));
 const ms = (s) => `${f(s * 1e3, s < 0.01 ? 3 : 2)} ms`;
@@ -202,7 +204,7 @@ if (section('cold')) {
     const bundle = await bundleWorker(path.join(here, 'workerd', entry), `bench-${path.basename(entry, '.js')}`);
     return series(async (url) => {
       const t0 = performance.now();
-      const mf = new Miniflare({ ...bundle, compatibilityDate: '2026-04-01', bindings: { SIM_URL: url } });
+      const mf = new Miniflare({ ...bundle, compatibilityDate: '2026-04-01', cf: false, bindings: { SIM_URL: url } });
       try {
         await mf.ready;
         const t1 = performance.now();
