@@ -25,6 +25,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -99,23 +100,32 @@ def model_ids(log: Path) -> list[str]:
     return ids
 
 
+ENDED: dict[int, float] = {}  # driver pid -> when it exited (for the timing line)
+
+
+def _watch(proc: subprocess.Popen) -> None:
+    proc.wait()
+    ENDED[proc.pid] = time.monotonic()
+
+
 def run_side(name: str, cmd: list[str], out: Path, extra: list[str]) -> tuple[subprocess.Popen, Sim, float]:
     out.mkdir(parents=True, exist_ok=True)
     for f in ("requests.jsonl", "models.json", "results.json"):
         (out / f).unlink(missing_ok=True)
     sim = Sim(out / "requests.jsonl", out / "sim.stderr", extra)
     proc = subprocess.Popen([*cmd, sim.url, str(out / "results.json")], cwd=ROOT, stdout=open(out / "driver.log", "w"), stderr=subprocess.STDOUT)
+    threading.Thread(target=_watch, args=(proc,), daemon=True).start()
     return proc, sim, time.monotonic()
 
 
 def finish_side(name: str, proc: subprocess.Popen, sim: Sim, t0: float, out: Path) -> float:
     try:
         try:
-            rc = proc.wait(TIMEOUT)
+            rc = proc.wait(max(1.0, TIMEOUT - (time.monotonic() - t0)))
         except subprocess.TimeoutExpired:
             proc.kill()
             raise SystemExit(f"FAIL: the {name} driver did not finish in {TIMEOUT} s (log: {out / 'driver.log'})")
-        elapsed = time.monotonic() - t0
+        elapsed = ENDED.get(proc.pid, time.monotonic()) - t0
         if rc != 0:
             sys.stdout.write((out / "driver.log").read_text()[-4000:])
             raise SystemExit(f"FAIL: the {name} driver exited with {rc} (log: {out / 'driver.log'})")
