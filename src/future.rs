@@ -89,6 +89,12 @@ pub enum Payload {
     Proto(Vec<u8>),
 }
 
+/// A payload size the server announced, as bytes of the in-flight budget: sizes past
+/// `i64::MAX` saturate instead of wrapping negative (which made the budget overflow).
+fn budget_bytes(size: u64) -> i64 {
+    i64::try_from(size).unwrap_or(i64::MAX)
+}
+
 /// Polls until the future resolves.
 pub async fn retrieve(holder: &Holder, p: Poll<'_>) -> Result<Payload> {
     let mut allow_metadata_only = true;
@@ -97,7 +103,7 @@ pub async fn retrieve(holder: &Holder, p: Poll<'_>) -> Result<Payload> {
     let mut _reserved: Option<BytesPermit> = None;
     if let Some(size) = p.known_payload_size.filter(|s| *s > 0) {
         allow_metadata_only = false;
-        _reserved = Some(holder.inflight_bytes.acquire(size as i64).await);
+        _reserved = Some(holder.inflight_bytes.acquire(budget_bytes(size)).await);
     }
     let notify = |qs: QueueState, reason: Option<&str>| {
         if let Some(o) = p.observer {
@@ -237,7 +243,7 @@ pub async fn retrieve(holder: &Holder, p: Poll<'_>) -> Result<Payload> {
                 .get("response_payload_size")
                 .and_then(Value::as_u64)
                 .unwrap_or(0);
-            _reserved = Some(holder.inflight_bytes.acquire(size as i64).await);
+            _reserved = Some(holder.inflight_bytes.acquire(budget_bytes(size)).await);
             continue;
         }
         if let Some(err) = body.get("error") {
@@ -254,5 +260,23 @@ pub async fn retrieve(holder: &Holder, p: Poll<'_>) -> Result<Payload> {
         }
         notify(QueueState::Active, None);
         return Ok(Payload::Json(body));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absurd_payload_sizes_saturate() {
+        // Found by fuzz/hostile_server: `size as i64` made a negative reservation and
+        // the byte budget overflowed ("attempt to subtract with overflow").
+        assert_eq!(budget_bytes(10), 10);
+        assert_eq!(budget_bytes(u64::MAX), i64::MAX);
+        let sem = crate::sync::BytesSemaphore::new(100);
+        let big = futures_executor::block_on(sem.acquire(budget_bytes(u64::MAX)));
+        assert_eq!(sem.remaining(), 100 - i64::MAX);
+        drop(big);
+        assert_eq!(sem.remaining(), 100);
     }
 }

@@ -193,8 +193,11 @@ impl Http {
     fn build(&self, req: &Req, retries_taken: u32, idem: Option<&str>, token: &str) -> HttpRequest {
         let mut h = Headers::default();
         h.set("Accept", "application/json");
-        if let Some(ct) = req.content_type {
-            h.set("Content-Type", ct);
+        // Like the Python SDK: every non-GET request says JSON, even one without a body.
+        match (req.content_type, req.method) {
+            (Some(ct), _) => h.set("Content-Type", ct),
+            (None, Method::Get) => {}
+            (None, _) => h.set("Content-Type", "application/json"),
         }
         if let Some(ua) = &self.opts.user_agent {
             h.set("User-Agent", ua.clone());
@@ -367,14 +370,18 @@ pub fn seconds_until_expiry(jwt: &str, now_secs: f64) -> f64 {
         .map_or(0.0, |exp| exp - now_secs)
 }
 
-/// When to refresh a JWT after receiving it: half its `exp − iat` lifetime ±10 %,
-/// or 60 s if the lifetime cannot be read.
+/// When to refresh a JWT after receiving it: half its `exp − iat` lifetime ±10 % (at
+/// most a week), or 60 s if the lifetime cannot be read.
 pub fn refresh_delay(jwt: &str, random: f64) -> Duration {
+    const MAX_SECS: f64 = 7.0 * 86400.0;
     let lifetime = jwt_claims(jwt)
         .ok()
         .and_then(|c| Some(claim_f64(&c, "exp")? - claim_f64(&c, "iat")?));
     match lifetime {
-        Some(l) if l > 0.0 => Duration::from_secs_f64(l * (0.45 + 0.1 * random)),
+        // Claims are server data: a huge or non-finite lifetime must not panic.
+        Some(l) if l > 0.0 && l.is_finite() => {
+            Duration::from_secs_f64((l * (0.45 + 0.1 * random)).min(MAX_SECS))
+        }
         _ => Duration::from_secs(60),
     }
 }
@@ -564,6 +571,17 @@ mod tests {
         assert_eq!(refresh_delay(&t, 0.0), Duration::from_secs(180));
         assert_eq!(refresh_delay(&t, 1.0), Duration::from_secs(220));
         assert_eq!(refresh_delay("x.y.z", 0.5), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn refresh_delay_survives_absurd_claims() {
+        // Found by fuzz/jwt: `Duration::from_secs_f64` panicked on an infinite lifetime.
+        let inf = jwt(r#"{"exp": "1e400", "iat": 0}"#);
+        assert_eq!(refresh_delay(&inf, 0.5), Duration::from_secs(60));
+        let huge = jwt(r#"{"exp": 1e300, "iat": 0}"#);
+        assert_eq!(refresh_delay(&huge, 0.5), Duration::from_secs(7 * 86400));
+        let nan = jwt(r#"{"exp": "NaN", "iat": 0}"#);
+        assert_eq!(refresh_delay(&nan, 0.5), Duration::from_secs(60));
     }
 
     #[test]
