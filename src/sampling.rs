@@ -387,8 +387,9 @@ impl SamplingClient {
         sampling_session_id: String,
         base_model: Option<String>,
         opts: SamplingOptions,
+        sdk_method: &'static str,
     ) -> Result<Self> {
-        Self::connect_clone(holder, sampling_session_id, base_model, opts, 0).await
+        Self::connect_clone(holder, sampling_session_id, base_model, opts, 0, sdk_method).await
     }
 
     /// Like [`connect`](Self::connect), as clone `clone_id` of the sampler (its seq ids
@@ -399,13 +400,14 @@ impl SamplingClient {
         base_model: Option<String>,
         opts: SamplingOptions,
         clone_id: u64,
+        sdk_method: &'static str,
     ) -> Result<Self> {
         let base_model = match base_model {
             Some(b) => b,
             None => {
                 let path = format!("/api/v1/samplers/{sampling_session_id}");
                 holder
-                    .get_json::<SamplerInfo>("get_sampler", path, vec![], None)
+                    .get_json::<SamplerInfo>("get_sampler", path, vec![], Some(sdk_method))
                     .await?
                     .base_model
             }
@@ -789,7 +791,7 @@ pub async fn create_sampling_client(
         .http
         .json(Req::post_json("/api/v1/create_sampling_session", &body).method_name(Some(method)))
         .await?;
-    SamplingClient::connect(holder, r.sampling_session_id, base_model, opts).await
+    SamplingClient::connect(holder, r.sampling_session_id, base_model, opts, method).await
 }
 
 /// Checks the model choice of a new sampling client: exactly one of a `tinker://`

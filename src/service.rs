@@ -369,7 +369,14 @@ impl ServiceClient {
         let (me, id) = (self.clone(), sampling_session_id.to_string());
         Ok(Box::pin(async move {
             let h = me.holder().await?;
-            SamplingClient::connect(h, id, base_model, sampling).await
+            SamplingClient::connect(
+                h,
+                id,
+                base_model,
+                sampling,
+                "ServiceClient.create_sampling_client",
+            )
+            .await
         }))
     }
 

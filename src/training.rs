@@ -675,7 +675,14 @@ impl TrainingClient {
                 .ok_or_else(|| Error::InvalidResponse {
                     message: format!("save_weights_for_sampler without sampling_session_id: {r}"),
                 })?;
-            SamplingClient::connect(h, id.to_string(), base_model, sampling).await
+            SamplingClient::connect(
+                h,
+                id.to_string(),
+                base_model,
+                sampling,
+                "TrainingClient.save_weights_and_get_sampling_client",
+            )
+            .await
         }))
     }
 
