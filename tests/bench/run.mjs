@@ -119,19 +119,19 @@ if (section('size')) {
 // forward_backward request encoding
 if (section('encode')) {
   const shapes = QUICK ? [[32, 2048], [256, 512]] : [[128, 2048], [1024, 512]];
-  const reps = QUICK ? 5 : 15;
-  const lines = ['| batch | proto bytes (ours / Python) | zstd bytes (ours / Python) | ours proto | ours proto+zstd | Python proto | Python proto+zstd | copy floor |', '|---|---:|---:|---:|---:|---:|---:|---:|'];
+  const reps = QUICK ? 10 : 40;
+  const lines = ['| batch | proto bytes (ours / Python) | zstd bytes (ours / Python) | ours proto | ours proto+zstd | Python proto | Python proto+zstd | copy floor: slice / set |', '|---|---:|---:|---:|---:|---:|---:|---:|'];
   for (const [b, l] of shapes) {
     log(`encode ${b}×${l}`);
     const ours = await node('encode', b, l, reps);
-    const pyr = await py('encode', b, l, Math.max(3, Math.round(reps / 3)));
+    const pyr = await py('encode', b, l, Math.max(5, Math.round(reps / 3)));
     const name = `${b} × ${l}`;
     row(`forward_backward ${name} + weights: build + protobuf`, `${f(ours.proto_ms)} ms`, `Python: ${f(pyr.proto_ms)} ms`, `${f(pyr.proto_ms / ours.proto_ms, 1)}× faster`, '≥ 5× faster', pyr.proto_ms / ours.proto_ms >= 5);
     row(`forward_backward ${name}: build + protobuf + zstd`, `${f(ours.zstd_ms)} ms (${mb(ours.zstd_bytes)})`, `Python: ${f(pyr.zstd_ms)} ms (${mb(pyr.zstd_bytes)})`, `${f(pyr.zstd_ms / ours.zstd_ms, 1)}× faster`, '≥ 5× faster', pyr.zstd_ms / ours.zstd_ms >= 5);
     row(`forward_backward ${name}: build + protobuf vs a copy of its bytes`, `${f(ours.proto_ms)} ms`, `floor: ${f(ours.floor_ms, 3)} ms`, `${f(ours.proto_ms / ours.floor_ms, 1)}× the floor`, '≤ 2× the floor', ours.proto_ms / ours.floor_ms <= 2);
-    lines.push(`| ${name} (${(b * l).toLocaleString('en')} tokens) | ${ours.proto_bytes.toLocaleString('en')} / ${pyr.proto_bytes.toLocaleString('en')} | ${ours.zstd_bytes.toLocaleString('en')} / ${pyr.zstd_bytes.toLocaleString('en')} | ${f(ours.proto_ms)} ms | ${f(ours.zstd_ms)} ms | ${f(pyr.proto_ms)} ms | ${f(pyr.zstd_ms)} ms | ${f(ours.floor_ms, 3)} ms |`);
+    lines.push(`| ${name} (${(b * l).toLocaleString('en')} tokens) | ${ours.proto_bytes.toLocaleString('en')} / ${pyr.proto_bytes.toLocaleString('en')} | ${ours.zstd_bytes.toLocaleString('en')} / ${pyr.zstd_bytes.toLocaleString('en')} | ${f(ours.proto_ms)} ms | ${f(ours.zstd_ms)} ms | ${f(pyr.proto_ms)} ms | ${f(pyr.zstd_ms)} ms | ${f(ours.floor_ms, 3)} / ${f(ours.floor_set_ms, 3)} ms |`);
   }
-  details.push(['forward_backward encoding', `Each datum: LEN input tokens, LEN int64 target tokens, LEN float32 weights (the same values on both sides: ours built with \`datumFromTokens\`, Python's as numpy-backed \`TensorData\`), outside the timing. Timed: from the user's Datum list to the request body — ours \`__benchEncodeForwardBackward\` (src/wasm/bench.rs: the JS → core conversion and \`training::forward_backward_body\`, exactly what \`TrainingClient.forwardBackward\` runs: protobuf, then ruzstd at its \`Fastest\` level), Python 0.38 \`types.ForwardBackwardRequest(…)\` + \`forward_backward_request_to_proto\` + \`SerializeToString()\` (+ \`zstandard.ZstdCompressor().compress\`, level 3, as \`AsyncTrainingResource.forward_backward\`). Best of ${reps} (Python: ${Math.max(3, Math.round(reps / 3))}) after a warm-up. Floor: \`Uint8Array.prototype.slice\` of a buffer of the encoded size, best of ${reps}.\n\n${lines.join('\n')}`]);
+  details.push(['forward_backward encoding', `Each datum: LEN input tokens, LEN int64 target tokens, LEN float32 weights (the same values on both sides: ours built with \`datumFromTokens\`, Python's as numpy-backed \`TensorData\`), outside the timing. Timed: from the user's Datum list to the request body — ours \`__benchEncodeForwardBackward\` (src/wasm/bench.rs: the JS → core conversion and \`training::forward_backward_body\`, exactly what \`TrainingClient.forwardBackward\` runs: protobuf, then ruzstd at its \`Fastest\` level), Python 0.38 \`types.ForwardBackwardRequest(…)\` + \`forward_backward_request_to_proto\` + \`SerializeToString()\` (+ \`zstandard.ZstdCompressor().compress\`, level 3, as \`AsyncTrainingResource.forward_backward\`). Best of ${reps} (Python: ${Math.max(5, Math.round(reps / 3))}) after a warm-up. Floor: one plain copy of as many bytes as the encoded request, best of ${Math.max(reps, 50)}: \`src.slice()\` (allocates and copies, as producing a new body does; the ratio uses this one) and, for reference, \`dst.set(src)\` into an existing cache-hot buffer (a pure memcpy bound).\n\n${lines.join('\n')}`]);
 }
 
 // ---------------------------------------------------------------------------------------
