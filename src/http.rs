@@ -206,8 +206,10 @@ impl Http {
             h.set("X-Idempotency-Key", k);
         }
         h.set("x-stainless-retry-count", retries_taken.to_string());
-        h.set("x-sdk-version", PROTOCOL_SDK_VERSION);
+        // Like the Python SDK: the version and the method travel together, on requests a
+        // public method sends (not on set-up or background polls).
         if let Some(m) = req.sdk_method {
+            h.set("x-sdk-version", PROTOCOL_SDK_VERSION);
             h.set("x-sdk-method", m);
         }
         for (k, v) in &self.opts.default_headers {

@@ -77,6 +77,10 @@ pub fn next_offset(raw: &Value, offset: u64, limit: u64, items: usize) -> Option
 #[derive(Clone)]
 pub struct RestClient {
     holder: Rc<Holder>,
+    /// The public method the calls are attributed to (`x-sdk-method`) when a call of
+    /// another client or another `RestClient` method runs them: the outermost wins, as
+    /// in the Python SDK's `with_sdk_method_telemetry`.
+    outer_method: Option<&'static str>,
 }
 
 fn check_limit(limit: u64, max: u64) -> Result<(), InputError> {
@@ -102,7 +106,24 @@ fn check_id(field: &str, v: &str) -> Result<(), InputError> {
 impl RestClient {
     /// A REST client over `holder`.
     pub fn new(holder: Rc<Holder>) -> Self {
-        RestClient { holder }
+        RestClient {
+            holder,
+            outer_method: None,
+        }
+    }
+
+    /// This client with its calls attributed to `method` (unless already attributed to
+    /// an outer one).
+    pub fn attributed_to(&self, method: &'static str) -> RestClient {
+        RestClient {
+            holder: self.holder.clone(),
+            outer_method: Some(self.outer_method.unwrap_or(method)),
+        }
+    }
+
+    /// The `x-sdk-method` of a call named `method`.
+    fn method(&self, method: &'static str) -> &'static str {
+        self.outer_method.unwrap_or(method)
     }
 
     /// The holder.
@@ -118,7 +139,9 @@ impl RestClient {
         query: Vec<(String, String)>,
     ) -> Result<Value> {
         self.holder.ensure_open()?;
-        self.holder.get_json(what, path, query, Some(method)).await
+        self.holder
+            .get_json(what, path, query, Some(self.method(method)))
+            .await
     }
 
     async fn send(
@@ -134,7 +157,7 @@ impl RestClient {
         let r = h
             .with_retries_no_conflict(what, || {
                 // A 409 is a final answer here: no HTTP-layer retries of it either.
-                let mut r = Req::new(m, path.clone()).method_name(Some(method));
+                let mut r = Req::new(m, path.clone()).method_name(Some(self.method(method)));
                 r.final_conflicts = true;
                 if let Some(b) = &body {
                     r = r.json(b);
@@ -183,7 +206,9 @@ impl RestClient {
         scope: AccessScope,
     ) -> Result<Value> {
         let p = TinkerPath::parse(path)?;
-        self.get_training_run(&p.training_run_id, scope).await
+        self.attributed_to("RestClient.get_training_run_by_tinker_path")
+            .get_training_run(&p.training_run_id, scope)
+            .await
     }
 
     /// A page of training runs (newest first).
@@ -371,7 +396,7 @@ impl RestClient {
         let r: Value = h
             .with_retries("copy_weights", || {
                 let mut r = Req::post_json("/api/v1/copy_weights", &body)
-                    .method_name(Some("RestClient.copy_weights"));
+                    .method_name(Some(self.method("RestClient.copy_weights")));
                 r.idempotency_key = Some(key.clone());
                 if let Some(t) = weights_access_token {
                     r = r.header("X-Tinker-Weights-Access-Token", t);

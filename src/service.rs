@@ -382,7 +382,11 @@ impl ServiceClient {
 
     /// Models the server offers (through the REST holder; no session).
     pub async fn get_server_capabilities(&self) -> Result<Value> {
-        self.rest_client().await?.get_server_capabilities().await
+        self.rest_client()
+            .await?
+            .attributed_to("ServiceClient.get_server_capabilities")
+            .get_server_capabilities()
+            .await
     }
 
     /// Copies weights into this client's project (`projectId`).
@@ -395,6 +399,7 @@ impl ServiceClient {
         let project = self.0.opts.project_id.clone().ok_or_else(|| Error::Input(InputError::type_error("projectId", "copyWeights copies into this client's project: construct the ServiceClient with projectId")))?;
         self.rest_client()
             .await?
+            .attributed_to("ServiceClient.copy_weights")
             .copy_weights(path, &project, ttl_seconds, weights_access_token)
             .await
     }

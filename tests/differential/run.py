@@ -257,8 +257,22 @@ def m_zstd(entries):
     return "content-encoding of a forward_backward chunk"
 
 
+def m_sdk_method(entries):
+    """A request a public method sends is attributed to the inner RestClient call (difference 5 of NOTES.md)."""
+    i = _find(entries, lambda e: e["headers"].get("x-sdk-method") == "ServiceClient.get_server_capabilities")
+    entries[i]["headers"]["x-sdk-method"] = "RestClient.get_server_capabilities"
+    return "x-sdk-method of ServiceClient.get_server_capabilities"
+
+
+def m_sdk_version(entries):
+    """create_session carries x-sdk-version (Python sends it only with x-sdk-method)."""
+    i = _find(entries, lambda e: e["path"] == "/api/v1/create_session")
+    entries[i]["headers"]["x-sdk-version"] = "0.38.0"
+    return "x-sdk-version on create_session"
+
+
 # (configuration whose recorded log is mutated, mutation)
-MUTATIONS = [("default", m) for m in (m_body_value, m_seq_id, m_query, m_missing, m_poll_header, m_unpolled, m_sampling_param, m_chunk_order, m_step_moved, m_strict_header)]
+MUTATIONS = [("default", m) for m in (m_body_value, m_seq_id, m_query, m_missing, m_poll_header, m_unpolled, m_sampling_param, m_chunk_order, m_step_moved, m_strict_header, m_sdk_method, m_sdk_version)]
 MUTATIONS += [("flags", m) for m in (m_ack_timeout, m_ack_missing, m_zstd)]
 
 
