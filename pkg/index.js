@@ -4,10 +4,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as glue from './gen/full/tinker_wasm.js';
 import { install } from './extras.js';
+import { withNodeTransport } from './node-transport.js';
 
 glue.initSync({ module: fs.readFileSync(new URL('./gen/full/tinker_wasm_bg.wasm', import.meta.url)) });
 
 export const { ModelInput, TensorData, datumFromTokens } = install(glue, { fs, path });
 export * from './gen/full/tinker_wasm.js';
 export * from './errors.js';
+// HTTP over node:http(s) keep-alive unless `options.fetch` is given (./node-transport.js).
+export const { ServiceClient, RestClient } = withNodeTransport(glue);
 export { PagePromise } from './extras.js';

@@ -1,8 +1,8 @@
 // Our side of the benchmarks (tests/bench/run.mjs): one measurement per process, so the
 // process CPU time (`process.cpuUsage()`, user + system, all threads) is the client's own;
 // the simulator is another process. Prints one JSON line.
-//   node tests/bench/driver.mjs sample URL N TOTAL WARMUP [http] N concurrent sample() calls, TOTAL of them
-//        (http: through a fetch-shaped node:http adapter given as options.fetch)
+//   node tests/bench/driver.mjs sample URL N TOTAL WARMUP [fetch] N concurrent sample() calls, TOTAL of them
+//        (default transport of the Node entry: node:http; fetch: the global fetch as options.fetch)
 //   node tests/bench/driver.mjs sft URL STEPS BATCH LEN         pipelined SFT steps (forwardBackward + optimStep)
 //   node tests/bench/driver.mjs encode BATCH LEN REPS           forwardBackward request body: build + protobuf (+ zstd) vs a copy
 //   node tests/bench/driver.mjs cold URL [lite]                 fresh process: import → first completed sample()
@@ -35,42 +35,12 @@ async function rounds(n, total, one) {
   }
 }
 
-// A fetch-shaped adapter over node:http with a keep-alive agent: what the SDK reads of a
-// Response (status, headers.entries(), arrayBuffer()) and nothing more. An experiment for
-// the transport's share of the per-request cost (`sample … http`), not part of the SDK.
-async function nodeHttpFetch() {
-  const http = await import('node:http');
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
-  return (url, init = {}) =>
-    new Promise((resolve, reject) => {
-      const req = http.request(url, { method: init.method ?? 'GET', headers: init.headers, agent }, (res) => {
-        const chunks = [];
-        res.on('data', (c) => chunks.push(c));
-        res.on('error', reject);
-        res.on('end', () => {
-          const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
-          const entries = Object.entries(res.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : v]);
-          resolve({
-            status: res.statusCode,
-            headers: { entries: () => entries[Symbol.iterator](), get: (k) => res.headers[k.toLowerCase()] ?? null },
-            arrayBuffer: async () => body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength),
-          });
-        });
-      });
-      req.on('error', reject);
-      const signal = init.signal;
-      if (signal) {
-        if (signal.aborted) req.destroy(new Error('aborted'));
-        else signal.addEventListener('abort', () => req.destroy(new Error('aborted')), { once: true });
-      }
-      req.end(init.body);
-    });
-}
-
 if (mode === 'sample') {
   const [url, n, total, warmup, transport] = [args[0], +args[1], +args[2], +args[3], args[4]];
   const tinker = await import(PKG);
-  const fetch = transport === 'http' ? await nodeHttpFetch() : undefined;
+  // Default: the Node entry's transport (node:http keep-alive, pkg/node-transport.js);
+  // `fetch`: the global fetch (undici) given as options.fetch, for comparison.
+  const fetch = transport === 'fetch' ? globalThis.fetch : undefined;
   const svc = new tinker.ServiceClient({ apiKey: API_KEY, baseURL: url, fetch });
   const s = await svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });
   let tokens = 0;

@@ -150,17 +150,18 @@ if (section('sample')) {
     const pyr = await withSim((url) => py('sample', url, n, total, warm));
     row(`sample() ×${n} concurrent: client CPU per request`, ms(perReq(ours)), `Python: ${ms(perReq(pyr))}`, `${f(perReq(pyr) / perReq(ours), 1)}× less`, '≥ 10× less', perReq(pyr) / perReq(ours) >= 10);
     row(`sample() ×${n} concurrent: requests/s`, f(rps(ours), 0), `Python: ${f(rps(pyr), 0)}`, `${f(rps(ours) / rps(pyr), 1)}×`, '—');
-    for (const [who, r] of [['tinker-wasm (Node, global fetch)', ours], ['Python SDK 0.38.0', pyr]]) {
+    for (const [who, r] of [['tinker-wasm (Node)', ours], ['Python SDK 0.38.0', pyr]]) {
       lines.push(`| ${n} | ${who} | ${r.requests} | ${f(r.wall_s)} s | ${f(rps(r), 0)} | ${ms(perReq(r))} |`);
     }
     // Diagnostics: where the time goes (see the notes): the same two HTTP requests per
-    // sample with no SDK, and our SDK over a node:http fetch adapter.
+    // sample with no SDK, and our SDK over the global fetch (undici) instead of its default
+    // node:http transport.
     const floorFetch = await withSim((url) => node('floor', url, n, total, warm, 'fetch'));
     const floorHttp = await withSim((url) => node('floor', url, n, total, warm, 'http'));
-    const oursHttp = await withSim((url) => node('sample', url, n, total, warm, 'http'));
+    const oursFetch = await withSim((url) => node('sample', url, n, total, warm, 'fetch'));
     for (const [who, r] of [
-      ['tinker-wasm, global fetch (as above)', ours],
-      ['tinker-wasm, `options.fetch` = a node:http keep-alive adapter', oursHttp],
+      ['tinker-wasm, default transport: node:http keep-alive (as above)', ours],
+      ['tinker-wasm, `options.fetch` = the global fetch (undici)', oursFetch],
       ['no SDK: the 2 requests with global fetch (undici)', floorFetch],
       ['no SDK: the 2 requests with node:http keep-alive', floorHttp],
       ['Python SDK 0.38.0 (as above)', pyr],

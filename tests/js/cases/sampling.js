@@ -20,6 +20,39 @@ async function frequencyOfB(sampler) {
 }
 
 export default {
+  async 'default transport: node:http(s) in Node, the global fetch elsewhere; options.fetch wins'(ctx) {
+    const real = globalThis.fetch;
+    let calls = 0;
+    globalThis.fetch = (...args) => {
+      calls += 1;
+      return real(...args);
+    };
+    try {
+      const once = async (extra) => {
+        const svc = service(ctx, extra);
+        const s = await svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });
+        const r = await s.sample({ prompt: [1, 2, 3], samplingParams: { max_tokens: 2, seed: 5 } });
+        assert.equal(r.sequences.length, 1);
+        await svc.close();
+      };
+      await once({});
+      // Node's entry sends over node:http keep-alive agents (pkg/node-transport.js): far less
+      // CPU per request than undici's fetch. Browsers and Workers use their fetch.
+      if (ctx.runtime === 'node') assert.equal(calls, 0, 'the Node entry used the global fetch');
+      else assert.ok(calls >= 4, `global fetch called ${calls} times`);
+      const before = calls;
+      await once({ fetch: (...args) => globalThis.fetch(...args) });
+      assert.ok(calls - before >= 4, `options.fetch called ${calls - before} times`);
+      // The SDK's own instances still pass instanceof on the exported classes.
+      const svc = service(ctx);
+      assert.ok(svc instanceof tinker.ServiceClient);
+      assert.ok(svc.restClient() instanceof tinker.RestClient);
+      await svc.close();
+    } finally {
+      globalThis.fetch = real;
+    }
+  },
+
   async 'training a pattern makes sampling produce it; computeLogprobs equals forward'(ctx) {
     const svc = service(ctx);
     const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 8, seed: 1 });

@@ -1,0 +1,165 @@
+// The Node entry points' default transport: the SDK's HTTP requests go through node:http /
+// node:https with keep-alive agents instead of Node's global `fetch` (undici). Same
+// requests on the wire, a fraction of the CPU: undici's per-request Request/Response/
+// stream objects cost more than the SDK itself (tests/bench/NOTES-issue8.md measured 2-3×
+// less client CPU per sample() with node:http). Browsers and Workers keep `fetch`.
+//
+// Only when the caller gives no `fetch` option: `new ServiceClient({ fetch })` (any
+// fetch-compatible function, e.g. `globalThis.fetch`) still wins.
+import * as http from 'node:http';
+import * as https from 'node:https';
+import * as zlib from 'node:zlib';
+
+const agents = {
+  'http:': new http.Agent({ keepAlive: true }),
+  'https:': new https.Agent({ keepAlive: true }),
+};
+
+const abortError = (signal) => {
+  const reason = signal?.reason;
+  if (reason instanceof Error) return reason;
+  const e = new Error('This operation was aborted');
+  e.name = 'AbortError';
+  return e;
+};
+
+const DECODERS = { gzip: zlib.gunzip, 'x-gzip': zlib.gunzip, deflate: zlib.inflate };
+
+/** The response headers as the SDK reads them (lower-case names, repeated values joined). */
+class ResponseHeaders {
+  #h;
+  constructor(raw) {
+    this.#h = raw;
+  }
+  get(name) {
+    const v = this.#h[String(name).toLowerCase()];
+    if (v === undefined) return null;
+    return Array.isArray(v) ? v.join(', ') : String(v);
+  }
+  has(name) {
+    return this.#h[String(name).toLowerCase()] !== undefined;
+  }
+  *entries() {
+    for (const k of Object.keys(this.#h)) yield [k, this.get(k)];
+  }
+  [Symbol.iterator]() {
+    return this.entries();
+  }
+  forEach(fn, thisArg) {
+    for (const [k, v] of this.entries()) fn.call(thisArg, v, k, this);
+  }
+}
+
+/** What the SDK reads of a Response: status, headers, the whole body. */
+class NodeResponse {
+  #body;
+  constructor(res, body, url) {
+    this.status = res.statusCode;
+    this.statusText = res.statusMessage ?? '';
+    this.ok = this.status >= 200 && this.status < 300;
+    this.headers = new ResponseHeaders(res.headers);
+    this.url = url;
+    this.#body = body;
+  }
+  async arrayBuffer() {
+    const b = this.#body;
+    return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength);
+  }
+  async text() {
+    return this.#body.toString('utf8');
+  }
+  async json() {
+    return JSON.parse(this.#body.toString('utf8'));
+  }
+}
+
+/**
+ * A fetch-shaped function over node:http(s) for the SDK's requests: `init.method`,
+ * `init.headers` (a plain object), `init.body` (bytes or a string), `init.signal`. Redirects
+ * are not followed (the Tinker API does not redirect; a 3xx reaches the SDK as a status).
+ */
+export function nodeFetch(input, init = {}) {
+  return new Promise((resolve, reject) => {
+    let url;
+    try {
+      url = new URL(String(input));
+    } catch (e) {
+      reject(new TypeError(`invalid URL: ${input}`));
+      return;
+    }
+    const lib = url.protocol === 'https:' ? https : url.protocol === 'http:' ? http : null;
+    if (!lib) {
+      reject(new TypeError(`unsupported protocol ${url.protocol} in ${url.origin}`));
+      return;
+    }
+    const signal = init.signal;
+    if (signal?.aborted) {
+      reject(abortError(signal));
+      return;
+    }
+    // Like the Python SDK (httpx) and fetch: compressed responses are welcome, and decoded here.
+    const headers = { 'accept-encoding': 'gzip, deflate', ...init.headers };
+    const req = lib.request(url, { method: init.method ?? 'GET', headers, agent: agents[url.protocol] }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('error', fail);
+      res.on('aborted', () => fail(new Error('the connection closed before the response ended')));
+      res.on('end', () => {
+        if (settled) return;
+        const raw = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+        const decode = DECODERS[String(res.headers['content-encoding'] ?? '').trim().toLowerCase()];
+        if (!decode || raw.length === 0) return done(res, raw);
+        decode(raw, (e, body) => (e ? fail(new TypeError(`could not decode the ${res.headers['content-encoding']} response body: ${e.message}`)) : done(res, body)));
+      });
+    });
+    function done(res, body) {
+      if (settled) return;
+      settled = true;
+      signal?.removeEventListener('abort', onAbort);
+      resolve(new NodeResponse(res, body, url.href));
+    }
+    let settled = false;
+    function fail(e) {
+      if (settled) return;
+      settled = true;
+      signal?.removeEventListener('abort', onAbort);
+      reject(e);
+    }
+    function onAbort() {
+      const e = abortError(signal);
+      fail(e);
+      req.destroy(e);
+    }
+    signal?.addEventListener('abort', onAbort, { once: true });
+    req.on('error', fail);
+    req.end(init.body ?? undefined);
+  });
+}
+
+const withDefaultFetch = (options) =>
+  options === undefined ? { fetch: nodeFetch } : options !== null && typeof options === 'object' && !Array.isArray(options) && options.fetch === undefined ? { ...options, fetch: nodeFetch } : options;
+
+/**
+ * `ServiceClient` and `RestClient` of `glue` whose default transport is {@link nodeFetch}.
+ * Instances made by the SDK itself (e.g. `serviceClient.restClient()`) are still
+ * `instanceof` these classes.
+ */
+export function withNodeTransport(glue) {
+  class ServiceClient extends glue.ServiceClient {
+    constructor(options) {
+      super(withDefaultFetch(options));
+    }
+    static [Symbol.hasInstance](o) {
+      return o instanceof glue.ServiceClient;
+    }
+  }
+  class RestClient extends glue.RestClient {
+    constructor(options) {
+      super(withDefaultFetch(options));
+    }
+    static [Symbol.hasInstance](o) {
+      return o instanceof glue.RestClient;
+    }
+  }
+  return { ServiceClient, RestClient };
+}

@@ -1,0 +1,112 @@
+// The Node entry's default transport (pkg/node-transport.js) against a local node:http
+// server: what the SDK relies on of a fetch Response, compressed bodies, aborts, errors.
+// The end-to-end proof that the SDK uses it is the cross-runtime case "default transport"
+// in tests/js/cases/sampling.js.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import * as http from 'node:http';
+import * as zlib from 'node:zlib';
+import { nodeFetch } from '../../pkg/node-transport.js';
+
+let server;
+let base;
+const seen = [];
+let hangArrived;
+const hang = new Promise((r) => (hangArrived = r));
+
+before(async () => {
+  server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      seen.push({ method: req.method, url: req.url, headers: req.headers, body });
+      if (req.url === '/gzip') {
+        res.setHeader('content-encoding', 'gzip');
+        res.end(zlib.gzipSync(`gzip body, accept-encoding ${req.headers['accept-encoding']}`));
+      } else if (req.url === '/deflate') {
+        res.setHeader('content-encoding', 'deflate');
+        res.end(zlib.deflateSync('deflate body'));
+      } else if (req.url === '/corrupt') {
+        res.setHeader('content-encoding', 'gzip');
+        res.end('this is not gzip');
+      } else if (req.url === '/echo') {
+        res.statusCode = 201;
+        res.setHeader('x-multi', ['a', 'b']);
+        res.setHeader('content-type', 'application/octet-stream');
+        res.end(body);
+      } else if (req.url === '/hang') {
+        hangArrived(); // and never answers: the caller must abort
+      } else if (req.url === '/cut') {
+        res.writeHead(200, { 'content-length': '100' });
+        res.write('only part of it');
+        setImmediate(() => res.socket.destroy());
+      } else {
+        res.end('plain');
+      }
+    });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${server.address().port}`;
+});
+
+after(() => {
+  server.closeAllConnections();
+  server.close();
+});
+
+const text = async (r) => Buffer.from(await r.arrayBuffer()).toString();
+
+test('sends method, headers and body bytes; exposes status and headers like a Response', async () => {
+  const body = new Uint8Array([0, 1, 2, 250, 255]);
+  const r = await nodeFetch(`${base}/echo`, { method: 'POST', headers: { 'Content-Type': 'application/x-protobuf', 'X-Idempotency-Key': 'k1' }, body });
+  assert.equal(r.status, 201);
+  assert.equal(r.ok, true);
+  assert.deepEqual(new Uint8Array(await r.arrayBuffer()), body);
+  assert.equal(r.headers.get('X-Multi'), 'a, b');
+  assert.equal(r.headers.get('absent'), null);
+  assert.ok([...r.headers.entries()].some(([k, v]) => k === 'content-type' && v === 'application/octet-stream'));
+  const got = seen.at(-1);
+  assert.equal(got.method, 'POST');
+  assert.equal(got.headers['content-type'], 'application/x-protobuf');
+  assert.equal(got.headers['x-idempotency-key'], 'k1');
+  assert.equal(got.headers['content-length'], '5');
+});
+
+test('asks for and decodes gzip and deflate bodies, as fetch and the Python SDK do', async () => {
+  assert.equal(await text(await nodeFetch(`${base}/gzip`)), 'gzip body, accept-encoding gzip, deflate');
+  assert.equal(await text(await nodeFetch(`${base}/deflate`)), 'deflate body');
+  assert.equal(await text(await nodeFetch(`${base}/plain`)), 'plain');
+  // The caller's accept-encoding wins.
+  await nodeFetch(`${base}/plain`, { headers: { 'accept-encoding': 'identity' } });
+  assert.equal(seen.at(-1).headers['accept-encoding'], 'identity');
+});
+
+test('a body that does not decode rejects with a TypeError saying so', async () => {
+  await assert.rejects(nodeFetch(`${base}/corrupt`), (e) => e instanceof TypeError && /could not decode the gzip response body/.test(e.message));
+});
+
+test('an abort rejects with AbortError, before or during the request', async () => {
+  const gone = new AbortController();
+  gone.abort();
+  await assert.rejects(nodeFetch(`${base}/plain`, { signal: gone.signal }), { name: 'AbortError' });
+  const ac = new AbortController();
+  const p = nodeFetch(`${base}/hang`, { signal: ac.signal });
+  await hang; // the server has the request
+  ac.abort();
+  await assert.rejects(p, { name: 'AbortError' });
+});
+
+test('connection errors and cut responses reject (the SDK retries them as connection errors)', async () => {
+  const closed = http.createServer();
+  await new Promise((r) => closed.listen(0, '127.0.0.1', r));
+  const port = closed.address().port;
+  closed.close();
+  await assert.rejects(nodeFetch(`http://127.0.0.1:${port}/`), /ECONNREFUSED/);
+  await assert.rejects(nodeFetch(`${base}/cut`));
+});
+
+test('refuses URLs it cannot send', async () => {
+  await assert.rejects(nodeFetch('ftp://example.com/x'), (e) => e instanceof TypeError && /unsupported protocol ftp:/.test(e.message));
+  await assert.rejects(nodeFetch('not a url'), TypeError);
+});
