@@ -50,7 +50,8 @@ where
 fn to_promise(
     f: futures_util::future::LocalBoxFuture<'static, Result<JsValue, JsValue>>,
 ) -> Promise {
-    wasm_bindgen_futures::future_to_promise(f)
+    // Guarded: a panic rejects the promise instead of leaving it pending forever.
+    crate::wasm::panic::future_to_promise(f)
 }
 
 /// A rejected Promise (for errors found before any work starts).

@@ -5,6 +5,7 @@ mod builders;
 mod clients;
 mod convert;
 mod errors;
+mod panic;
 mod platform;
 #[cfg(feature = "tokenizer")]
 mod tokenizer;

@@ -233,6 +233,7 @@ impl Platform for JsPlatform {
     }
 
     fn spawn(&self, task: LocalBoxFuture<'static, ()>) {
-        wasm_bindgen_futures::spawn_local(task);
+        // Guarded: a panic ends this task only (never an uncaught exception).
+        crate::wasm::panic::spawn_local(task);
     }
 }
