@@ -87,7 +87,10 @@ impl SampleRequest {
             return Err(InputError::range_error("prompt", "must not be empty"));
         }
         if self.num_samples == 0 {
-            return Err(InputError::range_error("numSamples", "must be at least 1"));
+            return Err(InputError::range_error(
+                "numSamples",
+                format!("must be at least 1, got {}", self.num_samples),
+            ));
         }
         self.sampling_params
             .validate()

@@ -132,7 +132,8 @@ impl Datum {
                 Some((other, m)) if m != n => {
                     return Err(InputError::range_error(format!("loss_fn_inputs.{key}"), format!("has {n} rows but loss_fn_inputs.{other} has {m}; every loss input must have one row per input position")));
                 }
-                _ => lead = Some((key, n)),
+                Some(_) => {}
+                None => lead = Some((key, n)),
             }
         }
         if let (Some((key, n)), Some(len)) = (lead, input_len) {

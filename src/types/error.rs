@@ -63,3 +63,41 @@ impl fmt::Display for InputError {
 }
 
 impl std::error::Error for InputError {}
+
+/// The most elements one token or tensor array may hold (2^24, 16 Mi: far beyond any
+/// model's context). Longer arrays are refused before they are copied anywhere.
+pub const MAX_ELEMENTS: usize = 1 << 24;
+
+/// A number as JavaScript prints it (`NaN`, `Infinity`, `-1e-8`), for error messages.
+pub fn fmt_num(x: f64) -> String {
+    if x.is_nan() {
+        "NaN".into()
+    } else if x.is_infinite() {
+        if x > 0.0 { "Infinity" } else { "-Infinity" }.into()
+    } else if x != 0.0 && !(1e-6..1e21).contains(&x.abs()) {
+        let s = format!("{x:e}");
+        match s.split_once('e') {
+            Some((m, e)) if !e.starts_with('-') => format!("{m}e+{e}"),
+            _ => s,
+        }
+    } else {
+        format!("{x}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fmt_num;
+
+    #[test]
+    fn numbers_print_as_in_javascript() {
+        assert_eq!(fmt_num(f64::NAN), "NaN");
+        assert_eq!(fmt_num(f64::INFINITY), "Infinity");
+        assert_eq!(fmt_num(f64::NEG_INFINITY), "-Infinity");
+        assert_eq!(fmt_num(-1e-8), "-1e-8");
+        assert_eq!(fmt_num(1e21), "1e+21");
+        assert_eq!(fmt_num(0.001), "0.001");
+        assert_eq!(fmt_num(-5.0), "-5");
+        assert_eq!(fmt_num(4294967296.0), "4294967296");
+    }
+}

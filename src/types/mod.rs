@@ -14,7 +14,7 @@ mod tensor;
 pub use datum::{
     loss_input_dtype, validate_loss_fn, Datum, LossFnInputs, ProvenanceSpan, LOSS_FNS,
 };
-pub use error::{InputError, InputErrorKind};
+pub use error::{fmt_num, InputError, InputErrorKind, MAX_ELEMENTS};
 pub use model_input::{ModelInput, ModelInputChunk};
 pub use params::{AdamParams, LoraConfig, OptimizerConfig, SamplingParams, StopCondition};
 pub use tensor::{DType, TensorData, TensorValues};

@@ -175,6 +175,16 @@ impl ModelInputChunk {
     fn validate(&self) -> Result<(), InputError> {
         match self {
             ModelInputChunk::EncodedText { tokens } => {
+                if tokens.len() > super::MAX_ELEMENTS {
+                    return Err(InputError::range_error(
+                        "tokens",
+                        format!(
+                            "has {} elements; at most {} are accepted",
+                            tokens.len(),
+                            super::MAX_ELEMENTS
+                        ),
+                    ));
+                }
                 if let Some(i) = tokens.iter().position(|&t| t > i32::MAX as u32) {
                     return Err(InputError::range_error(
                         format!("tokens[{i}]"),

@@ -1,6 +1,6 @@
 use serde::{Deserialize, Serialize};
 
-use super::InputError;
+use super::{fmt_num, InputError};
 
 fn check_finite(field: &str, v: f64) -> Result<(), InputError> {
     if v.is_finite() {
@@ -8,7 +8,7 @@ fn check_finite(field: &str, v: f64) -> Result<(), InputError> {
     } else {
         Err(InputError::range_error(
             field,
-            format!("must be a finite number, got {v}"),
+            format!("must be a finite number, got {}", fmt_num(v)),
         ))
     }
 }
@@ -20,7 +20,7 @@ fn check_range(field: &str, v: f64, ok: bool, what: &str) -> Result<(), InputErr
     } else {
         Err(InputError::range_error(
             field,
-            format!("must be {what}, got {v}"),
+            format!("must be {what}, got {}", fmt_num(v)),
         ))
     }
 }

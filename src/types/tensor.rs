@@ -145,11 +145,24 @@ impl TensorData {
     /// Checks internal consistency: shape vs. data length, CSR structure, finite floats.
     /// Errors name the offending part relative to this tensor (`shape`, `data[7]`, …).
     pub fn validate(&self) -> Result<(), InputError> {
+        if self.values.len() > super::MAX_ELEMENTS {
+            return Err(InputError::range_error(
+                "data",
+                format!(
+                    "has {} elements; at most {} are accepted",
+                    self.values.len(),
+                    super::MAX_ELEMENTS
+                ),
+            ));
+        }
         if let TensorValues::Float32(v) = &self.values {
             if let Some(i) = v.iter().position(|x| !x.is_finite()) {
                 return Err(InputError::range_error(
                     format!("data[{i}]"),
-                    format!("must be a finite number, got {}", v[i]),
+                    format!(
+                        "must be a finite number, got {}",
+                        super::fmt_num(v[i] as f64)
+                    ),
                 ));
             }
         }

@@ -24,7 +24,7 @@ use crate::service::{FromStateOptions, LoraOptions};
 use crate::session::FinishStatus;
 use crate::training::{CustomLossOutput, OptimParams};
 use crate::types::{
-    AdamParams, LoraConfig, OptimizerConfig, SamplingParams, TensorData, TensorValues,
+    AdamParams, InputError, LoraConfig, OptimizerConfig, SamplingParams, TensorData, TensorValues,
 };
 use crate::wasm::convert::{self, describe, Opts};
 use crate::wasm::errors::{input_error, json_to_js, range_error, tinker_error, to_js, type_error};
@@ -145,7 +145,10 @@ fn client_options(v: &JsValue, what: &str) -> Result<(ClientOptions, Option<Func
         if ms <= 0.0 {
             return Err(range_error(
                 "timeout",
-                format!("must be a positive number of milliseconds, got {ms}"),
+                format!(
+                    "must be a positive number of milliseconds, got {}",
+                    crate::types::fmt_num(ms)
+                ),
             ));
         }
         opts.timeout = Duration::from_secs_f64(ms / 1000.0);
@@ -828,6 +831,12 @@ impl TrainingClient {
     ) -> Promise {
         let data = try_or_reject!(convert::data(&data));
         let loss_fn = try_or_reject!(string_arg(&loss_fn, "lossFn"));
+        try_or_reject!(
+            crate::types::validate_loss_fn(&loss_fn).map_err(|e| input_error(&InputError {
+                field: "lossFn".into(),
+                ..e
+            }))
+        );
         let o = try_or_reject!(Opts::new(
             &options,
             "options",

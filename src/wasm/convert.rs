@@ -17,8 +17,8 @@ use crate::call::CallOptions;
 use crate::proto::{ForwardBackwardOutput, SampleResponse, TopkLogprobs};
 use crate::sync::CancelToken;
 use crate::types::{
-    loss_input_dtype, DType, Datum, InputError, LossFnInputs, ModelInput, ModelInputChunk,
-    TensorData, TensorValues,
+    fmt_num, loss_input_dtype, DType, Datum, InputError, LossFnInputs, ModelInput, ModelInputChunk,
+    TensorData, TensorValues, MAX_ELEMENTS,
 };
 use crate::wasm::errors::{input_error, json_to_js, type_error};
 
@@ -142,7 +142,7 @@ impl Opts {
                 Some(x) if x.is_finite() => Ok(Some(x)),
                 Some(x) => Err(crate::wasm::errors::range_error(
                     k,
-                    format!("must be a finite number, got {x}"),
+                    format!("must be a finite number, got {}", fmt_num(x)),
                 )),
                 None => Err(type_error(
                     k,
@@ -155,12 +155,13 @@ impl Opts {
     pub fn uint(&self, k: &str, max: u64) -> Result<Option<u64>, JsValue> {
         match self.number(k)? {
             None => Ok(None),
-            Some(x) if x.fract() != 0.0 => {
-                Err(type_error(k, format!("must be an integer, got {x}")))
-            }
+            Some(x) if x.fract() != 0.0 => Err(type_error(
+                k,
+                format!("must be an integer, got {}", fmt_num(x)),
+            )),
             Some(x) if x < 0.0 || x > max as f64 => Err(crate::wasm::errors::range_error(
                 k,
-                format!("must be between 0 and {max}, got {x}"),
+                format!("must be between 0 and {max}, got {}", fmt_num(x)),
             )),
             Some(x) => Ok(Some(x as u64)),
         }
@@ -203,7 +204,10 @@ impl Opts {
             Some(ms) if ms <= 0.0 => {
                 return Err(crate::wasm::errors::range_error(
                     "timeout",
-                    format!("must be a positive number of milliseconds, got {ms}"),
+                    format!(
+                        "must be a positive number of milliseconds, got {}",
+                        fmt_num(ms)
+                    ),
                 ))
             }
             Some(ms) => Some(Duration::from_secs_f64(ms / 1000.0)),
@@ -290,9 +294,26 @@ impl Drop for Call {
 // ---------------------------------------------------------------------------------
 // Numbers
 
+/// Refuses an array (plain or typed) longer than [`MAX_ELEMENTS`] before anything is
+/// copied (a plain array's holes cost JS nothing, its copy into wasm memory would not).
+fn check_len(v: &JsValue, kind: &str, path: &str) -> Result<(), InputError> {
+    if kind.is_empty() && !Array::is_array(v) {
+        return Ok(()); // not an array: the caller says what it must be
+    }
+    let n = get(v, "length").as_f64().unwrap_or(0.0);
+    if n > MAX_ELEMENTS as f64 {
+        return Err(InputError::range_error(
+            path,
+            format!("has {n} elements; at most {MAX_ELEMENTS} are accepted"),
+        ));
+    }
+    Ok(())
+}
+
 /// Numbers of an array-like (typed array or plain array of numbers).
 fn numbers(v: &JsValue, path: &str) -> Result<Vec<f64>, InputError> {
     let kind = typed_kind(v);
+    check_len(v, &kind, path)?;
     if kind.is_empty() {
         if !Array::is_array(v) {
             return Err(InputError::type_error(
@@ -333,7 +354,9 @@ fn numbers(v: &JsValue, path: &str) -> Result<Vec<f64>, InputError> {
 
 /// Token ids: `Uint32Array`, `Int32Array` or an array of integers in [0, 2³¹).
 pub fn tokens(v: &JsValue, path: &str) -> Result<Vec<u32>, InputError> {
-    let out: Vec<u32> = match typed_kind(v).as_str() {
+    let kind = typed_kind(v);
+    check_len(v, &kind, path)?;
+    let out: Vec<u32> = match kind.as_str() {
         "Uint32Array" => v.unchecked_ref::<Uint32Array>().to_vec(),
         "Int32Array" => {
             let raw = v.unchecked_ref::<Int32Array>().to_vec();
@@ -352,7 +375,7 @@ pub fn tokens(v: &JsValue, path: &str) -> Result<Vec<u32>, InputError> {
                 if x.fract() != 0.0 || !(0.0..2147483648.0).contains(&x) {
                     return Err(InputError::range_error(
                         format!("{path}[{i}]"),
-                        format!("token ids are integers in [0, 2^31), got {x}"),
+                        format!("token ids are integers in [0, 2^31), got {}", fmt_num(x)),
                     ));
                 }
                 out.push(x as u32);
@@ -528,7 +551,7 @@ fn index_array(v: &JsValue, path: &str) -> Result<Option<Vec<i64>>, InputError> 
             } else {
                 Err(InputError::type_error(
                     format!("{path}[{i}]"),
-                    format!("must be an integer, got {x}"),
+                    format!("must be an integer, got {}", fmt_num(x)),
                 ))
             }
         })

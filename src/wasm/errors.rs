@@ -140,6 +140,9 @@ pub fn prefix_field(e: &JsValue, prefix: &str) {
         .ok()
         .and_then(|f| f.as_string());
     if let Some(f) = field {
+        if f == prefix {
+            return; // already named (e.g. the options object itself)
+        }
         let full = if f.is_empty() {
             prefix.to_string()
         } else {

@@ -2,10 +2,11 @@
 // `panic` stays last: a synchronous panic leaves std's panic state behind (tests/NOTES-issue9.md).
 import smoke from './smoke.js';
 import clientInput from './client-input.js';
+import badInput from './bad-input.js';
 import training, { tokenizerCases } from './training.js';
 import sampling from './sampling.js';
 import rest from './rest.js';
 import tokenizer from './tokenizer.js';
 import panic from './panic.js';
 
-export default { smoke, 'client-input': clientInput, training, 'get-tokenizer': tokenizerCases, sampling, rest, tokenizer, panic };
+export default { smoke, 'client-input': clientInput, 'bad-input': badInput, training, 'get-tokenizer': tokenizerCases, sampling, rest, tokenizer, panic };
