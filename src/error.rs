@@ -139,7 +139,77 @@ pub fn redact_headers(headers: &Headers) -> Headers {
     )
 }
 
+/// `s` with every occurrence of each secret (8 characters or more) replaced by
+/// `<redacted>`.
+pub fn redact_str(s: &str, secrets: &[&str]) -> String {
+    let mut out = s.to_string();
+    for secret in secrets.iter().filter(|x| x.len() >= 8) {
+        if out.contains(secret) {
+            out = out.replace(secret, "<redacted>");
+        }
+    }
+    out
+}
+
+fn redact_json(v: &mut serde_json::Value, secrets: &[&str]) {
+    match v {
+        serde_json::Value::String(s) => *s = redact_str(s, secrets),
+        serde_json::Value::Array(a) => a.iter_mut().for_each(|x| redact_json(x, secrets)),
+        serde_json::Value::Object(m) => {
+            *m = std::mem::take(m)
+                .into_iter()
+                .map(|(k, mut x)| {
+                    redact_json(&mut x, secrets);
+                    (redact_str(&k, secrets), x)
+                })
+                .collect();
+        }
+        _ => {}
+    }
+}
+
 impl Error {
+    /// This error with the given credentials replaced by `<redacted>` wherever a server
+    /// (or a transport) could have echoed them: messages, the body, header values.
+    pub fn redact(self, secrets: &[&str]) -> Self {
+        let r = |s: String| redact_str(&s, secrets);
+        match self {
+            Error::Status(mut s) => {
+                s.message = r(std::mem::take(&mut s.message));
+                if let Some(b) = s.body.as_mut() {
+                    redact_json(b, secrets);
+                }
+                s.headers = Headers(
+                    std::mem::take(&mut s.headers.0)
+                        .into_iter()
+                        .map(|(k, v)| (k, r(v)))
+                        .collect(),
+                );
+                s.request_id = s.request_id.map(r);
+                Error::Status(s)
+            }
+            Error::Connection { message } => Error::Connection {
+                message: r(message),
+            },
+            Error::Timeout { message } => Error::Timeout {
+                message: r(message),
+            },
+            Error::InvalidResponse { message } => Error::InvalidResponse {
+                message: r(message),
+            },
+            Error::RequestFailed {
+                message,
+                request_id,
+                category,
+            } => Error::RequestFailed {
+                message: r(message),
+                request_id,
+                category,
+            },
+            other => other,
+        }
+    }
+
     /// Builds a status error from a response.
     pub fn from_response(status: u16, headers: &Headers, body: &[u8]) -> Self {
         let json: Option<serde_json::Value> = serde_json::from_slice(body).ok();
@@ -285,5 +355,23 @@ mod tests {
         assert!(e.is_user_error());
         assert!(Error::from_response(503, &Headers::default(), b"").is_retryable());
         assert!(Error::from_response(409, &Headers::default(), b"x").is_retryable());
+    }
+
+    #[test]
+    fn redact_removes_echoed_credentials_everywhere() {
+        let key = "tml-0123456789abcdef";
+        let headers = Headers(vec![("x-echo".into(), format!("k={key}"))]);
+        let body = format!(r#"{{"detail":"bad key {key}","nested":[{{"{key}":"{key}"}}]}}"#);
+        let e = Error::from_response(403, &headers, body.as_bytes()).redact(&[key, "short"]);
+        let Error::Status(s) = &e else { unreachable!() };
+        assert!(!format!("{e} {:?} {:?} {:?}", s.body, s.headers, s.message).contains(key));
+        assert_eq!(s.message, "403 Forbidden: bad key <redacted>");
+        let c = Error::Connection {
+            message: format!("reset by {key}"),
+        }
+        .redact(&[key]);
+        assert_eq!(c.to_string(), "reset by <redacted>");
+        // Secrets shorter than 8 characters are never searched for (no false redaction).
+        assert_eq!(redact_str("a short word", &["short"]), "a short word");
     }
 }

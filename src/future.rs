@@ -249,11 +249,12 @@ pub async fn retrieve(holder: &Holder, p: Poll<'_>) -> Result<Payload> {
         if let Some(err) = body.get("error") {
             notify(QueueState::Active, None);
             let message = err.as_str().map_or_else(|| err.to_string(), str::to_string);
-            return Err(Error::RequestFailed {
+            let e = Error::RequestFailed {
                 message,
                 request_id: p.request_id.to_string(),
                 category: ErrorCategory::parse(body.get("category").and_then(Value::as_str)),
-            });
+            };
+            return Err(holder.http.redact(e, None));
         }
         if p.proto {
             return Err(Error::InvalidResponse { message: format!("request {}: the server returned JSON for a {} result, which this client only accepts as protobuf (the server predates protobuf results)", p.request_id, p.request_type) });

@@ -170,6 +170,19 @@ impl Http {
         }
     }
 
+    /// `e` with every credential this layer knows (the API key, the current JWT, the
+    /// token a request was sent with) replaced by `<redacted>`: a server, proxy or
+    /// transport may echo them into a body, a header or a message.
+    pub fn redact(&self, e: Error, sent: Option<&str>) -> Error {
+        let jwt = match &self.credential {
+            Credential::Jwt(j) => Some(j.token.borrow().clone()),
+            Credential::Key(_) => None,
+        };
+        let key = self.opts.api_key.as_deref();
+        let secrets: Vec<&str> = [key, jwt.as_deref(), sent].into_iter().flatten().collect();
+        e.redact(&secrets)
+    }
+
     /// The credential in use.
     pub fn credential(&self) -> &Credential {
         &self.credential
@@ -275,14 +288,15 @@ impl Http {
                         retries_taken += 1;
                         continue;
                     }
-                    return Err(match e {
+                    let e = match e {
                         TransportError::Timeout => Error::Timeout {
                             message: format!("{} {} timed out", req.method.as_str(), req.path),
                         },
                         TransportError::Connection(m) => Error::Connection {
                             message: format!("{} {}: {m}", req.method.as_str(), req.path),
                         },
-                    });
+                    };
+                    return Err(self.redact(e, Some(&token)));
                 }
                 Ok(r) => {
                     if let Some(note) = r.headers.get("x-deprecation-note") {
@@ -295,6 +309,8 @@ impl Http {
                         } else {
                             LogLevel::Warn
                         };
+                        let key = self.opts.api_key.as_deref().unwrap_or_default();
+                        let note = crate::error::redact_str(note, &[&token, key]);
                         self.opts.log(level, &format!("Deprecation notice: {note}"));
                     }
                     if (200..300).contains(&r.status) {
@@ -315,7 +331,8 @@ impl Http {
                         retries_taken += 1;
                         continue;
                     }
-                    return Err(Error::from_response(r.status, &r.headers, &r.body));
+                    let e = Error::from_response(r.status, &r.headers, &r.body);
+                    return Err(self.redact(e, Some(&token)));
                 }
             }
         }
@@ -325,7 +342,7 @@ impl Http {
     pub async fn json<T: DeserializeOwned>(&self, req: Req) -> Result<T> {
         let path = req.path.clone();
         let r = self.send(req).await?;
-        parse_json(&r.body, &path)
+        parse_json(&r.body, &path).map_err(|e| self.redact(e, None))
     }
 }
 
