@@ -734,6 +734,10 @@ fn decode_batched(b: &[u8]) -> DResult<Batched> {
     })
 }
 
+/// The most datums a record without fields may declare (a forward_backward request holds
+/// far fewer; the count comes from the server, so it is bounded before allocating).
+const MAX_EMPTY_DATUMS: usize = 1 << 20;
+
 /// Decodes a `ForwardBackwardOutput` (records concatenated, byte offsets sliced per
 /// datum, BF16/INT32 widened, `module:Class` type tags trimmed).
 pub fn decode_forward_backward_output(b: &[u8]) -> DResult<ForwardBackwardOutput> {
@@ -793,27 +797,34 @@ pub fn decode_forward_backward_output(b: &[u8]) -> DResult<ForwardBackwardOutput
     }
     let class = output_type.rsplit(':').next().unwrap_or("").to_string();
     let mut outputs: Vec<LossFnOutput> = Vec::new();
-    let declared: i64 = records.iter().map(|r| r.1).sum();
+    let declared: i64 = records.iter().fold(0i64, |a, r| a.saturating_add(r.1));
     for (fields, num) in records {
         // Datums of this record: declared count, else the first field's offset count.
         let n = if num > 0 {
-            num as usize
+            usize::try_from(num).map_err(|_| format!("{what}: {num} datums declared"))?
         } else {
             fields
                 .values()
                 .next()
                 .map_or(0, |b| b.offsets.len().saturating_sub(1))
         };
+        // Checked before allocating: the declared count comes from the server.
+        if let Some((name, bt)) = fields
+            .iter()
+            .find(|(_, bt)| bt.offsets.len().saturating_sub(1) < n)
+        {
+            return Err(format!(
+                "{what}: field {name} has {} offsets for {n} datums",
+                bt.offsets.len()
+            ));
+        }
+        if fields.is_empty() && n > MAX_EMPTY_DATUMS {
+            return Err(format!("{what}: {n} datums declared without any field"));
+        }
         let base = outputs.len();
         outputs.resize_with(base + n, BTreeMap::new);
         for (name, bt) in fields {
             let size = bt.dtype.size();
-            if bt.offsets.len() < n + 1 {
-                return Err(format!(
-                    "{what}: field {name} has {} offsets for {n} datums",
-                    bt.offsets.len()
-                ));
-            }
             for i in 0..n {
                 let (a, z) = (bt.offsets[i], bt.offsets[i + 1]);
                 if a < 0

@@ -145,6 +145,12 @@ impl Tokenizer {
     }
 
     fn general(text: &str) -> Result<tokenizers::Tokenizer, TokenizerError> {
+        // The JSON syntax is checked first: `tokenizers` 0.23 deserializes its decoder,
+        // normalizer, … sections with `.expect("Helper")`, which panics on a syntax error
+        // inside them (found by the tokenizer_json fuzz target). On valid JSON those
+        // helpers cannot fail (their fallback variant takes any JSON value).
+        serde_json::from_str::<serde::de::IgnoredAny>(text)
+            .map_err(|e| TokenizerError::Load(format!("tokenizer.json is not valid JSON: {e}")))?;
         let mut t: tokenizers::Tokenizer = text
             .parse()
             .map_err(|e: tokenizers::Error| TokenizerError::Load(e.to_string()))?;
