@@ -39,7 +39,7 @@ test-rust: sim
 	cargo test --workspace
 
 test-node: wasm sim
-	node --test tests/js/node.test.mjs tests/js/node-transport.test.mjs
+	node --test tests/js/node.test.mjs tests/js/node-transport.test.mjs tests/js/secrets.test.mjs tests/js/memory.test.mjs
 
 test-browser: wasm sim
 	node tests/js/run-browser.mjs
@@ -108,6 +108,14 @@ test-www: wasm sim
 
 .PHONY: playground test-www
 
+# Fuzz smoke (issue 9): every cargo-fuzz target (fuzz/fuzz_targets) for 3 s under libFuzzer,
+# built without ASan in target/fuzz-smoke; any panic, crash, hang or OOM fails. Long runs:
+# `fuzz/run.sh runs 1000000` (ASan; FUZZ_SANITIZER=none for the smoke build) — tests/NOTES-issue9.md.
+test-fuzz: setup
+	fuzz/run.sh smoke 3
+
+.PHONY: test-fuzz
+
 # Fault soak (issue 9): the same workload (pipelined training on 8 TrainingClients, sampling
 # at 200 concurrency, REST calls) against a fault-free and a faulted (~20 %, every kind)
 # tinker-sim; asserts from the simulators' records that nothing was lost, duplicated or
@@ -121,7 +129,7 @@ test-soak: wasm sim
 
 .PHONY: soak test-soak
 
-test: lint test-rust typecheck test-js test-readme test-tokenizer-parity test-conformance test-differential test-size test-www test-soak
+test: lint test-rust typecheck test-js test-readme test-tokenizer-parity test-conformance test-differential test-size test-www test-soak test-fuzz
 	@echo "make test: all suites passed"
 
 clean:
