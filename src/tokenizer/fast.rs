@@ -308,7 +308,8 @@ struct RawModel<'a> {
     merges: Option<MergeBuild>,
     /// Merges met before the vocabulary (unusual order): resolved afterwards.
     early_merges: Vec<(Cow<'a, str>, Cow<'a, str>)>,
-    /// A vocab entry reused an id: `tokenizers` keeps last-wins maps; not specialised.
+    /// A vocab entry reused an id (`tokenizers` keeps last-wins maps) or has an id past the
+    /// file's length: not specialised.
     duplicate_id: bool,
 }
 
@@ -537,7 +538,10 @@ fn scan_model<'a>(sc: &mut Scanner<'a>, sc_len: usize) -> ScanResult<RawModel<'a
                         let tok = sc.string()?;
                         sc.expect(b':')?;
                         let id = sc.u32()?;
-                        if !v.push(&tok, id, &c2b) {
+                        // An id beyond the file's length cannot belong to a dense vocabulary
+                        // (each entry takes several bytes): leave such a file to the general
+                        // engine rather than allocate a table for it (found by fuzzing).
+                        if id as usize > sc_len || !v.push(&tok, id, &c2b) {
                             m.duplicate_id = true;
                         }
                         if !sc.more(b'}')? {
