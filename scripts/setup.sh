@@ -63,4 +63,17 @@ if [ -f tests/conformance/requirements.txt ]; then
   fi
 fi
 
+# 7. Fuzzing (make test-fuzz): cargo-fuzz from crates.io, pinned (fuzz/run.sh checks the
+#    same), and a C++ compiler for libFuzzer itself (Debian's g++).
+if ! command -v cargo-fuzz >/dev/null 2>&1; then
+  log "cargo install cargo-fuzz --version 0.13.2"
+  cargo install cargo-fuzz --locked --version 0.13.2
+fi
+if ! command -v c++ >/dev/null 2>&1; then
+  log "apt-get install g++"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends g++ >/dev/null
+fi
+
 log "ready in $(( $(date +%s) - t0 )) s"
