@@ -15,7 +15,7 @@ export interface ClientOptions {
   maxRetries?: number;
   /** Per-request timeout in ms (default 60 000). */
   timeout?: number;
-  /** A `fetch` to use instead of the global one (proxies, tests, custom runtimes). */
+  /** A `fetch` to send the requests with (proxies, tests, custom runtimes). Default: the global `fetch`; in Node, `node:http`/`node:https` with keep-alive agents. */
   fetch?: (input: string, init: RequestInit) => Promise<Response>;
   /** Headers sent with every request. */
   defaultHeaders?: Record<string, string>;
