@@ -46,7 +46,7 @@ class ResponseHeaders {
     return this.entries();
   }
   forEach(fn, thisArg) {
-    for (const [k, v] of this.entries()) fn.call(thisArg, v, k, this);
+    for (const k of Object.keys(this.#h)) fn.call(thisArg, this.get(k), k, this);
   }
 }
 
@@ -61,6 +61,10 @@ class NodeResponse {
     this.url = url;
     this.#body = body;
   }
+  /** The body as bytes, without the copy `arrayBuffer()` makes (the SDK reads this one). */
+  async bytes() {
+    return this.#body;
+  }
   async arrayBuffer() {
     const b = this.#body;
     return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength);
@@ -73,23 +77,49 @@ class NodeResponse {
   }
 }
 
+// Parsed request targets by URL string: the SDK sends to a handful of fixed URLs, so
+// parsing each one once saves a URL parse and Node's URL → options conversion per request.
+const targets = new Map();
+function target(input) {
+  const key = String(input);
+  let t = targets.get(key);
+  if (t === undefined) {
+    let url;
+    try {
+      url = new URL(key);
+    } catch (e) {
+      return new TypeError(`invalid URL: ${input}`);
+    }
+    const lib = url.protocol === 'https:' ? https : url.protocol === 'http:' ? http : null;
+    if (!lib) return new TypeError(`unsupported protocol ${url.protocol} in ${url.origin}`);
+    t = {
+      lib,
+      href: url.href,
+      protocol: url.protocol,
+      hostname: url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname,
+      port: url.port,
+      path: url.pathname + url.search,
+      auth: url.username || url.password ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` : undefined,
+      agent: agents[url.protocol],
+    };
+    if (targets.size >= 256) targets.clear();
+    targets.set(key, t);
+  }
+  return t;
+}
+
 /**
  * A fetch-shaped function over node:http(s) for the SDK's requests: `init.method`,
- * `init.headers` (a plain object), `init.body` (bytes or a string), `init.signal`. Redirects
- * are not followed (the Tinker API does not redirect; a 3xx reaches the SDK as a status).
+ * `init.headers` (a plain object), `init.body` (bytes or a string), `init.signal` (an
+ * `AbortSignal`, or anything with `aborted`, `reason` and add/removeEventListener).
+ * Redirects are not followed (the Tinker API does not redirect; a 3xx reaches the SDK
+ * as a status).
  */
 export function nodeFetch(input, init = {}) {
   return new Promise((resolve, reject) => {
-    let url;
-    try {
-      url = new URL(String(input));
-    } catch (e) {
-      reject(new TypeError(`invalid URL: ${input}`));
-      return;
-    }
-    const lib = url.protocol === 'https:' ? https : url.protocol === 'http:' ? http : null;
-    if (!lib) {
-      reject(new TypeError(`unsupported protocol ${url.protocol} in ${url.origin}`));
+    const t = target(input);
+    if (t instanceof Error) {
+      reject(t);
       return;
     }
     const signal = init.signal;
@@ -99,7 +129,8 @@ export function nodeFetch(input, init = {}) {
     }
     // Like the Python SDK (httpx) and fetch: compressed responses are welcome, and decoded here.
     const headers = { 'accept-encoding': 'gzip, deflate', ...init.headers };
-    const req = lib.request(url, { method: init.method ?? 'GET', headers, agent: agents[url.protocol] }, (res) => {
+    const options = { protocol: t.protocol, hostname: t.hostname, port: t.port, path: t.path, auth: t.auth, method: init.method ?? 'GET', headers, agent: t.agent };
+    const req = t.lib.request(options, (res) => {
       const chunks = [];
       res.on('data', (c) => chunks.push(c));
       res.on('error', fail);
@@ -116,7 +147,7 @@ export function nodeFetch(input, init = {}) {
       if (settled) return;
       settled = true;
       signal?.removeEventListener('abort', onAbort);
-      resolve(new NodeResponse(res, body, url.href));
+      resolve(new NodeResponse(res, body, t.href));
     }
     let settled = false;
     function fail(e) {
@@ -135,6 +166,10 @@ export function nodeFetch(input, init = {}) {
     req.end(init.body ?? undefined);
   });
 }
+// The SDK's request helper (src/wasm/platform.rs) may give this fetch a plain
+// `{ aborted, reason, addEventListener, removeEventListener }` object as its signal
+// instead of a new AbortController per request.
+nodeFetch[Symbol.for('tinker-wasm.plainAbortSignal')] = true;
 
 const withDefaultFetch = (options) =>
   options === undefined ? { fetch: nodeFetch } : options !== null && typeof options === 'object' && !Array.isArray(options) && options.fetch === undefined ? { ...options, fetch: nodeFetch } : options;

@@ -129,6 +129,22 @@ impl ClientOptions {
                 "must be a positive number of milliseconds",
             ));
         }
+        for (name, value) in &self.default_headers {
+            let field = format!("defaultHeaders.{name}");
+            let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+            if name.is_empty() || !name.chars().all(token) {
+                return Err(InputError::type_error(
+                    field,
+                    "is not a valid HTTP header name (letters, digits and !#$%&'*+-.^_`|~)",
+                ));
+            }
+            if value.contains(['\r', '\n', '\0']) {
+                return Err(InputError::type_error(
+                    field,
+                    "must not contain line breaks or NUL characters",
+                ));
+            }
+        }
         if let Some(s) = &self.session {
             if s.session_id.is_empty() {
                 return Err(InputError::type_error(
@@ -324,5 +340,23 @@ mod tests {
         o.base_url = "ftp://x".into();
         assert_eq!(o.validate().unwrap_err().field, "baseURL");
         assert!(!format!("{o:?}").contains("tml-abc"));
+    }
+
+    #[test]
+    fn default_headers_must_be_sendable() {
+        let with = |name: &str, value: &str| ClientOptions {
+            api_key: Some("tml-abc".into()),
+            default_headers: vec![(name.into(), value.into())],
+            ..Default::default()
+        };
+        assert!(with("x-note", "fine, really").validate().is_ok());
+        let e = with("x-note", "a\r\nx-injected: 1").validate().unwrap_err();
+        assert_eq!(e.field, "defaultHeaders.x-note");
+        assert!(e.message.contains("line breaks"), "{}", e.message);
+        assert_eq!(
+            with("x note", "v").validate().unwrap_err().field,
+            "defaultHeaders.x note"
+        );
+        assert!(with("", "v").validate().is_err());
     }
 }

@@ -4,9 +4,10 @@
 
 use std::time::Duration;
 
-use futures_util::future::{select, Either, LocalBoxFuture};
-use js_sys::{Function, Object, Reflect, Uint8Array};
+use futures_util::future::LocalBoxFuture;
+use js_sys::{Function, Promise, Reflect};
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
 use crate::platform::{Headers, HttpRequest, HttpResponse, Platform, TransportError};
@@ -90,88 +91,177 @@ impl JsPlatform {
     }
 }
 
-/// Aborts the fetch when dropped before completion (cancellation and timeouts).
-struct AbortOnDrop {
-    controller: JsValue,
-    done: bool,
+// One JS call per HTTP request (issue 8: the per-request boundary crossings were most of
+// the SDK's own CPU per `sample()`): the helper builds the `fetch` init from one header
+// string, runs the timeout timer, reads status, headers (one string) and the whole body,
+// and always resolves (never rejects) with either the response or the error's message.
+#[wasm_bindgen(inline_js = r#"
+function message(e) {
+  const m = (e && typeof e.message === 'string' && e.message) || (typeof e === 'string' && e) || 'fetch failed';
+  const c = e && e.cause && typeof e.cause.message === 'string' ? e.cause.message : undefined;
+  return c !== undefined && !m.includes(c) ? `${m} (${c})` : m;
 }
+// pkg/node-transport.js's fetch accepts a plain object as its signal: cheaper than an
+// AbortController per request.
+const PLAIN_SIGNAL = Symbol.for('tinker-wasm.plainAbortSignal');
+class PlainAbort {
+  constructor() {
+    this.signal = { aborted: false, reason: undefined, listener: undefined,
+      addEventListener(type, f) { if (type === 'abort') this.listener = f; },
+      removeEventListener(type, f) { if (type === 'abort' && this.listener === f) this.listener = undefined; } };
+  }
+  abort() {
+    const s = this.signal;
+    if (s.aborted) return;
+    s.aborted = true;
+    const e = new Error('This operation was aborted');
+    e.name = 'AbortError';
+    s.reason = e;
+    if (s.listener) s.listener();
+  }
+}
+export function send_request(fetch, method, url, headerLines, body, hasBody, timeoutMs) {
+  const ac = fetch[PLAIN_SIGNAL] === true ? new PlainAbort() : typeof AbortController === 'function' ? new AbortController() : undefined;
+  const call = { promise: undefined, timer: undefined, settled: false, ac };
+  call.promise = new Promise((resolve) => {
+    call.resolve = resolve;
+    const headers = {};
+    const h = headerLines.split('\n');
+    for (let i = 0; i + 1 < h.length; i += 2) headers[h[i]] = h[i + 1];
+    const init = { method, headers };
+    if (hasBody) init.body = body.slice();
+    if (ac) init.signal = ac.signal;
+    if (timeoutMs > 0) {
+      call.timer = setTimeout(() => {
+        call.timer = undefined;
+        settle(call, { error: 'timed out', timeout: true });
+        if (ac) ac.abort();
+      }, timeoutMs);
+    }
+    let p;
+    try {
+      p = Promise.resolve(fetch(url, init));
+    } catch (e) {
+      settle(call, { error: message(e) });
+      return;
+    }
+    p.then(async (r) => {
+      let lines = '';
+      const rh = r.headers;
+      if (rh && typeof rh.forEach === 'function') rh.forEach((v, k) => { lines += `${k}\n${v}\n`; });
+      const bytes = typeof r.bytes === 'function' ? await r.bytes() : new Uint8Array(await r.arrayBuffer());
+      settle(call, { status: r.status, headers: lines, body: bytes });
+    }).catch((e) => settle(call, { error: message(e) }));
+  });
+  return call;
+}
+function settle(call, result) {
+  if (call.settled) return;
+  call.settled = true;
+  if (call.timer !== undefined) clearTimeout(call.timer);
+  call.timer = undefined;
+  call.resolve(result);
+}
+export function abort_request(call) {
+  if (call.settled) return;
+  settle(call, { error: 'aborted' });
+  if (call.ac) call.ac.abort();
+}
+"#)]
+extern "C" {
+    type PendingRequest;
+    #[allow(clippy::too_many_arguments)]
+    fn send_request(
+        fetch: &Function,
+        method: &str,
+        url: &str,
+        header_lines: &str,
+        body: &[u8],
+        has_body: bool,
+        timeout_ms: f64,
+    ) -> PendingRequest;
+    #[wasm_bindgen(method, getter)]
+    fn promise(this: &PendingRequest) -> Promise;
+    fn abort_request(call: &PendingRequest);
+
+    type RequestResult;
+    #[wasm_bindgen(method, getter)]
+    fn error(this: &RequestResult) -> Option<String>;
+    #[wasm_bindgen(method, getter)]
+    fn timeout(this: &RequestResult) -> bool;
+    #[wasm_bindgen(method, getter)]
+    fn status(this: &RequestResult) -> f64;
+    #[wasm_bindgen(method, getter)]
+    fn headers(this: &RequestResult) -> String;
+    #[wasm_bindgen(method, getter)]
+    fn body(this: &RequestResult) -> Vec<u8>;
+}
+
+/// Aborts the request when dropped before it settled (cancellation).
+struct AbortOnDrop(Option<PendingRequest>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
-        if !self.done {
-            if let Ok(abort) = get(&self.controller, "abort").dyn_into::<Function>() {
-                let _ = abort.call0(&self.controller);
-            }
+        if let Some(call) = self.0.take() {
+            abort_request(&call);
         }
     }
 }
 
-fn js_message(e: &JsValue) -> String {
-    let m = get(e, "message")
-        .as_string()
-        .or_else(|| e.as_string())
-        .unwrap_or_else(|| "fetch failed".into());
-    let cause = get(&get(e, "cause"), "message").as_string();
-    match cause {
-        Some(c) if !m.contains(&c) => format!("{m} ({c})"),
-        _ => m,
-    }
-}
-
-async fn do_fetch(
-    fetch: Function,
-    req: HttpRequest,
-    signal: JsValue,
-) -> Result<HttpResponse, TransportError> {
-    let init = Object::new();
-    let _ = Reflect::set(&init, &"method".into(), &req.method.as_str().into());
-    let headers = Object::new();
+async fn do_fetch(fetch: Function, req: HttpRequest) -> Result<HttpResponse, TransportError> {
+    let mut lines = String::new();
     for (k, v) in req.headers.iter() {
-        let _ = Reflect::set(&headers, &JsValue::from_str(k), &JsValue::from_str(v));
-    }
-    let _ = Reflect::set(&init, &"headers".into(), &headers);
-    if let Some(body) = &req.body {
-        let _ = Reflect::set(&init, &"body".into(), &Uint8Array::from(&body[..]));
-    }
-    if !signal.is_undefined() {
-        let _ = Reflect::set(&init, &"signal".into(), &signal);
-    }
-    let promise = fetch
-        .call2(&JsValue::UNDEFINED, &JsValue::from_str(&req.url), &init)
-        .map_err(|e| TransportError::Connection(js_message(&e)))?;
-    let resp = JsFuture::from(js_sys::Promise::resolve(&promise))
-        .await
-        .map_err(|e| TransportError::Connection(js_message(&e)))?;
-    let status = get(&resp, "status").as_f64().unwrap_or(0.0) as u16;
-    let mut out = Headers::default();
-    let h = get(&resp, "headers");
-    if let Ok(entries) = get(&h, "entries").dyn_into::<Function>() {
-        if let Ok(iter) = entries.call0(&h) {
-            if let Ok(Some(it)) = js_sys::try_iter(&iter) {
-                for pair in it.flatten() {
-                    let pair: js_sys::Array = pair.unchecked_into();
-                    out.0.push((
-                        pair.get(0).as_string().unwrap_or_default(),
-                        pair.get(1).as_string().unwrap_or_default(),
-                    ));
-                }
-            }
+        // fetch refuses these in a header anyway; say so instead of mangling the list.
+        if [k, v].iter().any(|s| s.contains(['\n', '\r'])) {
+            return Err(TransportError::Connection(format!(
+                "invalid header {k:?}: names and values cannot contain line breaks"
+            )));
         }
+        lines.push_str(k);
+        lines.push('\n');
+        lines.push_str(v);
+        lines.push('\n');
     }
-    let buf_fn: Function = get(&resp, "arrayBuffer")
-        .dyn_into()
-        .map_err(|_| TransportError::Connection("response has no arrayBuffer()".into()))?;
-    let buf = JsFuture::from(js_sys::Promise::resolve(
-        &buf_fn
-            .call0(&resp)
-            .map_err(|e| TransportError::Connection(js_message(&e)))?,
-    ))
-    .await
-    .map_err(|e| TransportError::Connection(js_message(&e)))?;
+    let timeout_ms = req.timeout.map_or(0.0, |t| {
+        (t.as_secs_f64() * 1000.0).clamp(1.0, 2_147_483_647.0)
+    });
+    let body = req.body.as_deref();
+    let call = send_request(
+        &fetch,
+        req.method.as_str(),
+        &req.url,
+        &lines,
+        body.unwrap_or_default(),
+        body.is_some(),
+        timeout_ms,
+    );
+    let mut guard = AbortOnDrop(Some(call));
+    let promise = guard.0.as_ref().map(PendingRequest::promise);
+    let settled = match promise {
+        Some(p) => JsFuture::from(p).await,
+        None => return Err(TransportError::Connection("fetch failed".into())),
+    };
+    guard.0 = None; // settled: nothing to abort
+    let r: RequestResult = settled
+        .map_err(|_| TransportError::Connection("fetch failed".into()))?
+        .unchecked_into();
+    if let Some(message) = r.error() {
+        return Err(if r.timeout() {
+            TransportError::Timeout
+        } else {
+            TransportError::Connection(message)
+        });
+    }
+    let mut headers = Headers::default();
+    let text = r.headers();
+    let mut parts = text.split('\n');
+    while let (Some(k), Some(v)) = (parts.next(), parts.next()) {
+        headers.0.push((k.to_string(), v.to_string()));
+    }
     Ok(HttpResponse {
-        status,
-        headers: out,
-        body: Uint8Array::new(&buf).to_vec(),
+        status: r.status() as u16,
+        headers,
+        body: r.body(),
     })
 }
 
@@ -184,40 +274,7 @@ impl Platform for JsPlatform {
         &self,
         req: HttpRequest,
     ) -> LocalBoxFuture<'static, Result<HttpResponse, TransportError>> {
-        let fetch = self.fetch.clone();
-        Box::pin(async move {
-            let controller = Reflect::get(&global(), &"AbortController".into())
-                .ok()
-                .filter(|c| c.is_function())
-                .and_then(|c| {
-                    Reflect::construct(c.unchecked_ref::<Function>(), &js_sys::Array::new()).ok()
-                });
-            let mut guard = controller.clone().map(|controller| AbortOnDrop {
-                controller,
-                done: false,
-            });
-            let signal = controller
-                .as_ref()
-                .map_or(JsValue::UNDEFINED, |c| get(c, "signal"));
-            let timeout = req.timeout;
-            let fetching = do_fetch(fetch, req, signal);
-            let result = match timeout {
-                Some(t) => {
-                    futures_util::pin_mut!(fetching);
-                    match select(fetching, sleep_ms(t.as_secs_f64() * 1000.0)).await {
-                        Either::Left((r, _)) => r,
-                        Either::Right(_) => Err(TransportError::Timeout), // the guard aborts the fetch
-                    }
-                }
-                None => fetching.await,
-            };
-            if result.is_ok() {
-                if let Some(g) = guard.as_mut() {
-                    g.done = true;
-                }
-            }
-            result
-        })
+        Box::pin(do_fetch(self.fetch.clone(), req))
     }
 
     fn sleep(&self, d: Duration) -> LocalBoxFuture<'static, ()> {

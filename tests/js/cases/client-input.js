@@ -67,6 +67,33 @@ export default {
     assert.equal(calls, 0);
   },
 
+  async 'a request outliving the timeout option is aborted by the SDK, then retried'() {
+    // Config requests answer; every other request hangs until its signal aborts it, which
+    // only the SDK's request timeout (60 ms here) can do.
+    let started = 0;
+    let aborted = 0;
+    const hanging = (url, init) => {
+      if (/\/client\/(dynamic_)?config$/.test(String(url))) return Promise.resolve(new Response('{}', { status: 200, headers: { 'content-type': 'application/json' } }));
+      assert.equal(aborted, started, 'the previous request was aborted before the next one started');
+      started++;
+      return new Promise((_, reject) => {
+        init.signal.addEventListener('abort', () => {
+          aborted++;
+          reject(Object.assign(new Error('aborted by the SDK'), { name: 'AbortError' }));
+        });
+      });
+    };
+    const c = client({ fetch: hanging, timeout: 60, maxRetries: 1 });
+    await assert.rejects(c.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B' }), (e) => e instanceof tinker.APITimeoutError && /create_session timed out/.test(e.message));
+    assert.equal(started, 2, 'one try and one retry');
+    assert.equal(aborted, 2, 'both were aborted');
+  },
+
+  'a default header with a line break is refused by name'() {
+    assert.throws(() => client({ defaultHeaders: { 'x-note': 'a\nb' } }), (e) => e instanceof TypeError && e.field === 'defaultHeaders.x-note' && /line break/.test(e.message));
+    assert.throws(() => client({ defaultHeaders: { 'x note': 'b' } }), (e) => e instanceof TypeError && e.field === 'defaultHeaders.x note');
+  },
+
   'builders produce wire-shaped data'() {
     const mi = tinker.ModelInput.fromInts([1, 2, 3]);
     assert.equal(mi.chunks[0].type, 'encoded_text');
