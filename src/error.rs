@@ -156,13 +156,11 @@ fn redact_json(v: &mut serde_json::Value, secrets: &[&str]) {
         serde_json::Value::String(s) => *s = redact_str(s, secrets),
         serde_json::Value::Array(a) => a.iter_mut().for_each(|x| redact_json(x, secrets)),
         serde_json::Value::Object(m) => {
-            *m = std::mem::take(m)
-                .into_iter()
-                .map(|(k, mut x)| {
-                    redact_json(&mut x, secrets);
-                    (redact_str(&k, secrets), x)
-                })
-                .collect();
+            // Inserted one by one: `collect()` into the map would instantiate a sort.
+            for (k, mut x) in std::mem::take(m) {
+                redact_json(&mut x, secrets);
+                m.insert(redact_str(&k, secrets), x);
+            }
         }
         _ => {}
     }

@@ -110,3 +110,34 @@ test('refuses URLs it cannot send', async () => {
   await assert.rejects(nodeFetch('ftp://example.com/x'), (e) => e instanceof TypeError && /unsupported protocol ftp:/.test(e.message));
   await assert.rejects(nodeFetch('not a url'), TypeError);
 });
+
+test('keeps the path and query of every URL, also when the same URL is sent again', async () => {
+  for (let i = 0; i < 2; i++) {
+    const r = await nodeFetch(`${base}/runs?limit=5&offset=${i}`, { method: 'POST', body: new Uint8Array([i]) });
+    assert.equal(new TextDecoder().decode(await r.bytes()), 'plain', 'bytes() is the body');
+    assert.equal(seen.at(-1).url, `/runs?limit=5&offset=${i}`);
+    assert.deepEqual([...seen.at(-1).body], [i]);
+  }
+});
+
+test('takes a plain { aborted, reason, addEventListener, removeEventListener } object as its signal', async () => {
+  const signal = {
+    aborted: false,
+    reason: undefined,
+    listener: undefined,
+    addEventListener(type, f) {
+      this.listener = f;
+    },
+    removeEventListener(type, f) {
+      if (this.listener === f) this.listener = undefined;
+    },
+  };
+  const r = await nodeFetch(`${base}/plain`, { signal });
+  assert.equal(await text(r), 'plain');
+  assert.equal(signal.listener, undefined, 'the listener is removed once the response is in');
+  const p = nodeFetch(`${base}/plain`, { signal });
+  signal.aborted = true;
+  signal.reason = Object.assign(new Error('stop'), { name: 'AbortError' });
+  signal.listener();
+  await assert.rejects(p, { name: 'AbortError', message: 'stop' });
+});
