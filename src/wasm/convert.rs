@@ -3,13 +3,19 @@
 //! the boundary as one copy; plain arrays are checked in one JS pass and converted in
 //! bulk. Every error names the offending path and value; unknown option keys are
 //! errors (a misspelt option must not be silently ignored).
+//!
+//! The data path (`data`, `datum`, `model_input`, `tensor`, `tokens`) runs once per
+//! datum of every training call, so it is kept cheap on the success path: the keys it
+//! reads are JS strings made once ([`js`]), the kind of a value is a small integer
+//! ([`kind`]), unknown keys are found by one JS call per object, typed arrays are copied
+//! into wasm memory once, and field paths are only built when an error is reported:
+//! errors are made with a path *relative* to the value being converted (`""`, `"[3]"`,
+//! `".data[3]"`) and each caller prepends its own part on the way out ([`pre`]).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use js_sys::{
-    Array, Float32Array, Float64Array, Int32Array, Object, Reflect, Uint32Array, Uint8Array,
-};
+use js_sys::{Array, Float32Array, Int32Array, Object, Reflect, Uint32Array, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -23,28 +29,175 @@ use crate::types::{
 use crate::wasm::errors::{input_error, json_to_js, type_error};
 
 #[wasm_bindgen(inline_js = "
-export function first_non_number(a) {
-  for (let i = 0; i < a.length; i++) { if (typeof a[i] !== 'number') return i; }
+const TYPED = new Map([['Int8Array', 3], ['Uint8Array', 4], ['Uint8ClampedArray', 5], ['Int16Array', 6],
+  ['Uint16Array', 7], ['Int32Array', 8], ['Uint32Array', 9], ['Float32Array', 10], ['Float64Array', 11],
+  ['BigInt64Array', 12], ['BigUint64Array', 13]]);
+const VIEWS = [, , , Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array,
+  Float32Array, Float64Array];
+const TA_LENGTH = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Int8Array.prototype), 'length').get;
+const tag = (v) => Object.prototype.toString.call(v).slice(8, -1);
+export function kind(v) {
+  if (typeof v !== 'object' || v === null) return 0;
+  if (Array.isArray(v)) return 2;
+  if (!ArrayBuffer.isView(v) || v instanceof DataView) return 1;
+  const t = tag(v);
+  return t === '' ? 1 : (TYPED.get(t) ?? 14);
+}
+export function typed_length(v) { return TA_LENGTH.call(v); }
+export function copy_typed(mem, k, src, ptr, n) {
+  if (TA_LENGTH.call(src) !== n) return false;
+  new VIEWS[k](mem.buffer, ptr, n).set(src);
+  return true;
+}
+export function copy_numbers(mem, a, ptr, n) {
+  const d = new Float64Array(mem.buffer, ptr, n);
+  for (let i = 0; i < n; i++) {
+    const x = a[i];
+    if (typeof x !== 'number') return i;
+    d[i] = x;
+  }
   return -1;
 }
-export function typed_kind(v) {
-  if (!ArrayBuffer.isView(v) || v instanceof DataView) return '';
-  return Object.prototype.toString.call(v).slice(8, -1);
+export function unknown_key(o, allowed) {
+  const ks = Object.keys(o);
+  for (let i = 0; i < ks.length; i++) {
+    const k = ks[i];
+    if (allowed.includes(k)) continue;
+    let x;
+    try { x = Reflect.get(o, k); } catch { continue; }
+    if (x !== undefined) return k;
+  }
+  return undefined;
 }
+export function dtype_code(v) {
+  return v === undefined ? 0 : v === 'float32' ? 1 : v === 'int64' ? 2 : typeof v === 'string' ? 3 : 4;
+}
+export function is_nullish(v) { return v === undefined || v === null; }
 export function describe(v) {
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'an array';
-  if (ArrayBuffer.isView(v)) return 'a ' + Object.prototype.toString.call(v).slice(8, -1);
+  if (ArrayBuffer.isView(v)) return 'a ' + tag(v);
   if (typeof v === 'string') return 'the string ' + JSON.stringify(v.length > 40 ? v.slice(0, 40) + '…' : v);
   if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
   return typeof v === 'object' ? 'an object' : typeof v;
 }
 ")]
 extern "C" {
-    fn first_non_number(a: &JsValue) -> i32;
-    fn typed_kind(v: &JsValue) -> String;
+    /// What a JS value is, as one of the `K_*` codes.
+    fn kind(v: &JsValue) -> u32;
+    /// The element count of a typed array (its own, not a shadowing `length` property).
+    fn typed_length(v: &JsValue) -> u32;
+    /// Copies the typed array `src` of kind `k` (one of `K_I8..=K_F64`, exactly `n`
+    /// elements) into wasm memory at `ptr`; false (nothing copied) if it has not `n`.
+    fn copy_typed(mem: &JsValue, k: u32, src: &JsValue, ptr: u32, n: u32) -> bool;
+    /// Copies the first `n` elements of a plain array into wasm memory at `ptr` as f64s,
+    /// stopping at the first one that is not a number: its index, or -1.
+    fn copy_numbers(mem: &JsValue, a: &JsValue, ptr: u32, n: u32) -> i32;
+    /// The first own enumerable key of `o` that is not in the JS array `allowed` and
+    /// whose value is not undefined, or undefined.
+    fn unknown_key(o: &JsValue, allowed: &JsValue) -> JsValue;
+    /// A `dtype` field: 0 undefined, 1 "float32", 2 "int64", 3 another string, 4 other.
+    fn dtype_code(v: &JsValue) -> u32;
+    /// `v === undefined || v === null`.
+    fn is_nullish(v: &JsValue) -> bool;
     /// A short description of a JS value for error messages.
     pub fn describe(v: &JsValue) -> String;
+}
+
+// `kind` codes: 0 not an object (primitives, functions, null, undefined); any other object
+// (plain, DataView, ArrayBuffer, …); an array; the typed arrays (`VIEWS` in the JS above
+// is indexed by these); 14 a typed array of another kind (e.g. Float16Array).
+const K_OBJECT: u32 = 1;
+const K_ARRAY: u32 = 2;
+const K_I8: u32 = 3;
+const K_U8: u32 = 4;
+const K_I16: u32 = 6;
+const K_U16: u32 = 7;
+const K_I32: u32 = 8;
+const K_U32: u32 = 9;
+const K_F32: u32 = 10;
+const K_F64: u32 = 11;
+const K_BI64: u32 = 12;
+const K_BU64: u32 = 13;
+
+fn is_typed(k: u32) -> bool {
+    k >= K_I8
+}
+
+/// JS values the data path uses on every call, made once.
+struct Js {
+    memory: JsValue,
+    length: JsValue,
+    model_input: JsValue,
+    loss_fn_inputs: JsValue,
+    model_input_spans: JsValue,
+    loss_fn_input_spans: JsValue,
+    chunks: JsValue,
+    type_: JsValue,
+    tokens: JsValue,
+    encoded_text: JsValue,
+    data: JsValue,
+    dtype: JsValue,
+    shape: JsValue,
+    sparse_crow_indices: JsValue,
+    sparse_col_indices: JsValue,
+    datum_keys: JsValue,
+    model_input_keys: JsValue,
+    encoded_text_keys: JsValue,
+    tensor_keys: JsValue,
+}
+
+const DATUM_KEYS: &[&str] = &[
+    "model_input",
+    "loss_fn_inputs",
+    "model_input_spans",
+    "loss_fn_input_spans",
+];
+const MODEL_INPUT_KEYS: &[&str] = &["chunks"];
+const ENCODED_TEXT_KEYS: &[&str] = &["type", "tokens"];
+const TENSOR_KEYS: &[&str] = &[
+    "data",
+    "dtype",
+    "shape",
+    "sparse_crow_indices",
+    "sparse_col_indices",
+];
+
+fn js() -> &'static Js {
+    thread_local! {
+        static JS: &'static Js = {
+            let list = |ks: &[&str]| -> JsValue {
+                ks.iter().map(|k| JsValue::from_str(k)).collect::<Array>().into()
+            };
+            Box::leak(Box::new(Js {
+                memory: wasm_bindgen::memory(),
+                length: "length".into(),
+                model_input: "model_input".into(),
+                loss_fn_inputs: "loss_fn_inputs".into(),
+                model_input_spans: "model_input_spans".into(),
+                loss_fn_input_spans: "loss_fn_input_spans".into(),
+                chunks: "chunks".into(),
+                type_: "type".into(),
+                tokens: "tokens".into(),
+                encoded_text: "encoded_text".into(),
+                data: "data".into(),
+                dtype: "dtype".into(),
+                shape: "shape".into(),
+                sparse_crow_indices: "sparse_crow_indices".into(),
+                sparse_col_indices: "sparse_col_indices".into(),
+                datum_keys: list(DATUM_KEYS),
+                model_input_keys: list(MODEL_INPUT_KEYS),
+                encoded_text_keys: list(ENCODED_TEXT_KEYS),
+                tensor_keys: list(TENSOR_KEYS),
+            }))
+        };
+    }
+    JS.with(|j| *j)
+}
+
+/// `o[k]` for a key made once (undefined if the getter throws).
+fn getk(o: &JsValue, k: &JsValue) -> JsValue {
+    Reflect::get(o, k).unwrap_or(JsValue::UNDEFINED)
 }
 
 fn get(o: &JsValue, k: &str) -> JsValue {
@@ -56,7 +209,7 @@ fn set(o: &JsValue, k: &str, v: &JsValue) {
 }
 
 fn is_plain_object(v: &JsValue) -> bool {
-    v.is_object() && !Array::is_array(v) && typed_kind(v).is_empty() && !v.is_function()
+    kind(v) == K_OBJECT
 }
 
 /// The keys of a JS object.
@@ -65,6 +218,22 @@ pub fn keys(o: &JsValue) -> Vec<String> {
         .iter()
         .filter_map(|k| k.as_string())
         .collect()
+}
+
+/// `e` with `prefix` put in front of its (relative) field path.
+fn pre(mut e: InputError, prefix: &str) -> InputError {
+    e.field.insert_str(0, prefix);
+    e
+}
+
+/// A core validation error (field relative to the value, `""`, `"shape"` or
+/// `"[3]"`) in this module's relative form (`""`, `".shape"`, `"[3]"`): then
+/// `pre(e, path)` gives exactly `e.within(path)`.
+fn rel(mut e: InputError) -> InputError {
+    if !e.field.is_empty() && !e.field.starts_with('[') {
+        e.field.insert(0, '.');
+    }
+    e
 }
 
 // ---------------------------------------------------------------------------------
@@ -293,88 +462,119 @@ impl Drop for Call {
 
 // ---------------------------------------------------------------------------------
 // Numbers
+//
+// Errors here have paths relative to the value converted (see the module doc).
 
-/// Refuses an array (plain or typed) longer than [`MAX_ELEMENTS`] before anything is
-/// copied (a plain array's holes cost JS nothing, its copy into wasm memory would not).
-fn check_len(v: &JsValue, kind: &str, path: &str) -> Result<(), InputError> {
-    if kind.is_empty() && !Array::is_array(v) {
-        return Ok(()); // not an array: the caller says what it must be
-    }
-    let n = get(v, "length").as_f64().unwrap_or(0.0);
-    if n > MAX_ELEMENTS as f64 {
+/// The element count of an array or typed array of kind `k` (0 for anything else),
+/// refusing one longer than [`MAX_ELEMENTS`] before anything is copied (a plain array's
+/// holes cost JS nothing, its copy into wasm memory would not).
+fn checked_len(v: &JsValue, k: u32) -> Result<usize, InputError> {
+    let n = match k {
+        K_ARRAY => getk(v, &js().length).as_f64().unwrap_or(0.0) as usize,
+        k if is_typed(k) => typed_length(v) as usize,
+        _ => return Ok(0), // not an array: the caller says what it must be
+    };
+    if n > MAX_ELEMENTS {
         return Err(InputError::range_error(
-            path,
+            "",
             format!("has {n} elements; at most {MAX_ELEMENTS} are accepted"),
         ));
     }
-    Ok(())
+    Ok(n)
 }
 
-/// Numbers of an array-like (typed array or plain array of numbers).
-fn numbers(v: &JsValue, path: &str) -> Result<Vec<f64>, InputError> {
-    let kind = typed_kind(v);
-    check_len(v, &kind, path)?;
-    if kind.is_empty() {
-        if !Array::is_array(v) {
-            return Err(InputError::type_error(
-                path,
-                format!(
-                    "must be an array or typed array of numbers, got {}",
-                    describe(v)
-                ),
-            ));
+/// The `n` elements of the typed array `v` of kind `k`, whose elements are `T`s,
+/// copied once into wasm memory.
+fn copy_typed_vec<T>(v: &JsValue, k: u32, n: usize) -> Vec<T> {
+    debug_assert!((K_I8..=K_F64).contains(&k));
+    let mut out = Vec::<T>::with_capacity(n);
+    if copy_typed(&js().memory, k, v, out.as_mut_ptr() as u32, n as u32) {
+        // SAFETY: `copy_typed` wrote exactly `n` elements of the kind's type (the
+        // caller's `T`, of the same size and valid for any bits) at the start of the
+        // allocation, which has room for `n`.
+        unsafe { out.set_len(n) };
+    }
+    out
+}
+
+/// Numbers of an array-like of kind `k` and length `n` (from [`checked_len`]): a typed
+/// array or a plain array of numbers.
+fn numbers_of(v: &JsValue, k: u32, n: usize) -> Result<Vec<f64>, InputError> {
+    match k {
+        K_ARRAY => {
+            let mut out = Vec::<f64>::with_capacity(n);
+            let bad = copy_numbers(&js().memory, v, out.as_mut_ptr() as u32, n as u32);
+            if bad >= 0 {
+                let e = Reflect::get_u32(v, bad as u32).unwrap_or(JsValue::UNDEFINED);
+                return Err(InputError::type_error(
+                    format!("[{bad}]"),
+                    format!("must be a number, got {}", describe(&e)),
+                ));
+            }
+            // SAFETY: `copy_numbers` returned -1: it wrote all `n` f64s.
+            unsafe { out.set_len(n) };
+            Ok(out)
         }
-        let bad = first_non_number(v);
-        if bad >= 0 {
-            let e = Reflect::get_u32(v, bad as u32).unwrap_or(JsValue::UNDEFINED);
-            return Err(InputError::type_error(
-                format!("{path}[{bad}]"),
-                format!("must be a number, got {}", describe(&e)),
-            ));
-        }
-    } else if kind == "BigInt64Array" || kind == "BigUint64Array" {
-        let n = get(v, "length").as_f64().unwrap_or(0.0) as u32;
-        return (0..n)
+        K_F64 => Ok(copy_typed_vec::<f64>(v, k, n)),
+        K_BI64 | K_BU64 => (0..n as u32)
             .map(|i| {
                 let b = Reflect::get_u32(v, i).unwrap_or(JsValue::UNDEFINED);
                 let x = js_sys::Number::from(b).value_of();
                 if x.abs() > 9_007_199_254_740_991.0 {
                     Err(InputError::range_error(
-                        format!("{path}[{i}]"),
+                        format!("[{i}]"),
                         "is beyond the safe integer range",
                     ))
                 } else {
                     Ok(x)
                 }
             })
-            .collect();
+            .collect(),
+        k if is_typed(k) => Ok(js_sys::Float64Array::new(v).to_vec()),
+        _ => Err(InputError::type_error(
+            "",
+            format!(
+                "must be an array or typed array of numbers, got {}",
+                describe(v)
+            ),
+        )),
     }
-    Ok(Float64Array::new(v).to_vec())
+}
+
+/// Numbers of an array-like (typed array or plain array of numbers).
+fn numbers(v: &JsValue) -> Result<Vec<f64>, InputError> {
+    let k = kind(v);
+    let n = checked_len(v, k)?;
+    numbers_of(v, k, n)
 }
 
 /// Token ids: `Uint32Array`, `Int32Array` or an array of integers in [0, 2³¹).
 pub fn tokens(v: &JsValue, path: &str) -> Result<Vec<u32>, InputError> {
-    let kind = typed_kind(v);
-    check_len(v, &kind, path)?;
-    let out: Vec<u32> = match kind.as_str() {
-        "Uint32Array" => v.unchecked_ref::<Uint32Array>().to_vec(),
-        "Int32Array" => {
-            let raw = v.unchecked_ref::<Int32Array>().to_vec();
+    tokens_rel(v).map_err(|e| pre(e, path))
+}
+
+fn tokens_rel(v: &JsValue) -> Result<Vec<u32>, InputError> {
+    let k = kind(v);
+    let n = checked_len(v, k)?;
+    let out: Vec<u32> = match k {
+        K_U32 => copy_typed_vec::<u32>(v, k, n),
+        K_I32 => {
+            let raw = copy_typed_vec::<i32>(v, k, n);
             if let Some(i) = raw.iter().position(|&t| t < 0) {
                 return Err(InputError::range_error(
-                    format!("{path}[{i}]"),
+                    format!("[{i}]"),
                     format!("token id {} is negative", raw[i]),
                 ));
             }
             raw.into_iter().map(|t| t as u32).collect()
         }
         _ => {
-            let nums = numbers(v, path)?;
+            let nums = numbers_of(v, k, n)?;
             let mut out = Vec::with_capacity(nums.len());
             for (i, x) in nums.into_iter().enumerate() {
                 if x.fract() != 0.0 || !(0.0..2147483648.0).contains(&x) {
                     return Err(InputError::range_error(
-                        format!("{path}[{i}]"),
+                        format!("[{i}]"),
                         format!("token ids are integers in [0, 2^31), got {}", fmt_num(x)),
                     ));
                 }
@@ -385,32 +585,32 @@ pub fn tokens(v: &JsValue, path: &str) -> Result<Vec<u32>, InputError> {
     };
     if let Some(i) = out.iter().position(|&t| t > i32::MAX as u32) {
         return Err(InputError::range_error(
-            format!("{path}[{i}]"),
+            format!("[{i}]"),
             format!("token id {} is out of range [0, 2^31)", out[i]),
         ));
     }
     Ok(out)
 }
 
-fn bytes(v: &JsValue, path: &str) -> Result<Vec<u8>, InputError> {
+fn bytes(v: &JsValue) -> Result<Vec<u8>, InputError> {
     if let Some(s) = v.as_string() {
         use base64::Engine as _;
         return base64::engine::general_purpose::STANDARD
             .decode(s.as_bytes())
             .map_err(|e| {
                 InputError::type_error(
-                    path,
+                    "",
                     format!(
                         "must be bytes (Uint8Array) or base64, got an invalid base64 string: {e}"
                     ),
                 )
             });
     }
-    match typed_kind(v).as_str() {
-        "Uint8Array" => Ok(v.unchecked_ref::<Uint8Array>().to_vec()),
-        "" if v.is_instance_of::<js_sys::ArrayBuffer>() => Ok(Uint8Array::new(v).to_vec()),
+    match kind(v) {
+        K_U8 => Ok(v.unchecked_ref::<Uint8Array>().to_vec()),
+        K_OBJECT if v.is_instance_of::<js_sys::ArrayBuffer>() => Ok(Uint8Array::new(v).to_vec()),
         _ => Err(InputError::type_error(
-            path,
+            "",
             format!(
                 "must be a Uint8Array, ArrayBuffer or base64 string, got {}",
                 describe(v)
@@ -419,33 +619,30 @@ fn bytes(v: &JsValue, path: &str) -> Result<Vec<u8>, InputError> {
     }
 }
 
-fn opt_u32(v: &JsValue, path: &str) -> Result<Option<u32>, InputError> {
-    if v.is_undefined() || v.is_null() {
+fn opt_u32(v: &JsValue) -> Result<Option<u32>, InputError> {
+    if is_nullish(v) {
         return Ok(None);
     }
     match v.as_f64() {
         Some(x) if x.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(&x) => Ok(Some(x as u32)),
         _ => Err(InputError::type_error(
-            path,
+            "",
             format!("must be a non-negative integer, got {}", describe(v)),
         )),
     }
 }
 
-fn check_keys(v: &JsValue, path: &str, allowed: &[&str]) -> Result<(), InputError> {
-    for k in keys(v) {
-        if !allowed.contains(&k.as_str()) && !get(v, &k).is_undefined() {
-            return Err(InputError::type_error(
-                if path.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{path}.{k}")
-                },
-                format!("unknown field; expected one of: {}", allowed.join(", ")),
-            ));
-        }
+/// Refuses a key of the object `v` outside `allowed` (`allowed_js`: the same keys as a
+/// JS array made once) whose value is not undefined.
+fn check_keys(v: &JsValue, allowed_js: &JsValue, allowed: &[&str]) -> Result<(), InputError> {
+    let k = unknown_key(v, allowed_js);
+    if k.is_undefined() {
+        return Ok(());
     }
-    Ok(())
+    Err(InputError::type_error(
+        format!(".{}", k.as_string().unwrap_or_default()),
+        format!("unknown field; expected one of: {}", allowed.join(", ")),
+    ))
 }
 
 // ---------------------------------------------------------------------------------
@@ -453,75 +650,109 @@ fn check_keys(v: &JsValue, path: &str, allowed: &[&str]) -> Result<(), InputErro
 
 /// A `ModelInput` (`{ chunks: [...] }`) or, as a shorthand, token ids.
 pub fn model_input(v: &JsValue, path: &str) -> Result<ModelInput, InputError> {
-    if Array::is_array(v) || !typed_kind(v).is_empty() {
-        return Ok(ModelInput::from_ints(tokens(v, path)?));
+    model_input_rel(v).map_err(|e| pre(e, path))
+}
+
+fn model_input_rel(v: &JsValue) -> Result<ModelInput, InputError> {
+    let j = js();
+    let k = kind(v);
+    if k == K_ARRAY || is_typed(k) {
+        return Ok(ModelInput::from_ints(tokens_rel(v)?));
     }
-    if !is_plain_object(v) {
+    if k != K_OBJECT {
         return Err(InputError::type_error(
-            path,
+            "",
             format!(
                 "must be a ModelInput ({{ chunks: [...] }}) or an array of token ids, got {}",
                 describe(v)
             ),
         ));
     }
-    check_keys(v, path, &["chunks"])?;
-    let chunks = get(v, "chunks");
-    if !Array::is_array(&chunks) {
+    check_keys(v, &j.model_input_keys, MODEL_INPUT_KEYS)?;
+    let chunks = getk(v, &j.chunks);
+    if kind(&chunks) != K_ARRAY {
         return Err(InputError::type_error(
-            format!("{path}.chunks"),
+            ".chunks",
             format!("must be an array of chunks, got {}", describe(&chunks)),
         ));
     }
     let arr: Array = chunks.unchecked_into();
     let mut out = Vec::with_capacity(arr.length() as usize);
     for (i, c) in arr.iter().enumerate() {
-        let p = format!("{path}.chunks[{i}]");
-        if !is_plain_object(&c) {
-            return Err(InputError::type_error(
-                &p,
-                format!("must be a chunk object, got {}", describe(&c)),
-            ));
-        }
-        let ty = get(&c, "type").as_string().unwrap_or_default();
-        out.push(match ty.as_str() {
-            "encoded_text" => {
-                check_keys(&c, &p, &["type", "tokens"])?;
-                ModelInputChunk::EncodedText { tokens: tokens(&get(&c, "tokens"), &format!("{p}.tokens"))? }
-            }
-            "image" => {
-                check_keys(&c, &p, &["type", "data", "format", "expected_tokens"])?;
-                ModelInputChunk::Image {
-                    data: bytes(&get(&c, "data"), &format!("{p}.data"))?,
-                    format: get(&c, "format").as_string().ok_or_else(|| InputError::type_error(format!("{p}.format"), "must be \"png\" or \"jpeg\""))?,
-                    expected_tokens: opt_u32(&get(&c, "expected_tokens"), &format!("{p}.expected_tokens"))?,
-                }
-            }
-            "image_asset_pointer" => {
-                check_keys(&c, &p, &["type", "location", "format", "expected_tokens"])?;
-                ModelInputChunk::ImageAssetPointer {
-                    format: get(&c, "format").as_string().ok_or_else(|| InputError::type_error(format!("{p}.format"), "must be \"png\" or \"jpeg\""))?,
-                    location: get(&c, "location").as_string().ok_or_else(|| InputError::type_error(format!("{p}.location"), "must be a string"))?,
-                    expected_tokens: opt_u32(&get(&c, "expected_tokens"), &format!("{p}.expected_tokens"))?,
-                }
-            }
-            "dmel" => {
-                check_keys(&c, &p, &["type", "dmel"])?;
-                ModelInputChunk::Dmel { dmel: bytes(&get(&c, "dmel"), &format!("{p}.dmel"))? }
-            }
-            other => return Err(InputError::type_error(format!("{p}.type"), format!("must be \"encoded_text\", \"image\", \"image_asset_pointer\" or \"dmel\", got {other:?}"))),
-        });
+        let at = |e: InputError| pre(e, &format!(".chunks[{i}]"));
+        out.push(chunk(&c).map_err(at)?);
     }
     let m = ModelInput { chunks: out };
-    m.validate().map_err(|e| e.within(path))?;
+    m.validate().map_err(rel)?;
     Ok(m)
 }
 
-fn shape_of(v: &JsValue, path: &str) -> Result<Option<Vec<usize>>, InputError> {
-    if v.is_undefined() || v.is_null() {
+/// One chunk of a `ModelInput`.
+fn chunk(c: &JsValue) -> Result<ModelInputChunk, InputError> {
+    let j = js();
+    if kind(c) != K_OBJECT {
+        return Err(InputError::type_error(
+            "",
+            format!("must be a chunk object, got {}", describe(c)),
+        ));
+    }
+    let ty = getk(c, &j.type_);
+    if ty == j.encoded_text {
+        check_keys(c, &j.encoded_text_keys, ENCODED_TEXT_KEYS)?;
+        let tokens = tokens_rel(&getk(c, &j.tokens)).map_err(|e| pre(e, ".tokens"))?;
+        return Ok(ModelInputChunk::EncodedText { tokens });
+    }
+    let ty = ty.as_string().unwrap_or_default();
+    let check = |allowed: &[&str]| -> Result<(), InputError> {
+        let list: Array = allowed.iter().map(|k| JsValue::from_str(k)).collect();
+        check_keys(c, &list, allowed)
+    };
+    let format = || {
+        get(c, "format")
+            .as_string()
+            .ok_or_else(|| InputError::type_error(".format", "must be \"png\" or \"jpeg\""))
+    };
+    let expected_tokens =
+        || opt_u32(&get(c, "expected_tokens")).map_err(|e| pre(e, ".expected_tokens"));
+    Ok(match ty.as_str() {
+        "image" => {
+            check(&["type", "data", "format", "expected_tokens"])?;
+            ModelInputChunk::Image {
+                data: bytes(&get(c, "data")).map_err(|e| pre(e, ".data"))?,
+                format: format()?,
+                expected_tokens: expected_tokens()?,
+            }
+        }
+        "image_asset_pointer" => {
+            check(&["type", "location", "format", "expected_tokens"])?;
+            ModelInputChunk::ImageAssetPointer {
+                format: format()?,
+                location: get(c, "location")
+                    .as_string()
+                    .ok_or_else(|| InputError::type_error(".location", "must be a string"))?,
+                expected_tokens: expected_tokens()?,
+            }
+        }
+        "dmel" => {
+            check(&["type", "dmel"])?;
+            ModelInputChunk::Dmel {
+                dmel: bytes(&get(c, "dmel")).map_err(|e| pre(e, ".dmel"))?,
+            }
+        }
+        other => {
+            return Err(InputError::type_error(
+                ".type",
+                format!("must be \"encoded_text\", \"image\", \"image_asset_pointer\" or \"dmel\", got {other:?}"),
+            ))
+        }
+    })
+}
+
+fn shape_of(v: &JsValue) -> Result<Option<Vec<usize>>, InputError> {
+    if is_nullish(v) {
         return Ok(None);
     }
-    let nums = numbers(v, path)?;
+    let nums = numbers(v)?;
     nums.iter()
         .enumerate()
         .map(|(i, &d)| {
@@ -529,7 +760,7 @@ fn shape_of(v: &JsValue, path: &str) -> Result<Option<Vec<usize>>, InputError> {
                 Ok(d as usize)
             } else {
                 Err(InputError::range_error(
-                    format!("{path}[{i}]"),
+                    format!("[{i}]"),
                     format!("dimensions are non-negative integers, got {d}"),
                 ))
             }
@@ -538,11 +769,11 @@ fn shape_of(v: &JsValue, path: &str) -> Result<Option<Vec<usize>>, InputError> {
         .map(Some)
 }
 
-fn index_array(v: &JsValue, path: &str) -> Result<Option<Vec<i64>>, InputError> {
-    if v.is_undefined() || v.is_null() {
+fn index_array(v: &JsValue) -> Result<Option<Vec<i64>>, InputError> {
+    if is_nullish(v) {
         return Ok(None);
     }
-    numbers(v, path)?
+    numbers(v)?
         .into_iter()
         .enumerate()
         .map(|(i, x)| {
@@ -550,7 +781,7 @@ fn index_array(v: &JsValue, path: &str) -> Result<Option<Vec<i64>>, InputError> 
                 Ok(x as i64)
             } else {
                 Err(InputError::type_error(
-                    format!("{path}[{i}]"),
+                    format!("[{i}]"),
                     format!("must be an integer, got {}", fmt_num(x)),
                 ))
             }
@@ -564,24 +795,19 @@ fn index_array(v: &JsValue, path: &str) -> Result<Option<Vec<i64>>, InputError> 
 /// decide (`target_tokens` int64; `weights`, `advantages`, `logprobs`, … float32), then
 /// the typed array's kind.
 pub fn tensor(v: &JsValue, key: Option<&str>, path: &str) -> Result<TensorData, InputError> {
-    let (data, dtype_v, shape_v, crow_v, col_v) = if is_plain_object(v) {
-        check_keys(
-            v,
-            path,
-            &[
-                "data",
-                "dtype",
-                "shape",
-                "sparse_crow_indices",
-                "sparse_col_indices",
-            ],
-        )?;
+    tensor_rel(v, key).map_err(|e| pre(e, path))
+}
+
+fn tensor_rel(v: &JsValue, key: Option<&str>) -> Result<TensorData, InputError> {
+    let j = js();
+    let (data, dtype_v, shape_v, crow_v, col_v) = if kind(v) == K_OBJECT {
+        check_keys(v, &j.tensor_keys, TENSOR_KEYS)?;
         (
-            get(v, "data"),
-            get(v, "dtype"),
-            get(v, "shape"),
-            get(v, "sparse_crow_indices"),
-            get(v, "sparse_col_indices"),
+            getk(v, &j.data),
+            getk(v, &j.dtype),
+            getk(v, &j.shape),
+            getk(v, &j.sparse_crow_indices),
+            getk(v, &j.sparse_col_indices),
         )
     } else {
         (
@@ -592,118 +818,129 @@ pub fn tensor(v: &JsValue, key: Option<&str>, path: &str) -> Result<TensorData, 
             JsValue::UNDEFINED,
         )
     };
-    let kind = typed_kind(&data);
-    let dtype = match dtype_v.as_string().as_deref() {
-        Some("float32") => DType::Float32,
-        Some("int64") => DType::Int64,
-        Some(other) => {
+    let k = kind(&data);
+    let dtype = match dtype_code(&dtype_v) {
+        1 => DType::Float32,
+        2 => DType::Int64,
+        3 => {
             return Err(InputError::type_error(
-                format!("{path}.dtype"),
-                format!("must be \"float32\" or \"int64\", got {other:?}"),
+                ".dtype",
+                format!(
+                    "must be \"float32\" or \"int64\", got {:?}",
+                    dtype_v.as_string().unwrap_or_default()
+                ),
             ))
         }
-        None if !dtype_v.is_undefined() => {
+        4 => {
             return Err(InputError::type_error(
-                format!("{path}.dtype"),
+                ".dtype",
                 format!(
                     "must be \"float32\" or \"int64\", got {}",
                     describe(&dtype_v)
                 ),
             ))
         }
-        None => match key.and_then(loss_input_dtype) {
+        _ => match key.and_then(loss_input_dtype) {
             Some(d) => d,
-            None => match kind.as_str() {
-                "Float32Array" | "Float64Array" => DType::Float32,
-                "Int32Array" | "Uint32Array" | "Int16Array" | "Uint16Array" | "Int8Array"
-                | "Uint8Array" | "BigInt64Array" => DType::Int64,
+            None => match k {
+                K_F32 | K_F64 => DType::Float32,
+                K_I32 | K_U32 | K_I16 | K_U16 | K_I8 | K_U8 | K_BI64 => DType::Int64,
                 _ => {
                     return Err(InputError::type_error(
-                        format!("{path}.dtype"),
+                        ".dtype",
                         "is required for this input (\"float32\" or \"int64\")",
                     ))
                 }
             },
         },
     };
-    let dp = format!("{path}.data");
-    let values = match dtype {
-        DType::Float32 if kind == "Float32Array" => {
-            TensorValues::Float32(data.unchecked_ref::<Float32Array>().to_vec())
-        }
-        DType::Float32 => {
-            TensorValues::Float32(numbers(&data, &dp)?.into_iter().map(|x| x as f32).collect())
-        }
-        DType::Int64 => {
-            let nums = numbers(&data, &dp)?;
+    let at_data = |e: InputError| pre(e, ".data");
+    let n = checked_len(&data, k).map_err(at_data)?;
+    let values = match (dtype, k) {
+        (DType::Float32, K_F32) => TensorValues::Float32(copy_typed_vec::<f32>(&data, k, n)),
+        (DType::Float32, _) => TensorValues::Float32(
+            numbers_of(&data, k, n)
+                .map_err(at_data)?
+                .into_iter()
+                .map(|x| x as f32)
+                .collect(),
+        ),
+        (DType::Int64, K_I32) => TensorValues::Int64(
+            copy_typed_vec::<i32>(&data, k, n)
+                .into_iter()
+                .map(i64::from)
+                .collect(),
+        ),
+        (DType::Int64, K_U32) => TensorValues::Int64(
+            copy_typed_vec::<u32>(&data, k, n)
+                .into_iter()
+                .map(i64::from)
+                .collect(),
+        ),
+        (DType::Int64, _) => {
+            let nums = numbers_of(&data, k, n).map_err(at_data)?;
             if let Some(i) = nums.iter().position(|x| x.fract() != 0.0) {
                 return Err(InputError::type_error(
-                    format!("{dp}[{i}]"),
+                    format!(".data[{i}]"),
                     format!("dtype int64 needs integers, got {}", nums[i]),
                 ));
             }
             TensorValues::Int64(nums.into_iter().map(|x| x as i64).collect())
         }
     };
-    let mut shape = shape_of(&shape_v, &format!("{path}.shape"))?;
+    let mut shape = shape_of(&shape_v).map_err(|e| pre(e, ".shape"))?;
     if shape.is_none() && crow_v.is_undefined() {
         shape = Some(vec![values.len()]);
     }
     let t = TensorData {
         values,
         shape,
-        sparse_crow_indices: index_array(&crow_v, &format!("{path}.sparse_crow_indices"))?,
-        sparse_col_indices: index_array(&col_v, &format!("{path}.sparse_col_indices"))?,
+        sparse_crow_indices: index_array(&crow_v).map_err(|e| pre(e, ".sparse_crow_indices"))?,
+        sparse_col_indices: index_array(&col_v).map_err(|e| pre(e, ".sparse_col_indices"))?,
     };
-    t.validate().map_err(|e| e.within(path))?;
+    t.validate().map_err(rel)?;
     Ok(t)
 }
 
 /// A `Datum` (`{ model_input, loss_fn_inputs }`).
-pub fn datum(v: &JsValue, path: &str) -> Result<Datum, InputError> {
-    if !is_plain_object(v) {
+fn datum_rel(v: &JsValue) -> Result<Datum, InputError> {
+    let j = js();
+    if kind(v) != K_OBJECT {
         return Err(InputError::type_error(
-            path,
+            "",
             format!(
                 "must be a Datum ({{ model_input, loss_fn_inputs }}), got {}",
                 describe(v)
             ),
         ));
     }
-    check_keys(
-        v,
-        path,
-        &[
-            "model_input",
-            "loss_fn_inputs",
-            "model_input_spans",
-            "loss_fn_input_spans",
-        ],
-    )?;
-    let mi = model_input(&get(v, "model_input"), &format!("{path}.model_input"))?;
-    let lfi = get(v, "loss_fn_inputs");
+    check_keys(v, &j.datum_keys, DATUM_KEYS)?;
+    let mi = model_input_rel(&getk(v, &j.model_input)).map_err(|e| pre(e, ".model_input"))?;
+    let lfi = getk(v, &j.loss_fn_inputs);
     let mut inputs = LossFnInputs::new();
-    if !(lfi.is_undefined() || lfi.is_null()) {
-        if !is_plain_object(&lfi) {
+    if !is_nullish(&lfi) {
+        if kind(&lfi) != K_OBJECT {
             return Err(InputError::type_error(
-                format!("{path}.loss_fn_inputs"),
+                ".loss_fn_inputs",
                 format!("must be an object of tensors, got {}", describe(&lfi)),
             ));
         }
-        for k in keys(&lfi) {
-            let t = get(&lfi, &k);
+        for key in Object::keys(lfi.unchecked_ref::<Object>()).iter() {
+            let Some(k) = key.as_string() else { continue };
+            let t = getk(&lfi, &key);
             if t.is_undefined() {
                 continue;
             }
-            inputs.insert(
-                k.clone(),
-                tensor(&t, Some(&k), &format!("{path}.loss_fn_inputs.{k}"))?,
-            );
+            let t =
+                tensor_rel(&t, Some(&k)).map_err(|e| pre(e, &format!(".loss_fn_inputs.{k}")))?;
+            inputs.insert(k, t);
         }
     }
-    let spans = |k: &str| -> Result<Option<Vec<crate::types::ProvenanceSpan>>, InputError> {
-        let s = get(v, k);
-        if s.is_undefined() || s.is_null() {
+    let spans = |key: &JsValue,
+                 name: &str|
+     -> Result<Option<Vec<crate::types::ProvenanceSpan>>, InputError> {
+        let s = getk(v, key);
+        if is_nullish(&s) {
             return Ok(None);
         }
         let json = js_sys::JSON::stringify(&s)
@@ -712,13 +949,13 @@ pub fn datum(v: &JsValue, path: &str) -> Result<Datum, InputError> {
             .unwrap_or_default();
         serde_json::from_str(&json)
             .map(Some)
-            .map_err(|e| InputError::type_error(format!("{path}.{k}"), e.to_string()))
+            .map_err(|e| InputError::type_error(format!(".{name}"), e.to_string()))
     };
     Ok(Datum {
         model_input: mi,
         loss_fn_inputs: inputs,
-        model_input_spans: spans("model_input_spans")?,
-        loss_fn_input_spans: spans("loss_fn_input_spans")?,
+        model_input_spans: spans(&j.model_input_spans, "model_input_spans")?,
+        loss_fn_input_spans: spans(&j.loss_fn_input_spans, "loss_fn_input_spans")?,
     })
 }
 
@@ -733,7 +970,8 @@ pub fn data(v: &JsValue) -> Result<Vec<Datum>, JsValue> {
     let arr: &Array = v.unchecked_ref();
     let mut out = Vec::with_capacity(arr.length() as usize);
     for i in 0..arr.length() {
-        out.push(datum(&arr.get(i), &format!("data[{i}]")).map_err(|e| input_error(&e))?);
+        let d = datum_rel(&arr.get(i)).map_err(|e| input_error(&pre(e, &format!("data[{i}]"))))?;
+        out.push(d);
     }
     Ok(out)
 }
