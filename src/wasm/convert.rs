@@ -29,32 +29,48 @@ use crate::types::{
 use crate::wasm::errors::{input_error, json_to_js, type_error};
 
 #[wasm_bindgen(inline_js = "
-const TYPED = new Map([['Int8Array', 3], ['Uint8Array', 4], ['Uint8ClampedArray', 5], ['Int16Array', 6],
-  ['Uint16Array', 7], ['Int32Array', 8], ['Uint32Array', 9], ['Float32Array', 10], ['Float64Array', 11],
-  ['BigInt64Array', 12], ['BigUint64Array', 13]]);
-const VIEWS = [, , , Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array,
-  Float32Array, Float64Array];
+const TAG = Symbol.toStringTag;
+const TYPED = Object.assign(Object.create(null), { Int8Array: 5, Uint8Array: 6, Uint8ClampedArray: 7,
+  Int16Array: 8, Uint16Array: 9, Int32Array: 10, Uint32Array: 11, Float32Array: 12, Float64Array: 13,
+  BigInt64Array: 14, BigUint64Array: 15 });
+const VIEWS = [, , , , , Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array,
+  Uint32Array, Float32Array, Float64Array];
 const TA_LENGTH = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Int8Array.prototype), 'length').get;
-const tag = (v) => Object.prototype.toString.call(v).slice(8, -1);
 export function kind(v) {
-  if (typeof v !== 'object' || v === null) return 0;
-  if (Array.isArray(v)) return 2;
-  if (!ArrayBuffer.isView(v) || v instanceof DataView) return 1;
-  const t = tag(v);
-  return t === '' ? 1 : (TYPED.get(t) ?? 14);
+  if (v === undefined) return 0;
+  if (v === null) return 1;
+  if (typeof v !== 'object') return 2;
+  if (Array.isArray(v)) return 4;
+  if (!ArrayBuffer.isView(v) || v instanceof DataView) return 3;
+  // What Object.prototype.toString shows: the @@toStringTag if a string, else 'Object'.
+  const t = v[TAG];
+  if (typeof t !== 'string') return 16;
+  return t === '' ? 3 : (TYPED[t] ?? 16);
+}
+export function get(o, k) {
+  if (o === null || (typeof o !== 'object' && typeof o !== 'function')) return undefined;
+  try { return o[k]; } catch { return undefined; }
 }
 export function typed_length(v) { return TA_LENGTH.call(v); }
+// Views of the whole wasm memory by kind, remade when it grows (the old buffer detaches).
+let mem8 = new Uint8Array(0);
+let views = [];
+function view(mem, k) {
+  if (mem8.byteLength === 0) { mem8 = new Uint8Array(mem.buffer); views = []; }
+  return views[k] || (views[k] = new VIEWS[k](mem8.buffer));
+}
 export function copy_typed(mem, k, src, ptr, n) {
   if (TA_LENGTH.call(src) !== n) return false;
-  new VIEWS[k](mem.buffer, ptr, n).set(src);
+  view(mem, k).set(src, ptr / VIEWS[k].BYTES_PER_ELEMENT);
   return true;
 }
 export function copy_numbers(mem, a, ptr, n) {
-  const d = new Float64Array(mem.buffer, ptr, n);
+  const d = view(mem, 13);
+  const at = ptr / 8;
   for (let i = 0; i < n; i++) {
     const x = a[i];
     if (typeof x !== 'number') return i;
-    d[i] = x;
+    d[at + i] = x;
   }
   return -1;
 }
@@ -72,11 +88,10 @@ export function unknown_key(o, allowed) {
 export function dtype_code(v) {
   return v === undefined ? 0 : v === 'float32' ? 1 : v === 'int64' ? 2 : typeof v === 'string' ? 3 : 4;
 }
-export function is_nullish(v) { return v === undefined || v === null; }
 export function describe(v) {
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'an array';
-  if (ArrayBuffer.isView(v)) return 'a ' + tag(v);
+  if (ArrayBuffer.isView(v)) return 'a ' + Object.prototype.toString.call(v).slice(8, -1);
   if (typeof v === 'string') return 'the string ' + JSON.stringify(v.length > 40 ? v.slice(0, 40) + '…' : v);
   if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
   return typeof v === 'object' ? 'an object' : typeof v;
@@ -85,6 +100,8 @@ export function describe(v) {
 extern "C" {
     /// What a JS value is, as one of the `K_*` codes.
     fn kind(v: &JsValue) -> u32;
+    /// `o[k]` (`Reflect.get`), undefined if `o` is not an object or the getter throws.
+    fn get(o: &JsValue, k: &JsValue) -> JsValue;
     /// The element count of a typed array (its own, not a shadowing `length` property).
     fn typed_length(v: &JsValue) -> u32;
     /// Copies the typed array `src` of kind `k` (one of `K_I8..=K_F64`, exactly `n`
@@ -94,31 +111,35 @@ extern "C" {
     /// stopping at the first one that is not a number: its index, or -1.
     fn copy_numbers(mem: &JsValue, a: &JsValue, ptr: u32, n: u32) -> i32;
     /// The first own enumerable key of `o` that is not in the JS array `allowed` and
-    /// whose value is not undefined, or undefined.
-    fn unknown_key(o: &JsValue, allowed: &JsValue) -> JsValue;
+    /// whose value is not undefined.
+    fn unknown_key(o: &JsValue, allowed: &JsValue) -> Option<String>;
     /// A `dtype` field: 0 undefined, 1 "float32", 2 "int64", 3 another string, 4 other.
     fn dtype_code(v: &JsValue) -> u32;
-    /// `v === undefined || v === null`.
-    fn is_nullish(v: &JsValue) -> bool;
     /// A short description of a JS value for error messages.
     pub fn describe(v: &JsValue) -> String;
 }
 
-// `kind` codes: 0 not an object (primitives, functions, null, undefined); any other object
-// (plain, DataView, ArrayBuffer, …); an array; the typed arrays (`VIEWS` in the JS above
-// is indexed by these); 14 a typed array of another kind (e.g. Float16Array).
-const K_OBJECT: u32 = 1;
-const K_ARRAY: u32 = 2;
-const K_I8: u32 = 3;
-const K_U8: u32 = 4;
-const K_I16: u32 = 6;
-const K_U16: u32 = 7;
-const K_I32: u32 = 8;
-const K_U32: u32 = 9;
-const K_F32: u32 = 10;
-const K_F64: u32 = 11;
-const K_BI64: u32 = 12;
-const K_BU64: u32 = 13;
+// `kind` codes: undefined, null, any other non-object (primitives, functions); any other
+// object (plain, DataView, ArrayBuffer, …); an array; the typed arrays (`VIEWS` in the JS
+// above is indexed by these); 16 a typed array of another kind (e.g. Float16Array).
+const K_UNDEFINED: u32 = 0;
+const K_NULL: u32 = 1;
+const K_OBJECT: u32 = 3;
+const K_ARRAY: u32 = 4;
+const K_I8: u32 = 5;
+const K_U8: u32 = 6;
+const K_I16: u32 = 8;
+const K_U16: u32 = 9;
+const K_I32: u32 = 10;
+const K_U32: u32 = 11;
+const K_F32: u32 = 12;
+const K_F64: u32 = 13;
+const K_BI64: u32 = 14;
+const K_BU64: u32 = 15;
+
+fn is_nullish(k: u32) -> bool {
+    k <= K_NULL
+}
 
 fn is_typed(k: u32) -> bool {
     k >= K_I8
@@ -195,13 +216,13 @@ fn js() -> &'static Js {
     JS.with(|j| *j)
 }
 
-/// `o[k]` for a key made once (undefined if the getter throws).
+/// `o[k]` for a key made once.
 fn getk(o: &JsValue, k: &JsValue) -> JsValue {
-    Reflect::get(o, k).unwrap_or(JsValue::UNDEFINED)
+    get(o, k)
 }
 
-fn get(o: &JsValue, k: &str) -> JsValue {
-    Reflect::get(o, &JsValue::from_str(k)).unwrap_or(JsValue::UNDEFINED)
+fn get_str(o: &JsValue, k: &str) -> JsValue {
+    get(o, &JsValue::from_str(k))
 }
 
 fn set(o: &JsValue, k: &str, v: &JsValue) {
@@ -259,7 +280,7 @@ impl Opts {
             ));
         }
         for k in keys(v) {
-            if !allowed.contains(&k.as_str()) && !get(v, &k).is_undefined() {
+            if !allowed.contains(&k.as_str()) && !get_str(v, &k).is_undefined() {
                 return Err(type_error(
                     &k,
                     format!(
@@ -276,7 +297,7 @@ impl Opts {
         if self.obj.is_undefined() {
             JsValue::UNDEFINED
         } else {
-            get(&self.obj, k)
+            get_str(&self.obj, k)
         }
     }
     fn present(&self, k: &str) -> Option<JsValue> {
@@ -342,7 +363,7 @@ impl Opts {
             Some(v) if is_plain_object(&v) => {
                 let mut m = BTreeMap::new();
                 for key in keys(&v) {
-                    let val = get(&v, &key);
+                    let val = get_str(&v, &key);
                     let s = val.as_string().ok_or_else(|| {
                         type_error(
                             &format!("{k}.{key}"),
@@ -417,8 +438,8 @@ impl Call {
                 listener: None,
             });
         }
-        if !get(&signal, "addEventListener").is_function()
-            || get(&signal, "aborted").as_bool().is_none()
+        if !get_str(&signal, "addEventListener").is_function()
+            || get_str(&signal, "aborted").as_bool().is_none()
         {
             return Err(type_error(
                 "signal",
@@ -426,7 +447,7 @@ impl Call {
             ));
         }
         let token = CancelToken::new();
-        if get(&signal, "aborted").as_bool() == Some(true) {
+        if get_str(&signal, "aborted").as_bool() == Some(true) {
             token.cancel();
             return Ok(Call {
                 options: CallOptions {
@@ -438,7 +459,7 @@ impl Call {
         }
         let t = token.clone();
         let closure = Closure::<dyn FnMut()>::new(move || t.cancel());
-        let add: js_sys::Function = get(&signal, "addEventListener").unchecked_into();
+        let add: js_sys::Function = get_str(&signal, "addEventListener").unchecked_into();
         let _ = add.call2(&signal, &"abort".into(), closure.as_ref());
         Ok(Call {
             options: CallOptions {
@@ -453,7 +474,9 @@ impl Call {
 impl Drop for Call {
     fn drop(&mut self) {
         if let Some((signal, closure)) = self.listener.take() {
-            if let Ok(remove) = get(&signal, "removeEventListener").dyn_into::<js_sys::Function>() {
+            if let Ok(remove) =
+                get_str(&signal, "removeEventListener").dyn_into::<js_sys::Function>()
+            {
                 let _ = remove.call2(&signal, &"abort".into(), closure.as_ref());
             }
         }
@@ -494,6 +517,37 @@ fn copy_typed_vec<T>(v: &JsValue, k: u32, n: usize) -> Vec<T> {
         // allocation, which has room for `n`.
         unsafe { out.set_len(n) };
     }
+    out
+}
+
+/// The `n` elements of the `Int32Array` or `Uint32Array` `v` (kind `k`) as i64s: copied
+/// once into the upper half of the result's allocation, then widened in place.
+fn widen_typed_vec(v: &JsValue, k: u32, n: usize) -> Vec<i64> {
+    debug_assert!(k == K_I32 || k == K_U32);
+    let mut out = Vec::<i64>::with_capacity(n);
+    let base = out.as_mut_ptr();
+    // SAFETY: the allocation holds `n` i64s = `2n` u32s; the source goes into the second
+    // half, u32s `n..2n`.
+    let src = unsafe { base.cast::<u32>().add(n) };
+    if !copy_typed(&js().memory, k, v, src as u32, n as u32) {
+        return out;
+    }
+    for i in 0..n {
+        // SAFETY: `copy_typed` initialised u32s `n..2n`. Writing i64 `i` (bytes
+        // 8i..8i+8) never reaches a u32 not yet read (u32 `n + i + 1` starts at byte
+        // 4n + 4i + 4 >= 8i + 8 since i < n), and u32 `n + i` is read before i64 `i` is
+        // written.
+        unsafe {
+            let x = src.add(i).read();
+            base.add(i).write(if k == K_I32 {
+                i64::from(x as i32)
+            } else {
+                i64::from(x)
+            });
+        }
+    }
+    // SAFETY: all `n` i64s were written above.
+    unsafe { out.set_len(n) };
     out
 }
 
@@ -539,13 +593,6 @@ fn numbers_of(v: &JsValue, k: u32, n: usize) -> Result<Vec<f64>, InputError> {
             ),
         )),
     }
-}
-
-/// Numbers of an array-like (typed array or plain array of numbers).
-fn numbers(v: &JsValue) -> Result<Vec<f64>, InputError> {
-    let k = kind(v);
-    let n = checked_len(v, k)?;
-    numbers_of(v, k, n)
 }
 
 /// Token ids: `Uint32Array`, `Int32Array` or an array of integers in [0, 2³¹).
@@ -620,7 +667,7 @@ fn bytes(v: &JsValue) -> Result<Vec<u8>, InputError> {
 }
 
 fn opt_u32(v: &JsValue) -> Result<Option<u32>, InputError> {
-    if is_nullish(v) {
+    if v.is_undefined() || v.is_null() {
         return Ok(None);
     }
     match v.as_f64() {
@@ -635,12 +682,11 @@ fn opt_u32(v: &JsValue) -> Result<Option<u32>, InputError> {
 /// Refuses a key of the object `v` outside `allowed` (`allowed_js`: the same keys as a
 /// JS array made once) whose value is not undefined.
 fn check_keys(v: &JsValue, allowed_js: &JsValue, allowed: &[&str]) -> Result<(), InputError> {
-    let k = unknown_key(v, allowed_js);
-    if k.is_undefined() {
+    let Some(k) = unknown_key(v, allowed_js) else {
         return Ok(());
-    }
+    };
     Err(InputError::type_error(
-        format!(".{}", k.as_string().unwrap_or_default()),
+        format!(".{k}"),
         format!("unknown field; expected one of: {}", allowed.join(", ")),
     ))
 }
@@ -708,17 +754,17 @@ fn chunk(c: &JsValue) -> Result<ModelInputChunk, InputError> {
         check_keys(c, &list, allowed)
     };
     let format = || {
-        get(c, "format")
+        get_str(c, "format")
             .as_string()
             .ok_or_else(|| InputError::type_error(".format", "must be \"png\" or \"jpeg\""))
     };
     let expected_tokens =
-        || opt_u32(&get(c, "expected_tokens")).map_err(|e| pre(e, ".expected_tokens"));
+        || opt_u32(&get_str(c, "expected_tokens")).map_err(|e| pre(e, ".expected_tokens"));
     Ok(match ty.as_str() {
         "image" => {
             check(&["type", "data", "format", "expected_tokens"])?;
             ModelInputChunk::Image {
-                data: bytes(&get(c, "data")).map_err(|e| pre(e, ".data"))?,
+                data: bytes(&get_str(c, "data")).map_err(|e| pre(e, ".data"))?,
                 format: format()?,
                 expected_tokens: expected_tokens()?,
             }
@@ -727,7 +773,7 @@ fn chunk(c: &JsValue) -> Result<ModelInputChunk, InputError> {
             check(&["type", "location", "format", "expected_tokens"])?;
             ModelInputChunk::ImageAssetPointer {
                 format: format()?,
-                location: get(c, "location")
+                location: get_str(c, "location")
                     .as_string()
                     .ok_or_else(|| InputError::type_error(".location", "must be a string"))?,
                 expected_tokens: expected_tokens()?,
@@ -736,7 +782,7 @@ fn chunk(c: &JsValue) -> Result<ModelInputChunk, InputError> {
         "dmel" => {
             check(&["type", "dmel"])?;
             ModelInputChunk::Dmel {
-                dmel: bytes(&get(c, "dmel")).map_err(|e| pre(e, ".dmel"))?,
+                dmel: bytes(&get_str(c, "dmel")).map_err(|e| pre(e, ".dmel"))?,
             }
         }
         other => {
@@ -749,10 +795,11 @@ fn chunk(c: &JsValue) -> Result<ModelInputChunk, InputError> {
 }
 
 fn shape_of(v: &JsValue) -> Result<Option<Vec<usize>>, InputError> {
-    if is_nullish(v) {
+    let k = kind(v);
+    if is_nullish(k) {
         return Ok(None);
     }
-    let nums = numbers(v)?;
+    let nums = numbers_of(v, k, checked_len(v, k)?)?;
     nums.iter()
         .enumerate()
         .map(|(i, &d)| {
@@ -769,11 +816,11 @@ fn shape_of(v: &JsValue) -> Result<Option<Vec<usize>>, InputError> {
         .map(Some)
 }
 
-fn index_array(v: &JsValue) -> Result<Option<Vec<i64>>, InputError> {
-    if is_nullish(v) {
+fn index_array(v: &JsValue, k: u32) -> Result<Option<Vec<i64>>, InputError> {
+    if is_nullish(k) {
         return Ok(None);
     }
-    numbers(v)?
+    numbers_of(v, k, checked_len(v, k)?)?
         .into_iter()
         .enumerate()
         .map(|(i, x)| {
@@ -795,12 +842,13 @@ fn index_array(v: &JsValue) -> Result<Option<Vec<i64>>, InputError> {
 /// decide (`target_tokens` int64; `weights`, `advantages`, `logprobs`, … float32), then
 /// the typed array's kind.
 pub fn tensor(v: &JsValue, key: Option<&str>, path: &str) -> Result<TensorData, InputError> {
-    tensor_rel(v, key).map_err(|e| pre(e, path))
+    tensor_rel(v, kind(v), key).map_err(|e| pre(e, path))
 }
 
-fn tensor_rel(v: &JsValue, key: Option<&str>) -> Result<TensorData, InputError> {
+/// [`tensor`] of `v` of kind `vk`.
+fn tensor_rel(v: &JsValue, vk: u32, key: Option<&str>) -> Result<TensorData, InputError> {
     let j = js();
-    let (data, dtype_v, shape_v, crow_v, col_v) = if kind(v) == K_OBJECT {
+    let (data, dtype_v, shape_v, crow_v, col_v) = if vk == K_OBJECT {
         check_keys(v, &j.tensor_keys, TENSOR_KEYS)?;
         (
             getk(v, &j.data),
@@ -865,18 +913,7 @@ fn tensor_rel(v: &JsValue, key: Option<&str>) -> Result<TensorData, InputError> 
                 .map(|x| x as f32)
                 .collect(),
         ),
-        (DType::Int64, K_I32) => TensorValues::Int64(
-            copy_typed_vec::<i32>(&data, k, n)
-                .into_iter()
-                .map(i64::from)
-                .collect(),
-        ),
-        (DType::Int64, K_U32) => TensorValues::Int64(
-            copy_typed_vec::<u32>(&data, k, n)
-                .into_iter()
-                .map(i64::from)
-                .collect(),
-        ),
+        (DType::Int64, K_I32 | K_U32) => TensorValues::Int64(widen_typed_vec(&data, k, n)),
         (DType::Int64, _) => {
             let nums = numbers_of(&data, k, n).map_err(at_data)?;
             if let Some(i) = nums.iter().position(|x| x.fract() != 0.0) {
@@ -889,14 +926,17 @@ fn tensor_rel(v: &JsValue, key: Option<&str>) -> Result<TensorData, InputError> 
         }
     };
     let mut shape = shape_of(&shape_v).map_err(|e| pre(e, ".shape"))?;
-    if shape.is_none() && crow_v.is_undefined() {
+    let crow_k = kind(&crow_v);
+    if shape.is_none() && crow_k == K_UNDEFINED {
         shape = Some(vec![values.len()]);
     }
     let t = TensorData {
         values,
         shape,
-        sparse_crow_indices: index_array(&crow_v).map_err(|e| pre(e, ".sparse_crow_indices"))?,
-        sparse_col_indices: index_array(&col_v).map_err(|e| pre(e, ".sparse_col_indices"))?,
+        sparse_crow_indices: index_array(&crow_v, crow_k)
+            .map_err(|e| pre(e, ".sparse_crow_indices"))?,
+        sparse_col_indices: index_array(&col_v, kind(&col_v))
+            .map_err(|e| pre(e, ".sparse_col_indices"))?,
     };
     t.validate().map_err(rel)?;
     Ok(t)
@@ -918,8 +958,9 @@ fn datum_rel(v: &JsValue) -> Result<Datum, InputError> {
     let mi = model_input_rel(&getk(v, &j.model_input)).map_err(|e| pre(e, ".model_input"))?;
     let lfi = getk(v, &j.loss_fn_inputs);
     let mut inputs = LossFnInputs::new();
-    if !is_nullish(&lfi) {
-        if kind(&lfi) != K_OBJECT {
+    let lk = kind(&lfi);
+    if !is_nullish(lk) {
+        if lk != K_OBJECT {
             return Err(InputError::type_error(
                 ".loss_fn_inputs",
                 format!("must be an object of tensors, got {}", describe(&lfi)),
@@ -928,11 +969,12 @@ fn datum_rel(v: &JsValue) -> Result<Datum, InputError> {
         for key in Object::keys(lfi.unchecked_ref::<Object>()).iter() {
             let Some(k) = key.as_string() else { continue };
             let t = getk(&lfi, &key);
-            if t.is_undefined() {
+            let tk = kind(&t);
+            if tk == K_UNDEFINED {
                 continue;
             }
-            let t =
-                tensor_rel(&t, Some(&k)).map_err(|e| pre(e, &format!(".loss_fn_inputs.{k}")))?;
+            let t = tensor_rel(&t, tk, Some(&k))
+                .map_err(|e| pre(e, &format!(".loss_fn_inputs.{k}")))?;
             inputs.insert(k, t);
         }
     }
@@ -940,7 +982,7 @@ fn datum_rel(v: &JsValue) -> Result<Datum, InputError> {
                  name: &str|
      -> Result<Option<Vec<crate::types::ProvenanceSpan>>, InputError> {
         let s = getk(v, key);
-        if is_nullish(&s) {
+        if is_nullish(kind(&s)) {
             return Ok(None);
         }
         let json = js_sys::JSON::stringify(&s)
