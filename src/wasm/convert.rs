@@ -47,11 +47,19 @@ export function kind(v) {
   if (typeof t !== 'string') return 16;
   return t === '' ? 3 : (TYPED[t] ?? 16);
 }
-export function get(o, k) {
+function get(o, k) {
   if (o === null || (typeof o !== 'object' && typeof o !== 'function')) return undefined;
   try { return o[k]; } catch { return undefined; }
 }
-export function typed_length(v) { return TA_LENGTH.call(v); }
+function taLength(v) {
+  try { return TA_LENGTH.call(v); } catch { return 0; }
+}
+// The length of an array (its `length`) or typed array (its own) of kind k, else 0.
+function len(v, k) {
+  if (k === 4) { const n = get(v, 'length'); return typeof n === 'number' ? n : 0; }
+  return k >= 5 ? taLength(v) : 0;
+}
+export function length(v, k) { return len(v, k); }
 // Views of the whole wasm memory by kind, remade when it grows (the old buffer detaches).
 let mem8 = new Uint8Array(0);
 let views = [];
@@ -60,7 +68,7 @@ function view(mem, k) {
   return views[k] || (views[k] = new VIEWS[k](mem8.buffer));
 }
 export function copy_typed(mem, k, src, ptr, n) {
-  if (TA_LENGTH.call(src) !== n) return false;
+  if (taLength(src) !== n) return false;
   view(mem, k).set(src, ptr / VIEWS[k].BYTES_PER_ELEMENT);
   return true;
 }
@@ -74,7 +82,7 @@ export function copy_numbers(mem, a, ptr, n) {
   }
   return -1;
 }
-export function unknown_key(o, allowed) {
+function unknown(o, allowed) {
   const ks = Object.keys(o);
   for (let i = 0; i < ks.length; i++) {
     const k = ks[i];
@@ -85,8 +93,86 @@ export function unknown_key(o, allowed) {
   }
   return undefined;
 }
-export function dtype_code(v) {
-  return v === undefined ? 0 : v === 'float32' ? 1 : v === 'int64' ? 2 : typeof v === 'string' ? 3 : 4;
+export function unknown_key(o, allowed) { return unknown(o, allowed); }
+const dtypeCode = (v) =>
+  v === undefined ? 0 : v === 'float32' ? 1 : v === 'int64' ? 2 : typeof v === 'string' ? 3 : 4;
+// The readers below read the fields of one data object, keep them in S for Rust to
+// take (take(i)) when it needs them, and write their kinds and lengths as f64s into
+// wasm memory at ptr. They decide nothing: every check is made in Rust from these.
+// S: 0-3 datum fields, 4 chunks, 5 chunk, 6 tokens, 8-12 tensor fields, 16.. loss inputs.
+const S = [];
+export function take(i) { return S[i]; }
+export function release() { S.length = 0; }
+// Fields are read with plain property loads (fast for objects of one shape) and, if a
+// getter throws, again one by one with get() (which gives undefined for that field).
+export function read_datum(mem, d, allowed, ptr) {
+  if (kind(d) !== 3) return 0;
+  const bad = unknown(d, allowed) !== undefined;
+  let mi, lfi, ms, ls;
+  try {
+    mi = d.model_input; lfi = d.loss_fn_inputs; ms = d.model_input_spans; ls = d.loss_fn_input_spans;
+  } catch {
+    mi = get(d, 'model_input'); lfi = get(d, 'loss_fn_inputs');
+    ms = get(d, 'model_input_spans'); ls = get(d, 'loss_fn_input_spans');
+  }
+  S[0] = mi; S[1] = lfi; S[2] = ms; S[3] = ls;
+  const o = view(mem, 13), at = ptr / 8;
+  o[at] = kind(mi); o[at + 1] = kind(lfi); o[at + 2] = kind(ms); o[at + 3] = kind(ls);
+  return bad ? 1 : 2;
+}
+export function read_model_input(mem, v, allowed, ptr) {
+  const bad = unknown(v, allowed) !== undefined;
+  let c;
+  try { c = v.chunks; } catch { c = undefined; }
+  S[4] = c;
+  const k = kind(c);
+  const o = view(mem, 13), at = ptr / 8;
+  o[at] = k; o[at + 1] = len(c, k);
+  return bad ? 0 : 1;
+}
+export function read_chunk(mem, i, allowed, ptr) {
+  const c = (S[5] = S[4][i]);
+  if (kind(c) !== 3) return 0;
+  if (get(c, 'type') !== 'encoded_text') return 1;
+  const bad = unknown(c, allowed) !== undefined;
+  let t;
+  try { t = c.tokens; } catch { t = undefined; }
+  S[6] = t;
+  const k = kind(t);
+  const o = view(mem, 13), at = ptr / 8;
+  o[at] = k; o[at + 1] = len(t, k);
+  return bad ? 2 : 3;
+}
+export function read_inputs(mem, o, known, ptr, cap) {
+  const ks = Object.keys(o);
+  const m = Math.min(ks.length, cap);
+  for (let i = 0; i < m; i++) { S[16 + 2 * i] = ks[i]; S[17 + 2 * i] = get(o, ks[i]); }
+  const o8 = view(mem, 13), at = ptr / 8;
+  for (let i = 0; i < m; i++) { o8[at + 2 * i] = kind(S[17 + 2 * i]); o8[at + 2 * i + 1] = known.indexOf(ks[i]); }
+  return ks.length;
+}
+export function read_tensor(mem, v, allowed, ptr) {
+  const bad = unknown(v, allowed) !== undefined;
+  let data, dtype, shape, crow, col;
+  try {
+    data = v.data; dtype = v.dtype; shape = v.shape; crow = v.sparse_crow_indices; col = v.sparse_col_indices;
+  } catch {
+    data = get(v, 'data'); dtype = get(v, 'dtype'); shape = get(v, 'shape');
+    crow = get(v, 'sparse_crow_indices'); col = get(v, 'sparse_col_indices');
+  }
+  S[8] = data; S[9] = dtype; S[10] = shape; S[11] = crow; S[12] = col;
+  const kd = kind(data), ks = kind(shape);
+  const o = view(mem, 13), at = ptr / 8;
+  o[at] = kd; o[at + 1] = dtypeCode(dtype); o[at + 2] = ks; o[at + 3] = kind(crow); o[at + 4] = kind(col);
+  const n = len(shape, ks);
+  o[at + 5] = len(data, kd); o[at + 6] = n; o[at + 7] = 0;
+  // A short plain shape of numbers (the usual [n]) is copied here too.
+  if (ks === 4 && n <= 4) {
+    let i = 0;
+    for (; i < n; i++) { const x = shape[i]; if (typeof x !== 'number') break; o[at + 8 + i] = x; }
+    o[at + 7] = i === n ? 1 : 0;
+  }
+  return bad ? 0 : 1;
 }
 export function describe(v) {
   if (v === null) return 'null';
@@ -100,10 +186,8 @@ export function describe(v) {
 extern "C" {
     /// What a JS value is, as one of the `K_*` codes.
     fn kind(v: &JsValue) -> u32;
-    /// `o[k]` (`Reflect.get`), undefined if `o` is not an object or the getter throws.
-    fn get(o: &JsValue, k: &JsValue) -> JsValue;
-    /// The element count of a typed array (its own, not a shadowing `length` property).
-    fn typed_length(v: &JsValue) -> u32;
+    /// The length of an array or typed array of kind `k` (else 0), as JS reads it.
+    fn length(v: &JsValue, k: u32) -> f64;
     /// Copies the typed array `src` of kind `k` (one of `K_I8..=K_F64`, exactly `n`
     /// elements) into wasm memory at `ptr`; false (nothing copied) if it has not `n`.
     fn copy_typed(mem: &JsValue, k: u32, src: &JsValue, ptr: u32, n: u32) -> bool;
@@ -113,10 +197,53 @@ extern "C" {
     /// The first own enumerable key of `o` that is not in the JS array `allowed` and
     /// whose value is not undefined.
     fn unknown_key(o: &JsValue, allowed: &JsValue) -> Option<String>;
-    /// A `dtype` field: 0 undefined, 1 "float32", 2 "int64", 3 another string, 4 other.
-    fn dtype_code(v: &JsValue) -> u32;
+    /// A value the last reader kept (see the JS above for the slots).
+    fn take(i: u32) -> JsValue;
+    /// Drops the values the readers kept.
+    fn release();
+    /// Reads a datum: 0 not an object; else the kinds of `model_input`, `loss_fn_inputs`,
+    /// `model_input_spans`, `loss_fn_input_spans` (slots 0-3), and 1 if it has an
+    /// unknown key, 2 if not.
+    fn read_datum(mem: &JsValue, d: &JsValue, allowed: &JsValue, ptr: u32) -> u32;
+    /// Reads a `ModelInput` object: kind and length of `chunks` (slot 4); 0 if it has an
+    /// unknown key, 1 if not.
+    fn read_model_input(mem: &JsValue, v: &JsValue, allowed: &JsValue, ptr: u32) -> u32;
+    /// Reads chunk `i` of the last `chunks` (slot 5): 0 not an object, 1 not of type
+    /// `encoded_text`; else kind and length of `tokens` (slot 6), and 2 if it has an
+    /// unknown key, 3 if not.
+    fn read_chunk(mem: &JsValue, i: u32, allowed: &JsValue, ptr: u32) -> u32;
+    /// Reads the first `cap` of the `n` entries of a `loss_fn_inputs` object: for each,
+    /// the kind of the value and the index of the key in `known` (or -1); the key and
+    /// the value in slots `16 + 2i`, `17 + 2i`. Returns `n`.
+    fn read_inputs(mem: &JsValue, o: &JsValue, known: &JsValue, ptr: u32, cap: u32) -> u32;
+    /// Reads a `TensorData` object: the kinds of `data`, `dtype` (as a code: 0 undefined,
+    /// 1 "float32", 2 "int64", 3 another string, 4 other), `shape`,
+    /// `sparse_crow_indices`, `sparse_col_indices`, the lengths of `data` and `shape`,
+    /// 1 if `shape` is a plain array of at most 4 numbers, then those numbers (slots
+    /// 8-12); 0 if it has an unknown key, 1 if not.
+    fn read_tensor(mem: &JsValue, v: &JsValue, allowed: &JsValue, ptr: u32) -> u32;
     /// A short description of a JS value for error messages.
     pub fn describe(v: &JsValue) -> String;
+}
+
+/// Numbers a reader writes into wasm memory for Rust (kinds, lengths).
+struct Out<const N: usize>([f64; N]);
+
+impl<const N: usize> Out<N> {
+    fn new() -> Self {
+        Out([0.0; N])
+    }
+    fn ptr(&mut self) -> u32 {
+        self.0.as_mut_ptr() as u32
+    }
+    fn at(&self, i: usize) -> f64 {
+        // Written by JS through the address `ptr` gave out.
+        // SAFETY: in bounds and aligned (a plain read of an f64 of the array).
+        unsafe { std::ptr::read_volatile(&self.0[i]) }
+    }
+    fn kind(&self, i: usize) -> u32 {
+        self.at(i) as u32
+    }
 }
 
 // `kind` codes: undefined, null, any other non-object (primitives, functions); any other
@@ -148,24 +275,11 @@ fn is_typed(k: u32) -> bool {
 /// JS values the data path uses on every call, made once.
 struct Js {
     memory: JsValue,
-    length: JsValue,
-    model_input: JsValue,
-    loss_fn_inputs: JsValue,
-    model_input_spans: JsValue,
-    loss_fn_input_spans: JsValue,
-    chunks: JsValue,
-    type_: JsValue,
-    tokens: JsValue,
-    encoded_text: JsValue,
-    data: JsValue,
-    dtype: JsValue,
-    shape: JsValue,
-    sparse_crow_indices: JsValue,
-    sparse_col_indices: JsValue,
     datum_keys: JsValue,
     model_input_keys: JsValue,
     encoded_text_keys: JsValue,
     tensor_keys: JsValue,
+    known_inputs: JsValue,
 }
 
 const DATUM_KEYS: &[&str] = &[
@@ -183,6 +297,17 @@ const TENSOR_KEYS: &[&str] = &[
     "sparse_crow_indices",
     "sparse_col_indices",
 ];
+/// Loss-input names taken without copying the key string out of JS.
+const KNOWN_INPUTS: &[&str] = &[
+    "target_tokens",
+    "weights",
+    "advantages",
+    "logprobs",
+    "clip_low_threshold",
+    "clip_high_threshold",
+    "sequence_ratio_mask",
+    "target_distribution",
+];
 
 fn js() -> &'static Js {
     thread_local! {
@@ -192,37 +317,19 @@ fn js() -> &'static Js {
             };
             Box::leak(Box::new(Js {
                 memory: wasm_bindgen::memory(),
-                length: "length".into(),
-                model_input: "model_input".into(),
-                loss_fn_inputs: "loss_fn_inputs".into(),
-                model_input_spans: "model_input_spans".into(),
-                loss_fn_input_spans: "loss_fn_input_spans".into(),
-                chunks: "chunks".into(),
-                type_: "type".into(),
-                tokens: "tokens".into(),
-                encoded_text: "encoded_text".into(),
-                data: "data".into(),
-                dtype: "dtype".into(),
-                shape: "shape".into(),
-                sparse_crow_indices: "sparse_crow_indices".into(),
-                sparse_col_indices: "sparse_col_indices".into(),
                 datum_keys: list(DATUM_KEYS),
                 model_input_keys: list(MODEL_INPUT_KEYS),
                 encoded_text_keys: list(ENCODED_TEXT_KEYS),
                 tensor_keys: list(TENSOR_KEYS),
+                known_inputs: list(KNOWN_INPUTS),
             }))
         };
     }
     JS.with(|j| *j)
 }
 
-/// `o[k]` for a key made once.
-fn getk(o: &JsValue, k: &JsValue) -> JsValue {
-    get(o, k)
-}
-
 fn get_str(o: &JsValue, k: &str) -> JsValue {
-    get(o, &JsValue::from_str(k))
+    Reflect::get(o, &JsValue::from_str(k)).unwrap_or(JsValue::UNDEFINED)
 }
 
 fn set(o: &JsValue, k: &str, v: &JsValue) {
@@ -488,22 +595,27 @@ impl Drop for Call {
 //
 // Errors here have paths relative to the value converted (see the module doc).
 
-/// The element count of an array or typed array of kind `k` (0 for anything else),
-/// refusing one longer than [`MAX_ELEMENTS`] before anything is copied (a plain array's
-/// holes cost JS nothing, its copy into wasm memory would not).
-fn checked_len(v: &JsValue, k: u32) -> Result<usize, InputError> {
-    let n = match k {
-        K_ARRAY => getk(v, &js().length).as_f64().unwrap_or(0.0) as usize,
-        k if is_typed(k) => typed_length(v) as usize,
-        _ => return Ok(0), // not an array: the caller says what it must be
-    };
-    if n > MAX_ELEMENTS {
+/// The element count `n` of an array or typed array, as JS reads its length, refused
+/// if longer than [`MAX_ELEMENTS`] before anything is copied (a plain array's holes cost
+/// JS nothing, its copy into wasm memory would not).
+fn checked(n: f64) -> Result<usize, InputError> {
+    if n > MAX_ELEMENTS as f64 {
         return Err(InputError::range_error(
             "",
             format!("has {n} elements; at most {MAX_ELEMENTS} are accepted"),
         ));
     }
-    Ok(n)
+    Ok(n as usize)
+}
+
+/// [`checked`] length of `v` of kind `k` (0 for anything but an array or typed array:
+/// the caller says what it must be).
+fn checked_len(v: &JsValue, k: u32) -> Result<usize, InputError> {
+    if k == K_ARRAY || is_typed(k) {
+        checked(length(v, k))
+    } else {
+        Ok(0)
+    }
 }
 
 /// The `n` elements of the typed array `v` of kind `k`, whose elements are `T`s,
@@ -602,7 +714,11 @@ pub fn tokens(v: &JsValue, path: &str) -> Result<Vec<u32>, InputError> {
 
 fn tokens_rel(v: &JsValue) -> Result<Vec<u32>, InputError> {
     let k = kind(v);
-    let n = checked_len(v, k)?;
+    tokens_of(v, k, checked_len(v, k)?)
+}
+
+/// Token ids of `v` of kind `k` and checked length `n`.
+fn tokens_of(v: &JsValue, k: u32, n: usize) -> Result<Vec<u32>, InputError> {
     let out: Vec<u32> = match k {
         K_U32 => copy_typed_vec::<u32>(v, k, n),
         K_I32 => {
@@ -693,17 +809,26 @@ fn check_keys(v: &JsValue, allowed_js: &JsValue, allowed: &[&str]) -> Result<(),
 
 // ---------------------------------------------------------------------------------
 // Data → core
+//
+// The readers of the JS above read each object's fields in one call and say what they
+// are; the values are taken from them only when needed. Every decision is made here.
+
+fn taken(i: u32) -> JsValue {
+    take(i)
+}
 
 /// A `ModelInput` (`{ chunks: [...] }`) or, as a shorthand, token ids.
 pub fn model_input(v: &JsValue, path: &str) -> Result<ModelInput, InputError> {
-    model_input_rel(v).map_err(|e| pre(e, path))
+    let r = model_input_rel(v, kind(v)).map_err(|e| pre(e, path));
+    release();
+    r
 }
 
-fn model_input_rel(v: &JsValue) -> Result<ModelInput, InputError> {
+/// [`model_input`] of `v` of kind `k`.
+fn model_input_rel(v: &JsValue, k: u32) -> Result<ModelInput, InputError> {
     let j = js();
-    let k = kind(v);
     if k == K_ARRAY || is_typed(k) {
-        return Ok(ModelInput::from_ints(tokens_rel(v)?));
+        return Ok(ModelInput::from_ints(tokens_of(v, k, checked_len(v, k)?)?));
     }
     if k != K_OBJECT {
         return Err(InputError::type_error(
@@ -714,41 +839,52 @@ fn model_input_rel(v: &JsValue) -> Result<ModelInput, InputError> {
             ),
         ));
     }
-    check_keys(v, &j.model_input_keys, MODEL_INPUT_KEYS)?;
-    let chunks = getk(v, &j.chunks);
-    if kind(&chunks) != K_ARRAY {
+    let mut o = Out::<2>::new();
+    if read_model_input(&j.memory, v, &j.model_input_keys, o.ptr()) == 0 {
+        check_keys(v, &j.model_input_keys, MODEL_INPUT_KEYS)?;
+    }
+    if o.kind(0) != K_ARRAY {
         return Err(InputError::type_error(
             ".chunks",
-            format!("must be an array of chunks, got {}", describe(&chunks)),
+            format!("must be an array of chunks, got {}", describe(&taken(4))),
         ));
     }
-    let arr: Array = chunks.unchecked_into();
-    let mut out = Vec::with_capacity(arr.length() as usize);
-    for (i, c) in arr.iter().enumerate() {
-        let at = |e: InputError| pre(e, &format!(".chunks[{i}]"));
-        out.push(chunk(&c).map_err(at)?);
+    let n = o.at(1) as u32;
+    let mut out = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        out.push(chunk(i).map_err(|e| pre(e, &format!(".chunks[{i}]")))?);
     }
     let m = ModelInput { chunks: out };
     m.validate().map_err(rel)?;
     Ok(m)
 }
 
-/// One chunk of a `ModelInput`.
-fn chunk(c: &JsValue) -> Result<ModelInputChunk, InputError> {
+/// Chunk `i` of the `chunks` array [`read_model_input`] read last.
+fn chunk(i: u32) -> Result<ModelInputChunk, InputError> {
     let j = js();
-    if kind(c) != K_OBJECT {
-        return Err(InputError::type_error(
+    let mut o = Out::<2>::new();
+    match read_chunk(&j.memory, i, &j.encoded_text_keys, o.ptr()) {
+        0 => Err(InputError::type_error(
             "",
-            format!("must be a chunk object, got {}", describe(c)),
-        ));
+            format!("must be a chunk object, got {}", describe(&taken(5))),
+        )),
+        1 => other_chunk(&taken(5)),
+        r => {
+            if r == 2 {
+                check_keys(&taken(5), &j.encoded_text_keys, ENCODED_TEXT_KEYS)?;
+            }
+            let (k, n) = (o.kind(0), o.at(1));
+            let tokens = checked(n)
+                .and_then(|n| tokens_of(&taken(6), k, n))
+                .map_err(|e| pre(e, ".tokens"))?;
+            Ok(ModelInputChunk::EncodedText { tokens })
+        }
     }
-    let ty = getk(c, &j.type_);
-    if ty == j.encoded_text {
-        check_keys(c, &j.encoded_text_keys, ENCODED_TEXT_KEYS)?;
-        let tokens = tokens_rel(&getk(c, &j.tokens)).map_err(|e| pre(e, ".tokens"))?;
-        return Ok(ModelInputChunk::EncodedText { tokens });
-    }
-    let ty = ty.as_string().unwrap_or_default();
+}
+
+/// A chunk object whose `type` is not `encoded_text`.
+fn other_chunk(c: &JsValue) -> Result<ModelInputChunk, InputError> {
+    let ty = get_str(c, "type").as_string().unwrap_or_default();
     let check = |allowed: &[&str]| -> Result<(), InputError> {
         let list: Array = allowed.iter().map(|k| JsValue::from_str(k)).collect();
         check_keys(c, &list, allowed)
@@ -794,12 +930,16 @@ fn chunk(c: &JsValue) -> Result<ModelInputChunk, InputError> {
     })
 }
 
-fn shape_of(v: &JsValue) -> Result<Option<Vec<usize>>, InputError> {
-    let k = kind(v);
+/// A `shape` of kind `k` and length `n` (as JS reads it).
+fn shape_of(v: &JsValue, k: u32, n: f64) -> Result<Option<Vec<usize>>, InputError> {
     if is_nullish(k) {
         return Ok(None);
     }
-    let nums = numbers_of(v, k, checked_len(v, k)?)?;
+    dims_of(numbers_of(v, k, checked(n)?)?)
+}
+
+/// The dimensions of a shape from its numbers.
+fn dims_of(nums: Vec<f64>) -> Result<Option<Vec<usize>>, InputError> {
     nums.iter()
         .enumerate()
         .map(|(i, &d)| {
@@ -816,11 +956,13 @@ fn shape_of(v: &JsValue) -> Result<Option<Vec<usize>>, InputError> {
         .map(Some)
 }
 
-fn index_array(v: &JsValue, k: u32) -> Result<Option<Vec<i64>>, InputError> {
+/// Sparse indices: `v` of kind `k` (`take`n only when not undefined or null).
+fn index_array(v: impl FnOnce() -> JsValue, k: u32) -> Result<Option<Vec<i64>>, InputError> {
     if is_nullish(k) {
         return Ok(None);
     }
-    numbers_of(v, k, checked_len(v, k)?)?
+    let v = v();
+    numbers_of(&v, k, checked_len(&v, k)?)?
         .into_iter()
         .enumerate()
         .map(|(i, x)| {
@@ -842,32 +984,42 @@ fn index_array(v: &JsValue, k: u32) -> Result<Option<Vec<i64>>, InputError> {
 /// decide (`target_tokens` int64; `weights`, `advantages`, `logprobs`, … float32), then
 /// the typed array's kind.
 pub fn tensor(v: &JsValue, key: Option<&str>, path: &str) -> Result<TensorData, InputError> {
-    tensor_rel(v, kind(v), key).map_err(|e| pre(e, path))
+    let r = tensor_rel(v, kind(v), key).map_err(|e| pre(e, path));
+    release();
+    r
 }
 
 /// [`tensor`] of `v` of kind `vk`.
 fn tensor_rel(v: &JsValue, vk: u32, key: Option<&str>) -> Result<TensorData, InputError> {
     let j = js();
-    let (data, dtype_v, shape_v, crow_v, col_v) = if vk == K_OBJECT {
+    // Kinds of data, dtype (code), shape, crow, col; lengths of data and shape; whether
+    // the shape's numbers follow, and those.
+    let mut o = Out::<12>::new();
+    let object = vk == K_OBJECT;
+    if object && read_tensor(&j.memory, v, &j.tensor_keys, o.ptr()) == 0 {
         check_keys(v, &j.tensor_keys, TENSOR_KEYS)?;
+    }
+    let (k, dtype_code, shape_k, crow_k, col_k, n, shape_n) = if object {
+        let k = o.kind(0);
         (
-            getk(v, &j.data),
-            getk(v, &j.dtype),
-            getk(v, &j.shape),
-            getk(v, &j.sparse_crow_indices),
-            getk(v, &j.sparse_col_indices),
+            k,
+            o.kind(1),
+            o.kind(2),
+            o.kind(3),
+            o.kind(4),
+            o.at(5),
+            o.at(6),
         )
     } else {
-        (
-            v.clone(),
-            JsValue::UNDEFINED,
-            JsValue::UNDEFINED,
-            JsValue::UNDEFINED,
-            JsValue::UNDEFINED,
-        )
+        let n = if vk == K_ARRAY || is_typed(vk) {
+            length(v, vk)
+        } else {
+            0.0
+        };
+        (vk, 0, K_UNDEFINED, K_UNDEFINED, K_UNDEFINED, n, 0.0)
     };
-    let k = kind(&data);
-    let dtype = match dtype_code(&dtype_v) {
+    let data = || if object { taken(8) } else { v.clone() };
+    let dtype = match dtype_code {
         1 => DType::Float32,
         2 => DType::Int64,
         3 => {
@@ -875,7 +1027,7 @@ fn tensor_rel(v: &JsValue, vk: u32, key: Option<&str>) -> Result<TensorData, Inp
                 ".dtype",
                 format!(
                     "must be \"float32\" or \"int64\", got {:?}",
-                    dtype_v.as_string().unwrap_or_default()
+                    taken(9).as_string().unwrap_or_default()
                 ),
             ))
         }
@@ -884,7 +1036,7 @@ fn tensor_rel(v: &JsValue, vk: u32, key: Option<&str>) -> Result<TensorData, Inp
                 ".dtype",
                 format!(
                     "must be \"float32\" or \"int64\", got {}",
-                    describe(&dtype_v)
+                    describe(&taken(9))
                 ),
             ))
         }
@@ -903,7 +1055,8 @@ fn tensor_rel(v: &JsValue, vk: u32, key: Option<&str>) -> Result<TensorData, Inp
         },
     };
     let at_data = |e: InputError| pre(e, ".data");
-    let n = checked_len(&data, k).map_err(at_data)?;
+    let n = checked(n).map_err(at_data)?;
+    let data = data();
     let values = match (dtype, k) {
         (DType::Float32, K_F32) => TensorValues::Float32(copy_typed_vec::<f32>(&data, k, n)),
         (DType::Float32, _) => TensorValues::Float32(
@@ -925,17 +1078,28 @@ fn tensor_rel(v: &JsValue, vk: u32, key: Option<&str>) -> Result<TensorData, Inp
             TensorValues::Int64(nums.into_iter().map(|x| x as i64).collect())
         }
     };
-    let mut shape = shape_of(&shape_v).map_err(|e| pre(e, ".shape"))?;
-    let crow_k = kind(&crow_v);
+    drop(data);
+    let mut shape = if object && o.at(7) == 1.0 {
+        let dims: Vec<f64> = (0..shape_n as usize).map(|i| o.at(8 + i)).collect();
+        dims_of(dims)
+    } else {
+        let shape_v = if is_nullish(shape_k) {
+            JsValue::UNDEFINED
+        } else {
+            taken(10)
+        };
+        shape_of(&shape_v, shape_k, shape_n)
+    }
+    .map_err(|e| pre(e, ".shape"))?;
     if shape.is_none() && crow_k == K_UNDEFINED {
         shape = Some(vec![values.len()]);
     }
     let t = TensorData {
         values,
         shape,
-        sparse_crow_indices: index_array(&crow_v, crow_k)
+        sparse_crow_indices: index_array(|| taken(11), crow_k)
             .map_err(|e| pre(e, ".sparse_crow_indices"))?,
-        sparse_col_indices: index_array(&col_v, kind(&col_v))
+        sparse_col_indices: index_array(|| taken(12), col_k)
             .map_err(|e| pre(e, ".sparse_col_indices"))?,
     };
     t.validate().map_err(rel)?;
@@ -945,46 +1109,49 @@ fn tensor_rel(v: &JsValue, vk: u32, key: Option<&str>) -> Result<TensorData, Inp
 /// A `Datum` (`{ model_input, loss_fn_inputs }`).
 fn datum_rel(v: &JsValue) -> Result<Datum, InputError> {
     let j = js();
-    if kind(v) != K_OBJECT {
-        return Err(InputError::type_error(
-            "",
-            format!(
-                "must be a Datum ({{ model_input, loss_fn_inputs }}), got {}",
-                describe(v)
-            ),
-        ));
+    // Kinds of model_input, loss_fn_inputs, model_input_spans, loss_fn_input_spans.
+    let mut o = Out::<4>::new();
+    match read_datum(&j.memory, v, &j.datum_keys, o.ptr()) {
+        0 => {
+            return Err(InputError::type_error(
+                "",
+                format!(
+                    "must be a Datum ({{ model_input, loss_fn_inputs }}), got {}",
+                    describe(v)
+                ),
+            ))
+        }
+        1 => check_keys(v, &j.datum_keys, DATUM_KEYS)?,
+        _ => {}
     }
-    check_keys(v, &j.datum_keys, DATUM_KEYS)?;
-    let mi = model_input_rel(&getk(v, &j.model_input)).map_err(|e| pre(e, ".model_input"))?;
-    let lfi = getk(v, &j.loss_fn_inputs);
+    let (mi_k, lfi_k, mis_k, lis_k) = (o.kind(0), o.kind(1), o.kind(2), o.kind(3));
+    // The readers below reuse other slots; take these first.
+    let lfi = taken(1);
+    let mis = if is_nullish(mis_k) {
+        None
+    } else {
+        Some(taken(2))
+    };
+    let lis = if is_nullish(lis_k) {
+        None
+    } else {
+        Some(taken(3))
+    };
+    let mi = model_input_rel(&taken(0), mi_k).map_err(|e| pre(e, ".model_input"))?;
     let mut inputs = LossFnInputs::new();
-    let lk = kind(&lfi);
-    if !is_nullish(lk) {
-        if lk != K_OBJECT {
+    if !is_nullish(lfi_k) {
+        if lfi_k != K_OBJECT {
             return Err(InputError::type_error(
                 ".loss_fn_inputs",
                 format!("must be an object of tensors, got {}", describe(&lfi)),
             ));
         }
-        for key in Object::keys(lfi.unchecked_ref::<Object>()).iter() {
-            let Some(k) = key.as_string() else { continue };
-            let t = getk(&lfi, &key);
-            let tk = kind(&t);
-            if tk == K_UNDEFINED {
-                continue;
-            }
-            let t = tensor_rel(&t, tk, Some(&k))
-                .map_err(|e| pre(e, &format!(".loss_fn_inputs.{k}")))?;
-            inputs.insert(k, t);
-        }
+        loss_fn_inputs(&lfi, &mut inputs)?;
     }
-    let spans = |key: &JsValue,
+    let spans = |s: Option<JsValue>,
                  name: &str|
      -> Result<Option<Vec<crate::types::ProvenanceSpan>>, InputError> {
-        let s = getk(v, key);
-        if is_nullish(kind(&s)) {
-            return Ok(None);
-        }
+        let Some(s) = s else { return Ok(None) };
         let json = js_sys::JSON::stringify(&s)
             .ok()
             .and_then(|s| s.as_string())
@@ -996,9 +1163,64 @@ fn datum_rel(v: &JsValue) -> Result<Datum, InputError> {
     Ok(Datum {
         model_input: mi,
         loss_fn_inputs: inputs,
-        model_input_spans: spans(&j.model_input_spans, "model_input_spans")?,
-        loss_fn_input_spans: spans(&j.loss_fn_input_spans, "loss_fn_input_spans")?,
+        model_input_spans: spans(mis, "model_input_spans")?,
+        loss_fn_input_spans: spans(lis, "loss_fn_input_spans")?,
     })
+}
+
+/// The tensors of a `loss_fn_inputs` object (undefined entries skipped).
+fn loss_fn_inputs(lfi: &JsValue, inputs: &mut LossFnInputs) -> Result<(), InputError> {
+    let j = js();
+    // Per entry: the kind of the value, the index of the key in KNOWN_INPUTS or -1.
+    let mut small = Out::<16>::new();
+    let mut n = read_inputs(&j.memory, lfi, &j.known_inputs, small.ptr(), 8) as usize;
+    let mut big = Vec::new();
+    let entries: &[f64] = if n <= 8 {
+        &small.0[..2 * n]
+    } else {
+        big.resize(2 * n, 0.0);
+        let cap = n as u32;
+        // (A getter may have added keys since: the first `cap` are read.)
+        let m = read_inputs(
+            &j.memory,
+            lfi,
+            &j.known_inputs,
+            big.as_mut_ptr() as u32,
+            cap,
+        );
+        n = m.min(cap) as usize;
+        &big[..2 * n]
+    };
+    let entries: Vec<(u32, f64)> = entries
+        .chunks(2)
+        .map(|e| {
+            // SAFETY: plain reads of f64s JS wrote through the address given out.
+            let (k, known) = unsafe {
+                (
+                    std::ptr::read_volatile(&e[0]),
+                    std::ptr::read_volatile(&e[1]),
+                )
+            };
+            (k as u32, known)
+        })
+        .collect();
+    // The values, in order, before any tensor reader reuses other slots.
+    for (i, (tk, known)) in entries.into_iter().enumerate() {
+        if tk == K_UNDEFINED {
+            continue;
+        }
+        let key = match KNOWN_INPUTS.get(known as usize) {
+            Some(name) if known >= 0.0 => (*name).to_string(),
+            _ => match taken(16 + 2 * i as u32).as_string() {
+                Some(k) => k,
+                None => continue,
+            },
+        };
+        let t = tensor_rel(&taken(17 + 2 * i as u32), tk, Some(&key))
+            .map_err(|e| pre(e, &format!(".loss_fn_inputs.{key}")))?;
+        inputs.insert(key, t);
+    }
+    Ok(())
 }
 
 /// An array of `Datum`s.
@@ -1011,11 +1233,18 @@ pub fn data(v: &JsValue) -> Result<Vec<Datum>, JsValue> {
     }
     let arr: &Array = v.unchecked_ref();
     let mut out = Vec::with_capacity(arr.length() as usize);
+    let mut result = Ok(());
     for i in 0..arr.length() {
-        let d = datum_rel(&arr.get(i)).map_err(|e| input_error(&pre(e, &format!("data[{i}]"))))?;
-        out.push(d);
+        match datum_rel(&arr.get(i)) {
+            Ok(d) => out.push(d),
+            Err(e) => {
+                result = Err(input_error(&pre(e, &format!("data[{i}]"))));
+                break;
+            }
+        }
     }
-    Ok(out)
+    release();
+    result.map(|()| out)
 }
 
 // ---------------------------------------------------------------------------------
