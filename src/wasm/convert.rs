@@ -67,7 +67,8 @@ function view(mem, k) {
   if (mem8.byteLength === 0) { mem8 = new Uint8Array(mem.buffer); views = []; }
   return views[k] || (views[k] = new VIEWS[k](mem8.buffer));
 }
-export function copy_typed(mem, k, src, ptr, n) {
+export function copy_typed(mem, k, src, s, ptr, n) {
+  if (s >= 0) src = S[s];
   if (taLength(src) !== n) return false;
   view(mem, k).set(src, ptr / VIEWS[k].BYTES_PER_ELEMENT);
   return true;
@@ -100,6 +101,7 @@ const dtypeCode = (v) =>
 // take (take(i)) when it needs them, and write their kinds and lengths as f64s into
 // wasm memory at ptr. They decide nothing: every check is made in Rust from these.
 // S: 0-3 datum fields, 4 chunks, 5 chunk, 6 tokens, 8-12 tensor fields, 16.. loss inputs.
+// The functions taking (v, s) use S[s] instead of v when s >= 0.
 const S = [];
 export function take(i) { return S[i]; }
 export function release() { S.length = 0; }
@@ -120,7 +122,8 @@ export function read_datum(mem, d, allowed, ptr) {
   o[at] = kind(mi); o[at + 1] = kind(lfi); o[at + 2] = kind(ms); o[at + 3] = kind(ls);
   return bad ? 1 : 2;
 }
-export function read_model_input(mem, v, allowed, ptr) {
+export function read_model_input(mem, v, s, allowed, ptr) {
+  if (s >= 0) v = S[s];
   const bad = unknown(v, allowed) !== undefined;
   let c;
   try { c = v.chunks; } catch { c = undefined; }
@@ -143,7 +146,8 @@ export function read_chunk(mem, i, allowed, ptr) {
   o[at] = k; o[at + 1] = len(t, k);
   return bad ? 2 : 3;
 }
-export function read_inputs(mem, o, known, ptr, cap) {
+export function read_inputs(mem, o, s, known, ptr, cap) {
+  if (s >= 0) o = S[s];
   const ks = Object.keys(o);
   const m = Math.min(ks.length, cap);
   for (let i = 0; i < m; i++) { S[16 + 2 * i] = ks[i]; S[17 + 2 * i] = get(o, ks[i]); }
@@ -151,7 +155,8 @@ export function read_inputs(mem, o, known, ptr, cap) {
   for (let i = 0; i < m; i++) { o8[at + 2 * i] = kind(S[17 + 2 * i]); o8[at + 2 * i + 1] = known.indexOf(ks[i]); }
   return ks.length;
 }
-export function read_tensor(mem, v, allowed, ptr) {
+export function read_tensor(mem, v, s, allowed, ptr) {
+  if (s >= 0) v = S[s];
   const bad = unknown(v, allowed) !== undefined;
   let data, dtype, shape, crow, col;
   try {
@@ -190,7 +195,7 @@ extern "C" {
     fn length(v: &JsValue, k: u32) -> f64;
     /// Copies the typed array `src` of kind `k` (one of `K_I8..=K_F64`, exactly `n`
     /// elements) into wasm memory at `ptr`; false (nothing copied) if it has not `n`.
-    fn copy_typed(mem: &JsValue, k: u32, src: &JsValue, ptr: u32, n: u32) -> bool;
+    fn copy_typed(mem: &JsValue, k: u32, src: &JsValue, s: i32, ptr: u32, n: u32) -> bool;
     /// Copies the first `n` elements of a plain array into wasm memory at `ptr` as f64s,
     /// stopping at the first one that is not a number: its index, or -1.
     fn copy_numbers(mem: &JsValue, a: &JsValue, ptr: u32, n: u32) -> i32;
@@ -207,7 +212,7 @@ extern "C" {
     fn read_datum(mem: &JsValue, d: &JsValue, allowed: &JsValue, ptr: u32) -> u32;
     /// Reads a `ModelInput` object: kind and length of `chunks` (slot 4); 0 if it has an
     /// unknown key, 1 if not.
-    fn read_model_input(mem: &JsValue, v: &JsValue, allowed: &JsValue, ptr: u32) -> u32;
+    fn read_model_input(mem: &JsValue, v: &JsValue, s: i32, allowed: &JsValue, ptr: u32) -> u32;
     /// Reads chunk `i` of the last `chunks` (slot 5): 0 not an object, 1 not of type
     /// `encoded_text`; else kind and length of `tokens` (slot 6), and 2 if it has an
     /// unknown key, 3 if not.
@@ -215,15 +220,38 @@ extern "C" {
     /// Reads the first `cap` of the `n` entries of a `loss_fn_inputs` object: for each,
     /// the kind of the value and the index of the key in `known` (or -1); the key and
     /// the value in slots `16 + 2i`, `17 + 2i`. Returns `n`.
-    fn read_inputs(mem: &JsValue, o: &JsValue, known: &JsValue, ptr: u32, cap: u32) -> u32;
+    fn read_inputs(mem: &JsValue, o: &JsValue, s: i32, known: &JsValue, ptr: u32, cap: u32) -> u32;
     /// Reads a `TensorData` object: the kinds of `data`, `dtype` (as a code: 0 undefined,
     /// 1 "float32", 2 "int64", 3 another string, 4 other), `shape`,
     /// `sparse_crow_indices`, `sparse_col_indices`, the lengths of `data` and `shape`,
     /// 1 if `shape` is a plain array of at most 4 numbers, then those numbers (slots
     /// 8-12); 0 if it has an unknown key, 1 if not.
-    fn read_tensor(mem: &JsValue, v: &JsValue, allowed: &JsValue, ptr: u32) -> u32;
+    fn read_tensor(mem: &JsValue, v: &JsValue, s: i32, allowed: &JsValue, ptr: u32) -> u32;
     /// A short description of a JS value for error messages.
     pub fn describe(v: &JsValue) -> String;
+}
+
+/// A JS value: one Rust holds, or one a reader kept in a slot (taken only if needed).
+#[derive(Clone, Copy)]
+enum Src<'a> {
+    Val(&'a JsValue),
+    Slot(u32),
+}
+
+impl<'a> Src<'a> {
+    /// The value and slot arguments of the JS functions taking `(v, s)`.
+    fn args(self) -> (&'a JsValue, i32) {
+        match self {
+            Src::Val(v) => (v, -1),
+            Src::Slot(s) => (&js().undefined, s as i32),
+        }
+    }
+    fn value(self) -> JsValue {
+        match self {
+            Src::Val(v) => v.clone(),
+            Src::Slot(s) => take(s),
+        }
+    }
 }
 
 /// Numbers a reader writes into wasm memory for Rust (kinds, lengths).
@@ -275,6 +303,7 @@ fn is_typed(k: u32) -> bool {
 /// JS values the data path uses on every call, made once.
 struct Js {
     memory: JsValue,
+    undefined: JsValue,
     datum_keys: JsValue,
     model_input_keys: JsValue,
     encoded_text_keys: JsValue,
@@ -317,6 +346,7 @@ fn js() -> &'static Js {
             };
             Box::leak(Box::new(Js {
                 memory: wasm_bindgen::memory(),
+                undefined: JsValue::UNDEFINED,
                 datum_keys: list(DATUM_KEYS),
                 model_input_keys: list(MODEL_INPUT_KEYS),
                 encoded_text_keys: list(ENCODED_TEXT_KEYS),
@@ -620,10 +650,11 @@ fn checked_len(v: &JsValue, k: u32) -> Result<usize, InputError> {
 
 /// The `n` elements of the typed array `v` of kind `k`, whose elements are `T`s,
 /// copied once into wasm memory.
-fn copy_typed_vec<T>(v: &JsValue, k: u32, n: usize) -> Vec<T> {
+fn copy_typed_vec<T>(v: Src, k: u32, n: usize) -> Vec<T> {
     debug_assert!((K_I8..=K_F64).contains(&k));
     let mut out = Vec::<T>::with_capacity(n);
-    if copy_typed(&js().memory, k, v, out.as_mut_ptr() as u32, n as u32) {
+    let (v, s) = v.args();
+    if copy_typed(&js().memory, k, v, s, out.as_mut_ptr() as u32, n as u32) {
         // SAFETY: `copy_typed` wrote exactly `n` elements of the kind's type (the
         // caller's `T`, of the same size and valid for any bits) at the start of the
         // allocation, which has room for `n`.
@@ -634,14 +665,15 @@ fn copy_typed_vec<T>(v: &JsValue, k: u32, n: usize) -> Vec<T> {
 
 /// The `n` elements of the `Int32Array` or `Uint32Array` `v` (kind `k`) as i64s: copied
 /// once into the upper half of the result's allocation, then widened in place.
-fn widen_typed_vec(v: &JsValue, k: u32, n: usize) -> Vec<i64> {
+fn widen_typed_vec(v: Src, k: u32, n: usize) -> Vec<i64> {
     debug_assert!(k == K_I32 || k == K_U32);
     let mut out = Vec::<i64>::with_capacity(n);
     let base = out.as_mut_ptr();
     // SAFETY: the allocation holds `n` i64s = `2n` u32s; the source goes into the second
     // half, u32s `n..2n`.
     let src = unsafe { base.cast::<u32>().add(n) };
-    if !copy_typed(&js().memory, k, v, src as u32, n as u32) {
+    let (v, s) = v.args();
+    if !copy_typed(&js().memory, k, v, s, src as u32, n as u32) {
         return out;
     }
     for i in 0..n {
@@ -681,7 +713,7 @@ fn numbers_of(v: &JsValue, k: u32, n: usize) -> Result<Vec<f64>, InputError> {
             unsafe { out.set_len(n) };
             Ok(out)
         }
-        K_F64 => Ok(copy_typed_vec::<f64>(v, k, n)),
+        K_F64 => Ok(copy_typed_vec::<f64>(Src::Val(v), k, n)),
         K_BI64 | K_BU64 => (0..n as u32)
             .map(|i| {
                 let b = Reflect::get_u32(v, i).unwrap_or(JsValue::UNDEFINED);
@@ -714,11 +746,11 @@ pub fn tokens(v: &JsValue, path: &str) -> Result<Vec<u32>, InputError> {
 
 fn tokens_rel(v: &JsValue) -> Result<Vec<u32>, InputError> {
     let k = kind(v);
-    tokens_of(v, k, checked_len(v, k)?)
+    tokens_of(Src::Val(v), k, checked_len(v, k)?)
 }
 
 /// Token ids of `v` of kind `k` and checked length `n`.
-fn tokens_of(v: &JsValue, k: u32, n: usize) -> Result<Vec<u32>, InputError> {
+fn tokens_of(v: Src, k: u32, n: usize) -> Result<Vec<u32>, InputError> {
     let out: Vec<u32> = match k {
         K_U32 => copy_typed_vec::<u32>(v, k, n),
         K_I32 => {
@@ -732,7 +764,7 @@ fn tokens_of(v: &JsValue, k: u32, n: usize) -> Result<Vec<u32>, InputError> {
             raw.into_iter().map(|t| t as u32).collect()
         }
         _ => {
-            let nums = numbers_of(v, k, n)?;
+            let nums = numbers_of(&v.value(), k, n)?;
             let mut out = Vec::with_capacity(nums.len());
             for (i, x) in nums.into_iter().enumerate() {
                 if x.fract() != 0.0 || !(0.0..2147483648.0).contains(&x) {
@@ -819,29 +851,35 @@ fn taken(i: u32) -> JsValue {
 
 /// A `ModelInput` (`{ chunks: [...] }`) or, as a shorthand, token ids.
 pub fn model_input(v: &JsValue, path: &str) -> Result<ModelInput, InputError> {
-    let r = model_input_rel(v, kind(v)).map_err(|e| pre(e, path));
+    let r = model_input_rel(Src::Val(v), kind(v)).map_err(|e| pre(e, path));
     release();
     r
 }
 
 /// [`model_input`] of `v` of kind `k`.
-fn model_input_rel(v: &JsValue, k: u32) -> Result<ModelInput, InputError> {
+fn model_input_rel(src: Src, k: u32) -> Result<ModelInput, InputError> {
     let j = js();
     if k == K_ARRAY || is_typed(k) {
-        return Ok(ModelInput::from_ints(tokens_of(v, k, checked_len(v, k)?)?));
+        let v = src.value();
+        return Ok(ModelInput::from_ints(tokens_of(
+            Src::Val(&v),
+            k,
+            checked_len(&v, k)?,
+        )?));
     }
     if k != K_OBJECT {
         return Err(InputError::type_error(
             "",
             format!(
                 "must be a ModelInput ({{ chunks: [...] }}) or an array of token ids, got {}",
-                describe(v)
+                describe(&src.value())
             ),
         ));
     }
     let mut o = Out::<2>::new();
-    if read_model_input(&j.memory, v, &j.model_input_keys, o.ptr()) == 0 {
-        check_keys(v, &j.model_input_keys, MODEL_INPUT_KEYS)?;
+    let (v, s) = src.args();
+    if read_model_input(&j.memory, v, s, &j.model_input_keys, o.ptr()) == 0 {
+        check_keys(&src.value(), &j.model_input_keys, MODEL_INPUT_KEYS)?;
     }
     if o.kind(0) != K_ARRAY {
         return Err(InputError::type_error(
@@ -875,7 +913,7 @@ fn chunk(i: u32) -> Result<ModelInputChunk, InputError> {
             }
             let (k, n) = (o.kind(0), o.at(1));
             let tokens = checked(n)
-                .and_then(|n| tokens_of(&taken(6), k, n))
+                .and_then(|n| tokens_of(Src::Slot(6), k, n))
                 .map_err(|e| pre(e, ".tokens"))?;
             Ok(ModelInputChunk::EncodedText { tokens })
         }
@@ -984,20 +1022,23 @@ fn index_array(v: impl FnOnce() -> JsValue, k: u32) -> Result<Option<Vec<i64>>, 
 /// decide (`target_tokens` int64; `weights`, `advantages`, `logprobs`, … float32), then
 /// the typed array's kind.
 pub fn tensor(v: &JsValue, key: Option<&str>, path: &str) -> Result<TensorData, InputError> {
-    let r = tensor_rel(v, kind(v), key).map_err(|e| pre(e, path));
+    let r = tensor_rel(Src::Val(v), kind(v), key).map_err(|e| pre(e, path));
     release();
     r
 }
 
 /// [`tensor`] of `v` of kind `vk`.
-fn tensor_rel(v: &JsValue, vk: u32, key: Option<&str>) -> Result<TensorData, InputError> {
+fn tensor_rel(src: Src, vk: u32, key: Option<&str>) -> Result<TensorData, InputError> {
     let j = js();
     // Kinds of data, dtype (code), shape, crow, col; lengths of data and shape; whether
     // the shape's numbers follow, and those.
     let mut o = Out::<12>::new();
     let object = vk == K_OBJECT;
-    if object && read_tensor(&j.memory, v, &j.tensor_keys, o.ptr()) == 0 {
-        check_keys(v, &j.tensor_keys, TENSOR_KEYS)?;
+    if object {
+        let (v, s) = src.args();
+        if read_tensor(&j.memory, v, s, &j.tensor_keys, o.ptr()) == 0 {
+            check_keys(&src.value(), &j.tensor_keys, TENSOR_KEYS)?;
+        }
     }
     let (k, dtype_code, shape_k, crow_k, col_k, n, shape_n) = if object {
         let k = o.kind(0);
@@ -1012,13 +1053,13 @@ fn tensor_rel(v: &JsValue, vk: u32, key: Option<&str>) -> Result<TensorData, Inp
         )
     } else {
         let n = if vk == K_ARRAY || is_typed(vk) {
-            length(v, vk)
+            length(&src.value(), vk)
         } else {
             0.0
         };
         (vk, 0, K_UNDEFINED, K_UNDEFINED, K_UNDEFINED, n, 0.0)
     };
-    let data = || if object { taken(8) } else { v.clone() };
+    let data = if object { Src::Slot(8) } else { src };
     let dtype = match dtype_code {
         1 => DType::Float32,
         2 => DType::Int64,
@@ -1056,19 +1097,18 @@ fn tensor_rel(v: &JsValue, vk: u32, key: Option<&str>) -> Result<TensorData, Inp
     };
     let at_data = |e: InputError| pre(e, ".data");
     let n = checked(n).map_err(at_data)?;
-    let data = data();
     let values = match (dtype, k) {
-        (DType::Float32, K_F32) => TensorValues::Float32(copy_typed_vec::<f32>(&data, k, n)),
+        (DType::Float32, K_F32) => TensorValues::Float32(copy_typed_vec::<f32>(data, k, n)),
         (DType::Float32, _) => TensorValues::Float32(
-            numbers_of(&data, k, n)
+            numbers_of(&data.value(), k, n)
                 .map_err(at_data)?
                 .into_iter()
                 .map(|x| x as f32)
                 .collect(),
         ),
-        (DType::Int64, K_I32 | K_U32) => TensorValues::Int64(widen_typed_vec(&data, k, n)),
+        (DType::Int64, K_I32 | K_U32) => TensorValues::Int64(widen_typed_vec(data, k, n)),
         (DType::Int64, _) => {
-            let nums = numbers_of(&data, k, n).map_err(at_data)?;
+            let nums = numbers_of(&data.value(), k, n).map_err(at_data)?;
             if let Some(i) = nums.iter().position(|x| x.fract() != 0.0) {
                 return Err(InputError::type_error(
                     format!(".data[{i}]"),
@@ -1078,7 +1118,6 @@ fn tensor_rel(v: &JsValue, vk: u32, key: Option<&str>) -> Result<TensorData, Inp
             TensorValues::Int64(nums.into_iter().map(|x| x as i64).collect())
         }
     };
-    drop(data);
     let mut shape = if object && o.at(7) == 1.0 {
         let dims: Vec<f64> = (0..shape_n as usize).map(|i| o.at(8 + i)).collect();
         dims_of(dims)
@@ -1125,8 +1164,18 @@ fn datum_rel(v: &JsValue) -> Result<Datum, InputError> {
         _ => {}
     }
     let (mi_k, lfi_k, mis_k, lis_k) = (o.kind(0), o.kind(1), o.kind(2), o.kind(3));
-    // The readers below reuse other slots; take these first.
-    let lfi = taken(1);
+    // (No reader below reuses slots 0-3.)
+    let mi = model_input_rel(Src::Slot(0), mi_k).map_err(|e| pre(e, ".model_input"))?;
+    let mut inputs = LossFnInputs::new();
+    if !is_nullish(lfi_k) {
+        if lfi_k != K_OBJECT {
+            return Err(InputError::type_error(
+                ".loss_fn_inputs",
+                format!("must be an object of tensors, got {}", describe(&taken(1))),
+            ));
+        }
+        loss_fn_inputs(Src::Slot(1), &mut inputs)?;
+    }
     let mis = if is_nullish(mis_k) {
         None
     } else {
@@ -1137,17 +1186,6 @@ fn datum_rel(v: &JsValue) -> Result<Datum, InputError> {
     } else {
         Some(taken(3))
     };
-    let mi = model_input_rel(&taken(0), mi_k).map_err(|e| pre(e, ".model_input"))?;
-    let mut inputs = LossFnInputs::new();
-    if !is_nullish(lfi_k) {
-        if lfi_k != K_OBJECT {
-            return Err(InputError::type_error(
-                ".loss_fn_inputs",
-                format!("must be an object of tensors, got {}", describe(&lfi)),
-            ));
-        }
-        loss_fn_inputs(&lfi, &mut inputs)?;
-    }
     let spans = |s: Option<JsValue>,
                  name: &str|
      -> Result<Option<Vec<crate::types::ProvenanceSpan>>, InputError> {
@@ -1169,11 +1207,12 @@ fn datum_rel(v: &JsValue) -> Result<Datum, InputError> {
 }
 
 /// The tensors of a `loss_fn_inputs` object (undefined entries skipped).
-fn loss_fn_inputs(lfi: &JsValue, inputs: &mut LossFnInputs) -> Result<(), InputError> {
+fn loss_fn_inputs(lfi: Src, inputs: &mut LossFnInputs) -> Result<(), InputError> {
     let j = js();
+    let (lfi, s) = lfi.args();
     // Per entry: the kind of the value, the index of the key in KNOWN_INPUTS or -1.
     let mut small = Out::<16>::new();
-    let mut n = read_inputs(&j.memory, lfi, &j.known_inputs, small.ptr(), 8) as usize;
+    let mut n = read_inputs(&j.memory, lfi, s, &j.known_inputs, small.ptr(), 8) as usize;
     let mut big = Vec::new();
     let entries: &[f64] = if n <= 8 {
         &small.0[..2 * n]
@@ -1184,6 +1223,7 @@ fn loss_fn_inputs(lfi: &JsValue, inputs: &mut LossFnInputs) -> Result<(), InputE
         let m = read_inputs(
             &j.memory,
             lfi,
+            s,
             &j.known_inputs,
             big.as_mut_ptr() as u32,
             cap,
@@ -1216,7 +1256,7 @@ fn loss_fn_inputs(lfi: &JsValue, inputs: &mut LossFnInputs) -> Result<(), InputE
                 None => continue,
             },
         };
-        let t = tensor_rel(&taken(17 + 2 * i as u32), tk, Some(&key))
+        let t = tensor_rel(Src::Slot(17 + 2 * i as u32), tk, Some(&key))
             .map_err(|e| pre(e, &format!(".loss_fn_inputs.{key}")))?;
         inputs.insert(key, t);
     }
