@@ -3,13 +3,19 @@
 //! the boundary as one copy; plain arrays are checked in one JS pass and converted in
 //! bulk. Every error names the offending path and value; unknown option keys are
 //! errors (a misspelt option must not be silently ignored).
+//!
+//! The data path (`data`, `datum`, `model_input`, `tensor`, `tokens`) runs once per
+//! datum of every training call, so it is kept cheap on the success path: the keys it
+//! reads are JS strings made once ([`js`]), the kind of a value is a small integer
+//! ([`kind`]), unknown keys are found by one JS call per object, typed arrays are copied
+//! into wasm memory once, and field paths are only built when an error is reported:
+//! errors are made with a path *relative* to the value being converted (`""`, `"[3]"`,
+//! `".data[3]"`) and each caller prepends its own part on the way out ([`pre`]).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use js_sys::{
-    Array, Float32Array, Float64Array, Int32Array, Object, Reflect, Uint32Array, Uint8Array,
-};
+use js_sys::{Array, Float32Array, Int32Array, Object, Reflect, Uint32Array, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -23,13 +29,155 @@ use crate::types::{
 use crate::wasm::errors::{input_error, json_to_js, type_error};
 
 #[wasm_bindgen(inline_js = "
-export function first_non_number(a) {
-  for (let i = 0; i < a.length; i++) { if (typeof a[i] !== 'number') return i; }
+const TAG = Symbol.toStringTag;
+const TYPED = Object.assign(Object.create(null), { Int8Array: 5, Uint8Array: 6, Uint8ClampedArray: 7,
+  Int16Array: 8, Uint16Array: 9, Int32Array: 10, Uint32Array: 11, Float32Array: 12, Float64Array: 13,
+  BigInt64Array: 14, BigUint64Array: 15 });
+const VIEWS = [, , , , , Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array,
+  Uint32Array, Float32Array, Float64Array];
+const TA_LENGTH = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Int8Array.prototype), 'length').get;
+export function kind(v) {
+  if (v === undefined) return 0;
+  if (v === null) return 1;
+  if (typeof v !== 'object') return 2;
+  if (Array.isArray(v)) return 4;
+  if (!ArrayBuffer.isView(v) || v instanceof DataView) return 3;
+  // What Object.prototype.toString shows: the @@toStringTag if a string, else 'Object'.
+  const t = v[TAG];
+  if (typeof t !== 'string') return 16;
+  return t === '' ? 3 : (TYPED[t] ?? 16);
+}
+function get(o, k) {
+  if (o === null || (typeof o !== 'object' && typeof o !== 'function')) return undefined;
+  try { return o[k]; } catch { return undefined; }
+}
+function taLength(v) {
+  try { return TA_LENGTH.call(v); } catch { return 0; }
+}
+// The length of an array (its `length`) or typed array (its own) of kind k, else 0.
+function len(v, k) {
+  if (k === 4) { const n = get(v, 'length'); return typeof n === 'number' ? n : 0; }
+  return k >= 5 ? taLength(v) : 0;
+}
+export function length(v, k) { return len(v, k); }
+// Views of the whole wasm memory by kind, remade when it grows (the old buffer detaches).
+let mem8 = new Uint8Array(0);
+let views = [];
+function view(mem, k) {
+  if (mem8.byteLength === 0) { mem8 = new Uint8Array(mem.buffer); views = []; }
+  return views[k] || (views[k] = new VIEWS[k](mem8.buffer));
+}
+export function copy_typed(mem, k, src, s, ptr, n) {
+  if (s >= 0) src = S[s];
+  if (taLength(src) !== n) return false;
+  view(mem, k).set(src, ptr / VIEWS[k].BYTES_PER_ELEMENT);
+  return true;
+}
+export function copy_numbers(mem, a, ptr, n) {
+  const d = view(mem, 13);
+  const at = ptr / 8;
+  for (let i = 0; i < n; i++) {
+    const x = a[i];
+    if (typeof x !== 'number') return i;
+    d[at + i] = x;
+  }
   return -1;
 }
-export function typed_kind(v) {
-  if (!ArrayBuffer.isView(v) || v instanceof DataView) return '';
-  return Object.prototype.toString.call(v).slice(8, -1);
+function unknown(o, allowed) {
+  const ks = Object.keys(o);
+  for (let i = 0; i < ks.length; i++) {
+    const k = ks[i];
+    if (allowed.includes(k)) continue;
+    let x;
+    try { x = Reflect.get(o, k); } catch { continue; }
+    if (x !== undefined) return k;
+  }
+  return undefined;
+}
+export function unknown_key(o, allowed) { return unknown(o, allowed); }
+const dtypeCode = (v) =>
+  v === undefined ? 0 : v === 'float32' ? 1 : v === 'int64' ? 2 : typeof v === 'string' ? 3 : 4;
+// The readers below read the fields of one data object, keep them in S for Rust to
+// take (take(i)) when it needs them, and write their kinds and lengths as f64s into
+// wasm memory at ptr. They decide nothing: every check is made in Rust from these.
+// S: 0-3 datum fields, 4 chunks, 5 chunk, 6 tokens, 8-12 tensor fields, 16.. loss inputs.
+// The functions taking (v, s) use S[s] instead of v when s >= 0.
+const S = [];
+export function take(i) { return S[i]; }
+export function release() { S.length = 0; }
+// Fields are read with plain property loads (fast for objects of one shape) and, if a
+// getter throws, again one by one with get() (which gives undefined for that field).
+export function read_datum(mem, d, allowed, ptr) {
+  if (kind(d) !== 3) return 0;
+  const bad = unknown(d, allowed) !== undefined;
+  let mi, lfi, ms, ls;
+  try {
+    mi = d.model_input; lfi = d.loss_fn_inputs; ms = d.model_input_spans; ls = d.loss_fn_input_spans;
+  } catch {
+    mi = get(d, 'model_input'); lfi = get(d, 'loss_fn_inputs');
+    ms = get(d, 'model_input_spans'); ls = get(d, 'loss_fn_input_spans');
+  }
+  S[0] = mi; S[1] = lfi; S[2] = ms; S[3] = ls;
+  const o = view(mem, 13), at = ptr / 8;
+  o[at] = kind(mi); o[at + 1] = kind(lfi); o[at + 2] = kind(ms); o[at + 3] = kind(ls);
+  return bad ? 1 : 2;
+}
+export function read_model_input(mem, v, s, allowed, ptr) {
+  if (s >= 0) v = S[s];
+  const bad = unknown(v, allowed) !== undefined;
+  let c;
+  try { c = v.chunks; } catch { c = undefined; }
+  S[4] = c;
+  const k = kind(c);
+  const o = view(mem, 13), at = ptr / 8;
+  o[at] = k; o[at + 1] = len(c, k);
+  return bad ? 0 : 1;
+}
+export function read_chunk(mem, i, allowed, ptr) {
+  const c = (S[5] = S[4][i]);
+  if (kind(c) !== 3) return 0;
+  if (get(c, 'type') !== 'encoded_text') return 1;
+  const bad = unknown(c, allowed) !== undefined;
+  let t;
+  try { t = c.tokens; } catch { t = undefined; }
+  S[6] = t;
+  const k = kind(t);
+  const o = view(mem, 13), at = ptr / 8;
+  o[at] = k; o[at + 1] = len(t, k);
+  return bad ? 2 : 3;
+}
+export function read_inputs(mem, o, s, known, ptr, cap) {
+  if (s >= 0) o = S[s];
+  const ks = Object.keys(o);
+  const m = Math.min(ks.length, cap);
+  for (let i = 0; i < m; i++) { S[16 + 2 * i] = ks[i]; S[17 + 2 * i] = get(o, ks[i]); }
+  const o8 = view(mem, 13), at = ptr / 8;
+  for (let i = 0; i < m; i++) { o8[at + 2 * i] = kind(S[17 + 2 * i]); o8[at + 2 * i + 1] = known.indexOf(ks[i]); }
+  return ks.length;
+}
+export function read_tensor(mem, v, s, allowed, ptr) {
+  if (s >= 0) v = S[s];
+  const bad = unknown(v, allowed) !== undefined;
+  let data, dtype, shape, crow, col;
+  try {
+    data = v.data; dtype = v.dtype; shape = v.shape; crow = v.sparse_crow_indices; col = v.sparse_col_indices;
+  } catch {
+    data = get(v, 'data'); dtype = get(v, 'dtype'); shape = get(v, 'shape');
+    crow = get(v, 'sparse_crow_indices'); col = get(v, 'sparse_col_indices');
+  }
+  S[8] = data; S[9] = dtype; S[10] = shape; S[11] = crow; S[12] = col;
+  const kd = kind(data), ks = kind(shape);
+  const o = view(mem, 13), at = ptr / 8;
+  o[at] = kd; o[at + 1] = dtypeCode(dtype); o[at + 2] = ks; o[at + 3] = kind(crow); o[at + 4] = kind(col);
+  const n = len(shape, ks);
+  o[at + 5] = len(data, kd); o[at + 6] = n; o[at + 7] = 0;
+  // A short plain shape of numbers (the usual [n]) is copied here too.
+  if (ks === 4 && n <= 4) {
+    let i = 0;
+    for (; i < n; i++) { const x = shape[i]; if (typeof x !== 'number') break; o[at + 8 + i] = x; }
+    o[at + 7] = i === n ? 1 : 0;
+  }
+  return bad ? 0 : 1;
 }
 export function describe(v) {
   if (v === null) return 'null';
@@ -41,13 +189,176 @@ export function describe(v) {
 }
 ")]
 extern "C" {
-    fn first_non_number(a: &JsValue) -> i32;
-    fn typed_kind(v: &JsValue) -> String;
+    /// What a JS value is, as one of the `K_*` codes.
+    fn kind(v: &JsValue) -> u32;
+    /// The length of an array or typed array of kind `k` (else 0), as JS reads it.
+    fn length(v: &JsValue, k: u32) -> f64;
+    /// Copies the typed array `src` of kind `k` (one of `K_I8..=K_F64`, exactly `n`
+    /// elements) into wasm memory at `ptr`; false (nothing copied) if it has not `n`.
+    fn copy_typed(mem: &JsValue, k: u32, src: &JsValue, s: i32, ptr: u32, n: u32) -> bool;
+    /// Copies the first `n` elements of a plain array into wasm memory at `ptr` as f64s,
+    /// stopping at the first one that is not a number: its index, or -1.
+    fn copy_numbers(mem: &JsValue, a: &JsValue, ptr: u32, n: u32) -> i32;
+    /// The first own enumerable key of `o` that is not in the JS array `allowed` and
+    /// whose value is not undefined.
+    fn unknown_key(o: &JsValue, allowed: &JsValue) -> Option<String>;
+    /// A value the last reader kept (see the JS above for the slots).
+    fn take(i: u32) -> JsValue;
+    /// Drops the values the readers kept.
+    fn release();
+    /// Reads a datum: 0 not an object; else the kinds of `model_input`, `loss_fn_inputs`,
+    /// `model_input_spans`, `loss_fn_input_spans` (slots 0-3), and 1 if it has an
+    /// unknown key, 2 if not.
+    fn read_datum(mem: &JsValue, d: &JsValue, allowed: &JsValue, ptr: u32) -> u32;
+    /// Reads a `ModelInput` object: kind and length of `chunks` (slot 4); 0 if it has an
+    /// unknown key, 1 if not.
+    fn read_model_input(mem: &JsValue, v: &JsValue, s: i32, allowed: &JsValue, ptr: u32) -> u32;
+    /// Reads chunk `i` of the last `chunks` (slot 5): 0 not an object, 1 not of type
+    /// `encoded_text`; else kind and length of `tokens` (slot 6), and 2 if it has an
+    /// unknown key, 3 if not.
+    fn read_chunk(mem: &JsValue, i: u32, allowed: &JsValue, ptr: u32) -> u32;
+    /// Reads the first `cap` of the `n` entries of a `loss_fn_inputs` object: for each,
+    /// the kind of the value and the index of the key in `known` (or -1); the key and
+    /// the value in slots `16 + 2i`, `17 + 2i`. Returns `n`.
+    fn read_inputs(mem: &JsValue, o: &JsValue, s: i32, known: &JsValue, ptr: u32, cap: u32) -> u32;
+    /// Reads a `TensorData` object: the kinds of `data`, `dtype` (as a code: 0 undefined,
+    /// 1 "float32", 2 "int64", 3 another string, 4 other), `shape`,
+    /// `sparse_crow_indices`, `sparse_col_indices`, the lengths of `data` and `shape`,
+    /// 1 if `shape` is a plain array of at most 4 numbers, then those numbers (slots
+    /// 8-12); 0 if it has an unknown key, 1 if not.
+    fn read_tensor(mem: &JsValue, v: &JsValue, s: i32, allowed: &JsValue, ptr: u32) -> u32;
     /// A short description of a JS value for error messages.
     pub fn describe(v: &JsValue) -> String;
 }
 
-fn get(o: &JsValue, k: &str) -> JsValue {
+/// A JS value: one Rust holds, or one a reader kept in a slot (taken only if needed).
+#[derive(Clone, Copy)]
+enum Src<'a> {
+    Val(&'a JsValue),
+    Slot(u32),
+}
+
+impl<'a> Src<'a> {
+    /// The value and slot arguments of the JS functions taking `(v, s)`.
+    fn args(self) -> (&'a JsValue, i32) {
+        match self {
+            Src::Val(v) => (v, -1),
+            Src::Slot(s) => (&js().undefined, s as i32),
+        }
+    }
+    fn value(self) -> JsValue {
+        match self {
+            Src::Val(v) => v.clone(),
+            Src::Slot(s) => take(s),
+        }
+    }
+}
+
+/// Numbers a reader writes into wasm memory for Rust (kinds, lengths).
+struct Out<const N: usize>([f64; N]);
+
+impl<const N: usize> Out<N> {
+    fn new() -> Self {
+        Out([0.0; N])
+    }
+    fn ptr(&mut self) -> u32 {
+        self.0.as_mut_ptr() as u32
+    }
+    fn at(&self, i: usize) -> f64 {
+        // Written by JS through the address `ptr` gave out.
+        // SAFETY: in bounds and aligned (a plain read of an f64 of the array).
+        unsafe { std::ptr::read_volatile(&self.0[i]) }
+    }
+    fn kind(&self, i: usize) -> u32 {
+        self.at(i) as u32
+    }
+}
+
+// `kind` codes: undefined, null, any other non-object (primitives, functions); any other
+// object (plain, DataView, ArrayBuffer, …); an array; the typed arrays (`VIEWS` in the JS
+// above is indexed by these); 16 a typed array of another kind (e.g. Float16Array).
+const K_UNDEFINED: u32 = 0;
+const K_NULL: u32 = 1;
+const K_OBJECT: u32 = 3;
+const K_ARRAY: u32 = 4;
+const K_I8: u32 = 5;
+const K_U8: u32 = 6;
+const K_I16: u32 = 8;
+const K_U16: u32 = 9;
+const K_I32: u32 = 10;
+const K_U32: u32 = 11;
+const K_F32: u32 = 12;
+const K_F64: u32 = 13;
+const K_BI64: u32 = 14;
+const K_BU64: u32 = 15;
+
+fn is_nullish(k: u32) -> bool {
+    k <= K_NULL
+}
+
+fn is_typed(k: u32) -> bool {
+    k >= K_I8
+}
+
+/// JS values the data path uses on every call, made once.
+struct Js {
+    memory: JsValue,
+    undefined: JsValue,
+    datum_keys: JsValue,
+    model_input_keys: JsValue,
+    encoded_text_keys: JsValue,
+    tensor_keys: JsValue,
+    known_inputs: JsValue,
+}
+
+const DATUM_KEYS: &[&str] = &[
+    "model_input",
+    "loss_fn_inputs",
+    "model_input_spans",
+    "loss_fn_input_spans",
+];
+const MODEL_INPUT_KEYS: &[&str] = &["chunks"];
+const ENCODED_TEXT_KEYS: &[&str] = &["type", "tokens"];
+const TENSOR_KEYS: &[&str] = &[
+    "data",
+    "dtype",
+    "shape",
+    "sparse_crow_indices",
+    "sparse_col_indices",
+];
+/// Loss-input names taken without copying the key string out of JS.
+const KNOWN_INPUTS: &[&str] = &[
+    "target_tokens",
+    "weights",
+    "advantages",
+    "logprobs",
+    "clip_low_threshold",
+    "clip_high_threshold",
+    "sequence_ratio_mask",
+    "target_distribution",
+];
+
+fn js() -> &'static Js {
+    thread_local! {
+        static JS: &'static Js = {
+            let list = |ks: &[&str]| -> JsValue {
+                ks.iter().map(|k| JsValue::from_str(k)).collect::<Array>().into()
+            };
+            Box::leak(Box::new(Js {
+                memory: wasm_bindgen::memory(),
+                undefined: JsValue::UNDEFINED,
+                datum_keys: list(DATUM_KEYS),
+                model_input_keys: list(MODEL_INPUT_KEYS),
+                encoded_text_keys: list(ENCODED_TEXT_KEYS),
+                tensor_keys: list(TENSOR_KEYS),
+                known_inputs: list(KNOWN_INPUTS),
+            }))
+        };
+    }
+    JS.with(|j| *j)
+}
+
+fn get_str(o: &JsValue, k: &str) -> JsValue {
     Reflect::get(o, &JsValue::from_str(k)).unwrap_or(JsValue::UNDEFINED)
 }
 
@@ -56,7 +367,7 @@ fn set(o: &JsValue, k: &str, v: &JsValue) {
 }
 
 fn is_plain_object(v: &JsValue) -> bool {
-    v.is_object() && !Array::is_array(v) && typed_kind(v).is_empty() && !v.is_function()
+    kind(v) == K_OBJECT
 }
 
 /// The keys of a JS object.
@@ -65,6 +376,22 @@ pub fn keys(o: &JsValue) -> Vec<String> {
         .iter()
         .filter_map(|k| k.as_string())
         .collect()
+}
+
+/// `e` with `prefix` put in front of its (relative) field path.
+fn pre(mut e: InputError, prefix: &str) -> InputError {
+    e.field.insert_str(0, prefix);
+    e
+}
+
+/// A core validation error (field relative to the value, `""`, `"shape"` or
+/// `"[3]"`) in this module's relative form (`""`, `".shape"`, `"[3]"`): then
+/// `pre(e, path)` gives exactly `e.within(path)`.
+fn rel(mut e: InputError) -> InputError {
+    if !e.field.is_empty() && !e.field.starts_with('[') {
+        e.field.insert(0, '.');
+    }
+    e
 }
 
 // ---------------------------------------------------------------------------------
@@ -90,7 +417,7 @@ impl Opts {
             ));
         }
         for k in keys(v) {
-            if !allowed.contains(&k.as_str()) && !get(v, &k).is_undefined() {
+            if !allowed.contains(&k.as_str()) && !get_str(v, &k).is_undefined() {
                 return Err(type_error(
                     &k,
                     format!(
@@ -107,7 +434,7 @@ impl Opts {
         if self.obj.is_undefined() {
             JsValue::UNDEFINED
         } else {
-            get(&self.obj, k)
+            get_str(&self.obj, k)
         }
     }
     fn present(&self, k: &str) -> Option<JsValue> {
@@ -173,7 +500,7 @@ impl Opts {
             Some(v) if is_plain_object(&v) => {
                 let mut m = BTreeMap::new();
                 for key in keys(&v) {
-                    let val = get(&v, &key);
+                    let val = get_str(&v, &key);
                     let s = val.as_string().ok_or_else(|| {
                         type_error(
                             &format!("{k}.{key}"),
@@ -248,8 +575,8 @@ impl Call {
                 listener: None,
             });
         }
-        if !get(&signal, "addEventListener").is_function()
-            || get(&signal, "aborted").as_bool().is_none()
+        if !get_str(&signal, "addEventListener").is_function()
+            || get_str(&signal, "aborted").as_bool().is_none()
         {
             return Err(type_error(
                 "signal",
@@ -257,7 +584,7 @@ impl Call {
             ));
         }
         let token = CancelToken::new();
-        if get(&signal, "aborted").as_bool() == Some(true) {
+        if get_str(&signal, "aborted").as_bool() == Some(true) {
             token.cancel();
             return Ok(Call {
                 options: CallOptions {
@@ -269,7 +596,7 @@ impl Call {
         }
         let t = token.clone();
         let closure = Closure::<dyn FnMut()>::new(move || t.cancel());
-        let add: js_sys::Function = get(&signal, "addEventListener").unchecked_into();
+        let add: js_sys::Function = get_str(&signal, "addEventListener").unchecked_into();
         let _ = add.call2(&signal, &"abort".into(), closure.as_ref());
         Ok(Call {
             options: CallOptions {
@@ -284,7 +611,9 @@ impl Call {
 impl Drop for Call {
     fn drop(&mut self) {
         if let Some((signal, closure)) = self.listener.take() {
-            if let Ok(remove) = get(&signal, "removeEventListener").dyn_into::<js_sys::Function>() {
+            if let Ok(remove) =
+                get_str(&signal, "removeEventListener").dyn_into::<js_sys::Function>()
+            {
                 let _ = remove.call2(&signal, &"abort".into(), closure.as_ref());
             }
         }
@@ -293,88 +622,154 @@ impl Drop for Call {
 
 // ---------------------------------------------------------------------------------
 // Numbers
+//
+// Errors here have paths relative to the value converted (see the module doc).
 
-/// Refuses an array (plain or typed) longer than [`MAX_ELEMENTS`] before anything is
-/// copied (a plain array's holes cost JS nothing, its copy into wasm memory would not).
-fn check_len(v: &JsValue, kind: &str, path: &str) -> Result<(), InputError> {
-    if kind.is_empty() && !Array::is_array(v) {
-        return Ok(()); // not an array: the caller says what it must be
-    }
-    let n = get(v, "length").as_f64().unwrap_or(0.0);
+/// The element count `n` of an array or typed array, as JS reads its length, refused
+/// if longer than [`MAX_ELEMENTS`] before anything is copied (a plain array's holes cost
+/// JS nothing, its copy into wasm memory would not).
+fn checked(n: f64) -> Result<usize, InputError> {
     if n > MAX_ELEMENTS as f64 {
         return Err(InputError::range_error(
-            path,
+            "",
             format!("has {n} elements; at most {MAX_ELEMENTS} are accepted"),
         ));
     }
-    Ok(())
+    Ok(n as usize)
 }
 
-/// Numbers of an array-like (typed array or plain array of numbers).
-fn numbers(v: &JsValue, path: &str) -> Result<Vec<f64>, InputError> {
-    let kind = typed_kind(v);
-    check_len(v, &kind, path)?;
-    if kind.is_empty() {
-        if !Array::is_array(v) {
-            return Err(InputError::type_error(
-                path,
-                format!(
-                    "must be an array or typed array of numbers, got {}",
-                    describe(v)
-                ),
-            ));
+/// [`checked`] length of `v` of kind `k` (0 for anything but an array or typed array:
+/// the caller says what it must be).
+fn checked_len(v: &JsValue, k: u32) -> Result<usize, InputError> {
+    if k == K_ARRAY || is_typed(k) {
+        checked(length(v, k))
+    } else {
+        Ok(0)
+    }
+}
+
+/// The `n` elements of the typed array `v` of kind `k`, whose elements are `T`s,
+/// copied once into wasm memory.
+fn copy_typed_vec<T>(v: Src, k: u32, n: usize) -> Vec<T> {
+    debug_assert!((K_I8..=K_F64).contains(&k));
+    let mut out = Vec::<T>::with_capacity(n);
+    let (v, s) = v.args();
+    if copy_typed(&js().memory, k, v, s, out.as_mut_ptr() as u32, n as u32) {
+        // SAFETY: `copy_typed` wrote exactly `n` elements of the kind's type (the
+        // caller's `T`, of the same size and valid for any bits) at the start of the
+        // allocation, which has room for `n`.
+        unsafe { out.set_len(n) };
+    }
+    out
+}
+
+/// The `n` elements of the `Int32Array` or `Uint32Array` `v` (kind `k`) as i64s: copied
+/// once into the upper half of the result's allocation, then widened in place.
+fn widen_typed_vec(v: Src, k: u32, n: usize) -> Vec<i64> {
+    debug_assert!(k == K_I32 || k == K_U32);
+    let mut out = Vec::<i64>::with_capacity(n);
+    let base = out.as_mut_ptr();
+    // SAFETY: the allocation holds `n` i64s = `2n` u32s; the source goes into the second
+    // half, u32s `n..2n`.
+    let src = unsafe { base.cast::<u32>().add(n) };
+    let (v, s) = v.args();
+    if !copy_typed(&js().memory, k, v, s, src as u32, n as u32) {
+        return out;
+    }
+    for i in 0..n {
+        // SAFETY: `copy_typed` initialised u32s `n..2n`. Writing i64 `i` (bytes
+        // 8i..8i+8) never reaches a u32 not yet read (u32 `n + i + 1` starts at byte
+        // 4n + 4i + 4 >= 8i + 8 since i < n), and u32 `n + i` is read before i64 `i` is
+        // written.
+        unsafe {
+            let x = src.add(i).read();
+            base.add(i).write(if k == K_I32 {
+                i64::from(x as i32)
+            } else {
+                i64::from(x)
+            });
         }
-        let bad = first_non_number(v);
-        if bad >= 0 {
-            let e = Reflect::get_u32(v, bad as u32).unwrap_or(JsValue::UNDEFINED);
-            return Err(InputError::type_error(
-                format!("{path}[{bad}]"),
-                format!("must be a number, got {}", describe(&e)),
-            ));
+    }
+    // SAFETY: all `n` i64s were written above.
+    unsafe { out.set_len(n) };
+    out
+}
+
+/// Numbers of an array-like of kind `k` and length `n` (from [`checked_len`]): a typed
+/// array or a plain array of numbers.
+fn numbers_of(v: &JsValue, k: u32, n: usize) -> Result<Vec<f64>, InputError> {
+    match k {
+        K_ARRAY => {
+            let mut out = Vec::<f64>::with_capacity(n);
+            let bad = copy_numbers(&js().memory, v, out.as_mut_ptr() as u32, n as u32);
+            if bad >= 0 {
+                let e = Reflect::get_u32(v, bad as u32).unwrap_or(JsValue::UNDEFINED);
+                return Err(InputError::type_error(
+                    format!("[{bad}]"),
+                    format!("must be a number, got {}", describe(&e)),
+                ));
+            }
+            // SAFETY: `copy_numbers` returned -1: it wrote all `n` f64s.
+            unsafe { out.set_len(n) };
+            Ok(out)
         }
-    } else if kind == "BigInt64Array" || kind == "BigUint64Array" {
-        let n = get(v, "length").as_f64().unwrap_or(0.0) as u32;
-        return (0..n)
+        K_F64 => Ok(copy_typed_vec::<f64>(Src::Val(v), k, n)),
+        K_BI64 | K_BU64 => (0..n as u32)
             .map(|i| {
                 let b = Reflect::get_u32(v, i).unwrap_or(JsValue::UNDEFINED);
                 let x = js_sys::Number::from(b).value_of();
                 if x.abs() > 9_007_199_254_740_991.0 {
                     Err(InputError::range_error(
-                        format!("{path}[{i}]"),
+                        format!("[{i}]"),
                         "is beyond the safe integer range",
                     ))
                 } else {
                     Ok(x)
                 }
             })
-            .collect();
+            .collect(),
+        k if is_typed(k) => Ok(js_sys::Float64Array::new(v).to_vec()),
+        _ => Err(InputError::type_error(
+            "",
+            format!(
+                "must be an array or typed array of numbers, got {}",
+                describe(v)
+            ),
+        )),
     }
-    Ok(Float64Array::new(v).to_vec())
 }
 
 /// Token ids: `Uint32Array`, `Int32Array` or an array of integers in [0, 2³¹).
 pub fn tokens(v: &JsValue, path: &str) -> Result<Vec<u32>, InputError> {
-    let kind = typed_kind(v);
-    check_len(v, &kind, path)?;
-    let out: Vec<u32> = match kind.as_str() {
-        "Uint32Array" => v.unchecked_ref::<Uint32Array>().to_vec(),
-        "Int32Array" => {
-            let raw = v.unchecked_ref::<Int32Array>().to_vec();
+    tokens_rel(v).map_err(|e| pre(e, path))
+}
+
+fn tokens_rel(v: &JsValue) -> Result<Vec<u32>, InputError> {
+    let k = kind(v);
+    tokens_of(Src::Val(v), k, checked_len(v, k)?)
+}
+
+/// Token ids of `v` of kind `k` and checked length `n`.
+fn tokens_of(v: Src, k: u32, n: usize) -> Result<Vec<u32>, InputError> {
+    let out: Vec<u32> = match k {
+        K_U32 => copy_typed_vec::<u32>(v, k, n),
+        K_I32 => {
+            let raw = copy_typed_vec::<i32>(v, k, n);
             if let Some(i) = raw.iter().position(|&t| t < 0) {
                 return Err(InputError::range_error(
-                    format!("{path}[{i}]"),
+                    format!("[{i}]"),
                     format!("token id {} is negative", raw[i]),
                 ));
             }
             raw.into_iter().map(|t| t as u32).collect()
         }
         _ => {
-            let nums = numbers(v, path)?;
+            let nums = numbers_of(&v.value(), k, n)?;
             let mut out = Vec::with_capacity(nums.len());
             for (i, x) in nums.into_iter().enumerate() {
                 if x.fract() != 0.0 || !(0.0..2147483648.0).contains(&x) {
                     return Err(InputError::range_error(
-                        format!("{path}[{i}]"),
+                        format!("[{i}]"),
                         format!("token ids are integers in [0, 2^31), got {}", fmt_num(x)),
                     ));
                 }
@@ -385,32 +780,32 @@ pub fn tokens(v: &JsValue, path: &str) -> Result<Vec<u32>, InputError> {
     };
     if let Some(i) = out.iter().position(|&t| t > i32::MAX as u32) {
         return Err(InputError::range_error(
-            format!("{path}[{i}]"),
+            format!("[{i}]"),
             format!("token id {} is out of range [0, 2^31)", out[i]),
         ));
     }
     Ok(out)
 }
 
-fn bytes(v: &JsValue, path: &str) -> Result<Vec<u8>, InputError> {
+fn bytes(v: &JsValue) -> Result<Vec<u8>, InputError> {
     if let Some(s) = v.as_string() {
         use base64::Engine as _;
         return base64::engine::general_purpose::STANDARD
             .decode(s.as_bytes())
             .map_err(|e| {
                 InputError::type_error(
-                    path,
+                    "",
                     format!(
                         "must be bytes (Uint8Array) or base64, got an invalid base64 string: {e}"
                     ),
                 )
             });
     }
-    match typed_kind(v).as_str() {
-        "Uint8Array" => Ok(v.unchecked_ref::<Uint8Array>().to_vec()),
-        "" if v.is_instance_of::<js_sys::ArrayBuffer>() => Ok(Uint8Array::new(v).to_vec()),
+    match kind(v) {
+        K_U8 => Ok(v.unchecked_ref::<Uint8Array>().to_vec()),
+        K_OBJECT if v.is_instance_of::<js_sys::ArrayBuffer>() => Ok(Uint8Array::new(v).to_vec()),
         _ => Err(InputError::type_error(
-            path,
+            "",
             format!(
                 "must be a Uint8Array, ArrayBuffer or base64 string, got {}",
                 describe(v)
@@ -419,109 +814,170 @@ fn bytes(v: &JsValue, path: &str) -> Result<Vec<u8>, InputError> {
     }
 }
 
-fn opt_u32(v: &JsValue, path: &str) -> Result<Option<u32>, InputError> {
+fn opt_u32(v: &JsValue) -> Result<Option<u32>, InputError> {
     if v.is_undefined() || v.is_null() {
         return Ok(None);
     }
     match v.as_f64() {
         Some(x) if x.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(&x) => Ok(Some(x as u32)),
         _ => Err(InputError::type_error(
-            path,
+            "",
             format!("must be a non-negative integer, got {}", describe(v)),
         )),
     }
 }
 
-fn check_keys(v: &JsValue, path: &str, allowed: &[&str]) -> Result<(), InputError> {
-    for k in keys(v) {
-        if !allowed.contains(&k.as_str()) && !get(v, &k).is_undefined() {
-            return Err(InputError::type_error(
-                if path.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{path}.{k}")
-                },
-                format!("unknown field; expected one of: {}", allowed.join(", ")),
-            ));
-        }
-    }
-    Ok(())
+/// Refuses a key of the object `v` outside `allowed` (`allowed_js`: the same keys as a
+/// JS array made once) whose value is not undefined.
+fn check_keys(v: &JsValue, allowed_js: &JsValue, allowed: &[&str]) -> Result<(), InputError> {
+    let Some(k) = unknown_key(v, allowed_js) else {
+        return Ok(());
+    };
+    Err(InputError::type_error(
+        format!(".{k}"),
+        format!("unknown field; expected one of: {}", allowed.join(", ")),
+    ))
 }
 
 // ---------------------------------------------------------------------------------
 // Data → core
+//
+// The readers of the JS above read each object's fields in one call and say what they
+// are; the values are taken from them only when needed. Every decision is made here.
+
+fn taken(i: u32) -> JsValue {
+    take(i)
+}
 
 /// A `ModelInput` (`{ chunks: [...] }`) or, as a shorthand, token ids.
 pub fn model_input(v: &JsValue, path: &str) -> Result<ModelInput, InputError> {
-    if Array::is_array(v) || !typed_kind(v).is_empty() {
-        return Ok(ModelInput::from_ints(tokens(v, path)?));
+    let r = model_input_rel(Src::Val(v), kind(v)).map_err(|e| pre(e, path));
+    release();
+    r
+}
+
+/// [`model_input`] of `v` of kind `k`.
+fn model_input_rel(src: Src, k: u32) -> Result<ModelInput, InputError> {
+    let j = js();
+    if k == K_ARRAY || is_typed(k) {
+        let v = src.value();
+        return Ok(ModelInput::from_ints(tokens_of(
+            Src::Val(&v),
+            k,
+            checked_len(&v, k)?,
+        )?));
     }
-    if !is_plain_object(v) {
+    if k != K_OBJECT {
         return Err(InputError::type_error(
-            path,
+            "",
             format!(
                 "must be a ModelInput ({{ chunks: [...] }}) or an array of token ids, got {}",
-                describe(v)
+                describe(&src.value())
             ),
         ));
     }
-    check_keys(v, path, &["chunks"])?;
-    let chunks = get(v, "chunks");
-    if !Array::is_array(&chunks) {
+    let mut o = Out::<2>::new();
+    let (v, s) = src.args();
+    if read_model_input(&j.memory, v, s, &j.model_input_keys, o.ptr()) == 0 {
+        check_keys(&src.value(), &j.model_input_keys, MODEL_INPUT_KEYS)?;
+    }
+    if o.kind(0) != K_ARRAY {
         return Err(InputError::type_error(
-            format!("{path}.chunks"),
-            format!("must be an array of chunks, got {}", describe(&chunks)),
+            ".chunks",
+            format!("must be an array of chunks, got {}", describe(&taken(4))),
         ));
     }
-    let arr: Array = chunks.unchecked_into();
-    let mut out = Vec::with_capacity(arr.length() as usize);
-    for (i, c) in arr.iter().enumerate() {
-        let p = format!("{path}.chunks[{i}]");
-        if !is_plain_object(&c) {
-            return Err(InputError::type_error(
-                &p,
-                format!("must be a chunk object, got {}", describe(&c)),
-            ));
-        }
-        let ty = get(&c, "type").as_string().unwrap_or_default();
-        out.push(match ty.as_str() {
-            "encoded_text" => {
-                check_keys(&c, &p, &["type", "tokens"])?;
-                ModelInputChunk::EncodedText { tokens: tokens(&get(&c, "tokens"), &format!("{p}.tokens"))? }
-            }
-            "image" => {
-                check_keys(&c, &p, &["type", "data", "format", "expected_tokens"])?;
-                ModelInputChunk::Image {
-                    data: bytes(&get(&c, "data"), &format!("{p}.data"))?,
-                    format: get(&c, "format").as_string().ok_or_else(|| InputError::type_error(format!("{p}.format"), "must be \"png\" or \"jpeg\""))?,
-                    expected_tokens: opt_u32(&get(&c, "expected_tokens"), &format!("{p}.expected_tokens"))?,
-                }
-            }
-            "image_asset_pointer" => {
-                check_keys(&c, &p, &["type", "location", "format", "expected_tokens"])?;
-                ModelInputChunk::ImageAssetPointer {
-                    format: get(&c, "format").as_string().ok_or_else(|| InputError::type_error(format!("{p}.format"), "must be \"png\" or \"jpeg\""))?,
-                    location: get(&c, "location").as_string().ok_or_else(|| InputError::type_error(format!("{p}.location"), "must be a string"))?,
-                    expected_tokens: opt_u32(&get(&c, "expected_tokens"), &format!("{p}.expected_tokens"))?,
-                }
-            }
-            "dmel" => {
-                check_keys(&c, &p, &["type", "dmel"])?;
-                ModelInputChunk::Dmel { dmel: bytes(&get(&c, "dmel"), &format!("{p}.dmel"))? }
-            }
-            other => return Err(InputError::type_error(format!("{p}.type"), format!("must be \"encoded_text\", \"image\", \"image_asset_pointer\" or \"dmel\", got {other:?}"))),
-        });
+    let n = o.at(1) as u32;
+    let mut out = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        out.push(chunk(i).map_err(|e| pre(e, &format!(".chunks[{i}]")))?);
     }
     let m = ModelInput { chunks: out };
-    m.validate().map_err(|e| e.within(path))?;
+    m.validate().map_err(rel)?;
     Ok(m)
 }
 
-fn shape_of(v: &JsValue, path: &str) -> Result<Option<Vec<usize>>, InputError> {
-    if v.is_undefined() || v.is_null() {
+/// Chunk `i` of the `chunks` array [`read_model_input`] read last.
+fn chunk(i: u32) -> Result<ModelInputChunk, InputError> {
+    let j = js();
+    let mut o = Out::<2>::new();
+    match read_chunk(&j.memory, i, &j.encoded_text_keys, o.ptr()) {
+        0 => Err(InputError::type_error(
+            "",
+            format!("must be a chunk object, got {}", describe(&taken(5))),
+        )),
+        1 => other_chunk(&taken(5)),
+        r => {
+            if r == 2 {
+                check_keys(&taken(5), &j.encoded_text_keys, ENCODED_TEXT_KEYS)?;
+            }
+            let (k, n) = (o.kind(0), o.at(1));
+            let tokens = checked(n)
+                .and_then(|n| tokens_of(Src::Slot(6), k, n))
+                .map_err(|e| pre(e, ".tokens"))?;
+            Ok(ModelInputChunk::EncodedText { tokens })
+        }
+    }
+}
+
+/// A chunk object whose `type` is not `encoded_text`.
+fn other_chunk(c: &JsValue) -> Result<ModelInputChunk, InputError> {
+    let ty = get_str(c, "type").as_string().unwrap_or_default();
+    let check = |allowed: &[&str]| -> Result<(), InputError> {
+        let list: Array = allowed.iter().map(|k| JsValue::from_str(k)).collect();
+        check_keys(c, &list, allowed)
+    };
+    let format = || {
+        get_str(c, "format")
+            .as_string()
+            .ok_or_else(|| InputError::type_error(".format", "must be \"png\" or \"jpeg\""))
+    };
+    let expected_tokens =
+        || opt_u32(&get_str(c, "expected_tokens")).map_err(|e| pre(e, ".expected_tokens"));
+    Ok(match ty.as_str() {
+        "image" => {
+            check(&["type", "data", "format", "expected_tokens"])?;
+            ModelInputChunk::Image {
+                data: bytes(&get_str(c, "data")).map_err(|e| pre(e, ".data"))?,
+                format: format()?,
+                expected_tokens: expected_tokens()?,
+            }
+        }
+        "image_asset_pointer" => {
+            check(&["type", "location", "format", "expected_tokens"])?;
+            ModelInputChunk::ImageAssetPointer {
+                format: format()?,
+                location: get_str(c, "location")
+                    .as_string()
+                    .ok_or_else(|| InputError::type_error(".location", "must be a string"))?,
+                expected_tokens: expected_tokens()?,
+            }
+        }
+        "dmel" => {
+            check(&["type", "dmel"])?;
+            ModelInputChunk::Dmel {
+                dmel: bytes(&get_str(c, "dmel")).map_err(|e| pre(e, ".dmel"))?,
+            }
+        }
+        other => {
+            return Err(InputError::type_error(
+                ".type",
+                format!("must be \"encoded_text\", \"image\", \"image_asset_pointer\" or \"dmel\", got {other:?}"),
+            ))
+        }
+    })
+}
+
+/// A `shape` of kind `k` and length `n` (as JS reads it).
+fn shape_of(v: &JsValue, k: u32, n: f64) -> Result<Option<Vec<usize>>, InputError> {
+    if is_nullish(k) {
         return Ok(None);
     }
-    let nums = numbers(v, path)?;
+    dims_of(numbers_of(v, k, checked(n)?)?)
+}
+
+/// The dimensions of a shape from its numbers.
+fn dims_of(nums: Vec<f64>) -> Result<Option<Vec<usize>>, InputError> {
     nums.iter()
         .enumerate()
         .map(|(i, &d)| {
@@ -529,7 +985,7 @@ fn shape_of(v: &JsValue, path: &str) -> Result<Option<Vec<usize>>, InputError> {
                 Ok(d as usize)
             } else {
                 Err(InputError::range_error(
-                    format!("{path}[{i}]"),
+                    format!("[{i}]"),
                     format!("dimensions are non-negative integers, got {d}"),
                 ))
             }
@@ -538,11 +994,13 @@ fn shape_of(v: &JsValue, path: &str) -> Result<Option<Vec<usize>>, InputError> {
         .map(Some)
 }
 
-fn index_array(v: &JsValue, path: &str) -> Result<Option<Vec<i64>>, InputError> {
-    if v.is_undefined() || v.is_null() {
+/// Sparse indices: `v` of kind `k` (`take`n only when not undefined or null).
+fn index_array(v: impl FnOnce() -> JsValue, k: u32) -> Result<Option<Vec<i64>>, InputError> {
+    if is_nullish(k) {
         return Ok(None);
     }
-    numbers(v, path)?
+    let v = v();
+    numbers_of(&v, k, checked_len(&v, k)?)?
         .into_iter()
         .enumerate()
         .map(|(i, x)| {
@@ -550,7 +1008,7 @@ fn index_array(v: &JsValue, path: &str) -> Result<Option<Vec<i64>>, InputError> 
                 Ok(x as i64)
             } else {
                 Err(InputError::type_error(
-                    format!("{path}[{i}]"),
+                    format!("[{i}]"),
                     format!("must be an integer, got {}", fmt_num(x)),
                 ))
             }
@@ -564,162 +1022,245 @@ fn index_array(v: &JsValue, path: &str) -> Result<Option<Vec<i64>>, InputError> 
 /// decide (`target_tokens` int64; `weights`, `advantages`, `logprobs`, … float32), then
 /// the typed array's kind.
 pub fn tensor(v: &JsValue, key: Option<&str>, path: &str) -> Result<TensorData, InputError> {
-    let (data, dtype_v, shape_v, crow_v, col_v) = if is_plain_object(v) {
-        check_keys(
-            v,
-            path,
-            &[
-                "data",
-                "dtype",
-                "shape",
-                "sparse_crow_indices",
-                "sparse_col_indices",
-            ],
-        )?;
+    let r = tensor_rel(Src::Val(v), kind(v), key).map_err(|e| pre(e, path));
+    release();
+    r
+}
+
+/// [`tensor`] of `v` of kind `vk`.
+fn tensor_rel(src: Src, vk: u32, key: Option<&str>) -> Result<TensorData, InputError> {
+    let j = js();
+    // Kinds of data, dtype (code), shape, crow, col; lengths of data and shape; whether
+    // the shape's numbers follow, and those.
+    let mut o = Out::<12>::new();
+    let object = vk == K_OBJECT;
+    if object {
+        let (v, s) = src.args();
+        if read_tensor(&j.memory, v, s, &j.tensor_keys, o.ptr()) == 0 {
+            check_keys(&src.value(), &j.tensor_keys, TENSOR_KEYS)?;
+        }
+    }
+    let (k, dtype_code, shape_k, crow_k, col_k, n, shape_n) = if object {
+        let k = o.kind(0);
         (
-            get(v, "data"),
-            get(v, "dtype"),
-            get(v, "shape"),
-            get(v, "sparse_crow_indices"),
-            get(v, "sparse_col_indices"),
+            k,
+            o.kind(1),
+            o.kind(2),
+            o.kind(3),
+            o.kind(4),
+            o.at(5),
+            o.at(6),
         )
     } else {
-        (
-            v.clone(),
-            JsValue::UNDEFINED,
-            JsValue::UNDEFINED,
-            JsValue::UNDEFINED,
-            JsValue::UNDEFINED,
-        )
+        let n = if vk == K_ARRAY || is_typed(vk) {
+            length(&src.value(), vk)
+        } else {
+            0.0
+        };
+        (vk, 0, K_UNDEFINED, K_UNDEFINED, K_UNDEFINED, n, 0.0)
     };
-    let kind = typed_kind(&data);
-    let dtype = match dtype_v.as_string().as_deref() {
-        Some("float32") => DType::Float32,
-        Some("int64") => DType::Int64,
-        Some(other) => {
+    let data = if object { Src::Slot(8) } else { src };
+    let dtype = match dtype_code {
+        1 => DType::Float32,
+        2 => DType::Int64,
+        3 => {
             return Err(InputError::type_error(
-                format!("{path}.dtype"),
-                format!("must be \"float32\" or \"int64\", got {other:?}"),
-            ))
-        }
-        None if !dtype_v.is_undefined() => {
-            return Err(InputError::type_error(
-                format!("{path}.dtype"),
+                ".dtype",
                 format!(
-                    "must be \"float32\" or \"int64\", got {}",
-                    describe(&dtype_v)
+                    "must be \"float32\" or \"int64\", got {:?}",
+                    taken(9).as_string().unwrap_or_default()
                 ),
             ))
         }
-        None => match key.and_then(loss_input_dtype) {
+        4 => {
+            return Err(InputError::type_error(
+                ".dtype",
+                format!(
+                    "must be \"float32\" or \"int64\", got {}",
+                    describe(&taken(9))
+                ),
+            ))
+        }
+        _ => match key.and_then(loss_input_dtype) {
             Some(d) => d,
-            None => match kind.as_str() {
-                "Float32Array" | "Float64Array" => DType::Float32,
-                "Int32Array" | "Uint32Array" | "Int16Array" | "Uint16Array" | "Int8Array"
-                | "Uint8Array" | "BigInt64Array" => DType::Int64,
+            None => match k {
+                K_F32 | K_F64 => DType::Float32,
+                K_I32 | K_U32 | K_I16 | K_U16 | K_I8 | K_U8 | K_BI64 => DType::Int64,
                 _ => {
                     return Err(InputError::type_error(
-                        format!("{path}.dtype"),
+                        ".dtype",
                         "is required for this input (\"float32\" or \"int64\")",
                     ))
                 }
             },
         },
     };
-    let dp = format!("{path}.data");
-    let values = match dtype {
-        DType::Float32 if kind == "Float32Array" => {
-            TensorValues::Float32(data.unchecked_ref::<Float32Array>().to_vec())
-        }
-        DType::Float32 => {
-            TensorValues::Float32(numbers(&data, &dp)?.into_iter().map(|x| x as f32).collect())
-        }
-        DType::Int64 => {
-            let nums = numbers(&data, &dp)?;
+    let at_data = |e: InputError| pre(e, ".data");
+    let n = checked(n).map_err(at_data)?;
+    let values = match (dtype, k) {
+        (DType::Float32, K_F32) => TensorValues::Float32(copy_typed_vec::<f32>(data, k, n)),
+        (DType::Float32, _) => TensorValues::Float32(
+            numbers_of(&data.value(), k, n)
+                .map_err(at_data)?
+                .into_iter()
+                .map(|x| x as f32)
+                .collect(),
+        ),
+        (DType::Int64, K_I32 | K_U32) => TensorValues::Int64(widen_typed_vec(data, k, n)),
+        (DType::Int64, _) => {
+            let nums = numbers_of(&data.value(), k, n).map_err(at_data)?;
             if let Some(i) = nums.iter().position(|x| x.fract() != 0.0) {
                 return Err(InputError::type_error(
-                    format!("{dp}[{i}]"),
+                    format!(".data[{i}]"),
                     format!("dtype int64 needs integers, got {}", nums[i]),
                 ));
             }
             TensorValues::Int64(nums.into_iter().map(|x| x as i64).collect())
         }
     };
-    let mut shape = shape_of(&shape_v, &format!("{path}.shape"))?;
-    if shape.is_none() && crow_v.is_undefined() {
+    let mut shape = if object && o.at(7) == 1.0 {
+        let dims: Vec<f64> = (0..shape_n as usize).map(|i| o.at(8 + i)).collect();
+        dims_of(dims)
+    } else {
+        let shape_v = if is_nullish(shape_k) {
+            JsValue::UNDEFINED
+        } else {
+            taken(10)
+        };
+        shape_of(&shape_v, shape_k, shape_n)
+    }
+    .map_err(|e| pre(e, ".shape"))?;
+    if shape.is_none() && crow_k == K_UNDEFINED {
         shape = Some(vec![values.len()]);
     }
     let t = TensorData {
         values,
         shape,
-        sparse_crow_indices: index_array(&crow_v, &format!("{path}.sparse_crow_indices"))?,
-        sparse_col_indices: index_array(&col_v, &format!("{path}.sparse_col_indices"))?,
+        sparse_crow_indices: index_array(|| taken(11), crow_k)
+            .map_err(|e| pre(e, ".sparse_crow_indices"))?,
+        sparse_col_indices: index_array(|| taken(12), col_k)
+            .map_err(|e| pre(e, ".sparse_col_indices"))?,
     };
-    t.validate().map_err(|e| e.within(path))?;
+    t.validate().map_err(rel)?;
     Ok(t)
 }
 
 /// A `Datum` (`{ model_input, loss_fn_inputs }`).
-pub fn datum(v: &JsValue, path: &str) -> Result<Datum, InputError> {
-    if !is_plain_object(v) {
-        return Err(InputError::type_error(
-            path,
-            format!(
-                "must be a Datum ({{ model_input, loss_fn_inputs }}), got {}",
-                describe(v)
-            ),
-        ));
-    }
-    check_keys(
-        v,
-        path,
-        &[
-            "model_input",
-            "loss_fn_inputs",
-            "model_input_spans",
-            "loss_fn_input_spans",
-        ],
-    )?;
-    let mi = model_input(&get(v, "model_input"), &format!("{path}.model_input"))?;
-    let lfi = get(v, "loss_fn_inputs");
-    let mut inputs = LossFnInputs::new();
-    if !(lfi.is_undefined() || lfi.is_null()) {
-        if !is_plain_object(&lfi) {
+fn datum_rel(v: &JsValue) -> Result<Datum, InputError> {
+    let j = js();
+    // Kinds of model_input, loss_fn_inputs, model_input_spans, loss_fn_input_spans.
+    let mut o = Out::<4>::new();
+    match read_datum(&j.memory, v, &j.datum_keys, o.ptr()) {
+        0 => {
             return Err(InputError::type_error(
-                format!("{path}.loss_fn_inputs"),
-                format!("must be an object of tensors, got {}", describe(&lfi)),
+                "",
+                format!(
+                    "must be a Datum ({{ model_input, loss_fn_inputs }}), got {}",
+                    describe(v)
+                ),
+            ))
+        }
+        1 => check_keys(v, &j.datum_keys, DATUM_KEYS)?,
+        _ => {}
+    }
+    let (mi_k, lfi_k, mis_k, lis_k) = (o.kind(0), o.kind(1), o.kind(2), o.kind(3));
+    // (No reader below reuses slots 0-3.)
+    let mi = model_input_rel(Src::Slot(0), mi_k).map_err(|e| pre(e, ".model_input"))?;
+    let mut inputs = LossFnInputs::new();
+    if !is_nullish(lfi_k) {
+        if lfi_k != K_OBJECT {
+            return Err(InputError::type_error(
+                ".loss_fn_inputs",
+                format!("must be an object of tensors, got {}", describe(&taken(1))),
             ));
         }
-        for k in keys(&lfi) {
-            let t = get(&lfi, &k);
-            if t.is_undefined() {
-                continue;
-            }
-            inputs.insert(
-                k.clone(),
-                tensor(&t, Some(&k), &format!("{path}.loss_fn_inputs.{k}"))?,
-            );
-        }
+        loss_fn_inputs(Src::Slot(1), &mut inputs)?;
     }
-    let spans = |k: &str| -> Result<Option<Vec<crate::types::ProvenanceSpan>>, InputError> {
-        let s = get(v, k);
-        if s.is_undefined() || s.is_null() {
-            return Ok(None);
-        }
+    let mis = if is_nullish(mis_k) {
+        None
+    } else {
+        Some(taken(2))
+    };
+    let lis = if is_nullish(lis_k) {
+        None
+    } else {
+        Some(taken(3))
+    };
+    let spans = |s: Option<JsValue>,
+                 name: &str|
+     -> Result<Option<Vec<crate::types::ProvenanceSpan>>, InputError> {
+        let Some(s) = s else { return Ok(None) };
         let json = js_sys::JSON::stringify(&s)
             .ok()
             .and_then(|s| s.as_string())
             .unwrap_or_default();
         serde_json::from_str(&json)
             .map(Some)
-            .map_err(|e| InputError::type_error(format!("{path}.{k}"), e.to_string()))
+            .map_err(|e| InputError::type_error(format!(".{name}"), e.to_string()))
     };
     Ok(Datum {
         model_input: mi,
         loss_fn_inputs: inputs,
-        model_input_spans: spans("model_input_spans")?,
-        loss_fn_input_spans: spans("loss_fn_input_spans")?,
+        model_input_spans: spans(mis, "model_input_spans")?,
+        loss_fn_input_spans: spans(lis, "loss_fn_input_spans")?,
     })
+}
+
+/// The tensors of a `loss_fn_inputs` object (undefined entries skipped).
+fn loss_fn_inputs(lfi: Src, inputs: &mut LossFnInputs) -> Result<(), InputError> {
+    let j = js();
+    let (lfi, s) = lfi.args();
+    // Per entry: the kind of the value, the index of the key in KNOWN_INPUTS or -1.
+    let mut small = Out::<16>::new();
+    let mut n = read_inputs(&j.memory, lfi, s, &j.known_inputs, small.ptr(), 8) as usize;
+    let mut big = Vec::new();
+    let entries: &[f64] = if n <= 8 {
+        &small.0[..2 * n]
+    } else {
+        big.resize(2 * n, 0.0);
+        let cap = n as u32;
+        // (A getter may have added keys since: the first `cap` are read.)
+        let m = read_inputs(
+            &j.memory,
+            lfi,
+            s,
+            &j.known_inputs,
+            big.as_mut_ptr() as u32,
+            cap,
+        );
+        n = m.min(cap) as usize;
+        &big[..2 * n]
+    };
+    let entries: Vec<(u32, f64)> = entries
+        .chunks(2)
+        .map(|e| {
+            // SAFETY: plain reads of f64s JS wrote through the address given out.
+            let (k, known) = unsafe {
+                (
+                    std::ptr::read_volatile(&e[0]),
+                    std::ptr::read_volatile(&e[1]),
+                )
+            };
+            (k as u32, known)
+        })
+        .collect();
+    // The values, in order, before any tensor reader reuses other slots.
+    for (i, (tk, known)) in entries.into_iter().enumerate() {
+        if tk == K_UNDEFINED {
+            continue;
+        }
+        let key = match KNOWN_INPUTS.get(known as usize) {
+            Some(name) if known >= 0.0 => (*name).to_string(),
+            _ => match taken(16 + 2 * i as u32).as_string() {
+                Some(k) => k,
+                None => continue,
+            },
+        };
+        let t = tensor_rel(Src::Slot(17 + 2 * i as u32), tk, Some(&key))
+            .map_err(|e| pre(e, &format!(".loss_fn_inputs.{key}")))?;
+        inputs.insert(key, t);
+    }
+    Ok(())
 }
 
 /// An array of `Datum`s.
@@ -732,10 +1273,18 @@ pub fn data(v: &JsValue) -> Result<Vec<Datum>, JsValue> {
     }
     let arr: &Array = v.unchecked_ref();
     let mut out = Vec::with_capacity(arr.length() as usize);
+    let mut result = Ok(());
     for i in 0..arr.length() {
-        out.push(datum(&arr.get(i), &format!("data[{i}]")).map_err(|e| input_error(&e))?);
+        match datum_rel(&arr.get(i)) {
+            Ok(d) => out.push(d),
+            Err(e) => {
+                result = Err(input_error(&pre(e, &format!("data[{i}]"))));
+                break;
+            }
+        }
     }
-    Ok(out)
+    release();
+    result.map(|()| out)
 }
 
 // ---------------------------------------------------------------------------------
