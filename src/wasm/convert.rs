@@ -179,6 +179,8 @@ export function read_tensor(mem, v, s, allowed, ptr) {
   }
   return bad ? 0 : 1;
 }
+// Element i of a BigInt64Array/BigUint64Array as a number (Number() of a BigInt never throws).
+export function bigint_at(a, i) { return Number(a[i]); }
 export function describe(v) {
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'an array';
@@ -191,6 +193,8 @@ export function describe(v) {
 extern "C" {
     /// What a JS value is, as one of the `K_*` codes.
     fn kind(v: &JsValue) -> u32;
+    /// Element `i` of a `BigInt64Array`/`BigUint64Array` as a number.
+    fn bigint_at(a: &JsValue, i: u32) -> f64;
     /// The length of an array or typed array of kind `k` (else 0), as JS reads it.
     fn length(v: &JsValue, k: u32) -> f64;
     /// Copies the typed array `src` of kind `k` (one of `K_I8..=K_F64`, exactly `n`
@@ -716,12 +720,11 @@ fn numbers_of(v: &JsValue, k: u32, n: usize) -> Result<Vec<f64>, InputError> {
         K_F64 => Ok(copy_typed_vec::<f64>(Src::Val(v), k, n)),
         K_BI64 | K_BU64 => (0..n as u32)
             .map(|i| {
-                let b = Reflect::get_u32(v, i).unwrap_or(JsValue::UNDEFINED);
-                let x = js_sys::Number::from(b).value_of();
+                let x = bigint_at(v, i);
                 if x.abs() > 9_007_199_254_740_991.0 {
                     Err(InputError::range_error(
                         format!("[{i}]"),
-                        "is beyond the safe integer range",
+                        format!("{} is beyond the safe integer range", fmt_num(x)),
                     ))
                 } else {
                     Ok(x)
