@@ -143,15 +143,34 @@ pub fn uuid4(env: &dyn Platform) -> String {
         let r = (env.random() * 4294967296.0) as u64 as u32;
         chunk.copy_from_slice(&r.to_le_bytes());
     }
+    uuid4_from(b)
+}
+
+/// The version-4 UUID text of 16 random bytes (version and variant bits set here).
+fn uuid4_from(mut b: [u8; 16]) -> String {
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
-    let h = |r: std::ops::Range<usize>| b[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
-    format!(
-        "{}-{}-{}-{}-{}",
-        h(0..4),
-        h(4..6),
-        h(6..8),
-        h(8..10),
-        h(10..16)
-    )
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(36);
+    for (i, x) in b.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            s.push('-');
+        }
+        s.push(HEX[usize::from(x >> 4)] as char);
+        s.push(HEX[usize::from(x & 15)] as char);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn uuid4_text() {
+        let b: [u8; 16] = std::array::from_fn(|i| (i as u8) * 17);
+        assert_eq!(super::uuid4_from(b), "00112233-4455-4677-8899-aabbccddeeff");
+        assert_eq!(
+            super::uuid4_from([0xff; 16]),
+            "ffffffff-ffff-4fff-bfff-ffffffffffff"
+        );
+    }
 }

@@ -179,6 +179,18 @@ export function read_tensor(mem, v, s, allowed, ptr) {
   }
   return bad ? 0 : 1;
 }
+// Result objects of sample() in one call each (their shape is the wire's).
+export function sample_sequence(tokens, logprobs, stop, sequence_id, topk_logprobs) {
+  return { tokens, logprobs, stop_reason: stop ? 'stop' : 'length', sequence_id, topk_logprobs };
+}
+export function sample_response(sequences, prompt_logprobs, topk_prompt_logprobs, prompt_cache_hit_tokens, target_prompt_logprobs, prompt_alt_tokens) {
+  return { sequences, prompt_logprobs, topk_prompt_logprobs, prompt_cache_hit_tokens, target_prompt_logprobs, prompt_alt_tokens };
+}
+// Whether every property of v is its own (its prototype is Object.prototype or null).
+export function plain_proto(v) {
+  const p = Object.getPrototypeOf(v);
+  return p === Object.prototype || p === null;
+}
 // Element i of a BigInt64Array/BigUint64Array as a number (Number() of a BigInt never throws).
 export function bigint_at(a, i) { return Number(a[i]); }
 export function describe(v) {
@@ -193,6 +205,23 @@ export function describe(v) {
 extern "C" {
     /// What a JS value is, as one of the `K_*` codes.
     fn kind(v: &JsValue) -> u32;
+    fn sample_sequence(
+        tokens: &JsValue,
+        logprobs: &JsValue,
+        stop: bool,
+        sequence_id: &str,
+        topk_logprobs: &JsValue,
+    ) -> JsValue;
+    fn sample_response(
+        sequences: &JsValue,
+        prompt_logprobs: &JsValue,
+        topk_prompt_logprobs: &JsValue,
+        prompt_cache_hit_tokens: f64,
+        target_prompt_logprobs: &JsValue,
+        prompt_alt_tokens: &JsValue,
+    ) -> JsValue;
+    /// Whether `v`'s prototype is `Object.prototype` or null (an object literal).
+    fn plain_proto(v: &JsValue) -> bool;
     /// Element `i` of a `BigInt64Array`/`BigUint64Array` as a number.
     fn bigint_at(a: &JsValue, i: u32) -> f64;
     /// The length of an array or typed array of kind `k` (else 0), as JS reads it.
@@ -404,6 +433,9 @@ fn rel(mut e: InputError) -> InputError {
 /// A camelCase options object whose keys are checked against an allow-list.
 pub struct Opts {
     obj: JsValue,
+    /// The object's own keys when it is an object literal: then a key not among them is
+    /// absent without asking JS (most options are absent on most calls).
+    own: Option<Vec<String>>,
 }
 
 impl Opts {
@@ -412,6 +444,7 @@ impl Opts {
         if v.is_undefined() || v.is_null() {
             return Ok(Opts {
                 obj: JsValue::UNDEFINED,
+                own: None,
             });
         }
         if !is_plain_object(v) {
@@ -420,10 +453,11 @@ impl Opts {
                 format!("must be an options object, got {}", describe(v)),
             ));
         }
-        for k in keys(v) {
-            if !allowed.contains(&k.as_str()) && !get_str(v, &k).is_undefined() {
+        let own = keys(v);
+        for k in &own {
+            if !allowed.contains(&k.as_str()) && !get_str(v, k).is_undefined() {
                 return Err(type_error(
-                    &k,
+                    k,
                     format!(
                         "unknown option for {what}; expected one of: {}",
                         allowed.join(", ")
@@ -431,11 +465,18 @@ impl Opts {
                 ));
             }
         }
-        Ok(Opts { obj: v.clone() })
+        Ok(Opts {
+            obj: v.clone(),
+            own: plain_proto(v).then_some(own),
+        })
     }
     /// The raw value (undefined when absent).
     pub fn get(&self, k: &str) -> JsValue {
-        if self.obj.is_undefined() {
+        let absent = match &self.own {
+            Some(own) => !own.iter().any(|o| o == k),
+            None => self.obj.is_undefined(),
+        };
+        if absent {
             JsValue::UNDEFINED
         } else {
             get_str(&self.obj, k)
@@ -1407,72 +1448,41 @@ fn logprob_list(v: &[f32]) -> JsValue {
 
 /// A `SampleResponse` as JS (token ids as `Int32Array`, logprobs as `Float32Array`).
 pub fn sample_response_to_js(r: &SampleResponse) -> JsValue {
-    let o = Object::new();
     let seqs: Array = r
         .sequences
         .iter()
         .map(|s| {
-            let so = Object::new();
-            set(&so, "tokens", &Int32Array::from(&s.tokens[..]));
-            set(
-                &so,
-                "logprobs",
+            sample_sequence(
+                &Int32Array::from(&s.tokens[..]),
                 &s.logprobs
                     .as_ref()
                     .map_or(JsValue::NULL, |l| Float32Array::from(&l[..]).into()),
-            );
-            set(
-                &so,
-                "stop_reason",
-                &JsValue::from_str(match s.stop_reason {
-                    crate::proto::StopReason::Stop => "stop",
-                    crate::proto::StopReason::Length => "length",
-                }),
-            );
-            set(&so, "sequence_id", &JsValue::from_str(&s.sequence_id));
-            set(
-                &so,
-                "topk_logprobs",
+                s.stop_reason == crate::proto::StopReason::Stop,
+                &s.sequence_id,
                 &s.topk_logprobs.as_ref().map_or(JsValue::NULL, topk_to_js),
-            );
-            JsValue::from(so)
+            )
         })
         .collect();
-    set(&o, "sequences", &seqs);
-    set(
-        &o,
-        "prompt_logprobs",
-        &r.prompt_logprobs
-            .as_ref()
-            .map_or(JsValue::NULL, |l| logprob_list(l)),
-    );
-    set(
-        &o,
-        "topk_prompt_logprobs",
-        &r.topk_prompt_logprobs
-            .as_ref()
-            .map_or(JsValue::NULL, topk_to_js),
-    );
-    set(
-        &o,
-        "prompt_cache_hit_tokens",
-        &JsValue::from(r.prompt_cache_hit_tokens),
-    );
-    set(
-        &o,
-        "target_prompt_logprobs",
-        &r.target_prompt_logprobs
-            .as_ref()
-            .map_or(JsValue::NULL, tensor_to_js),
-    );
     let alt = r.prompt_alt_tokens.as_ref().map_or(JsValue::NULL, |a| {
         let ao = Object::new();
         set(&ao, "tokens", &tensor_to_js(&a.tokens));
         set(&ao, "logprobs", &tensor_to_js(&a.logprobs));
         ao.into()
     });
-    set(&o, "prompt_alt_tokens", &alt);
-    o.into()
+    sample_response(
+        &seqs,
+        &r.prompt_logprobs
+            .as_ref()
+            .map_or(JsValue::NULL, |l| logprob_list(l)),
+        &r.topk_prompt_logprobs
+            .as_ref()
+            .map_or(JsValue::NULL, topk_to_js),
+        r.prompt_cache_hit_tokens as f64,
+        &r.target_prompt_logprobs
+            .as_ref()
+            .map_or(JsValue::NULL, tensor_to_js),
+        &alt,
+    )
 }
 
 /// A `ModelInput` as JS (tokens as `Uint32Array`).

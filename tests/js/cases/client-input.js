@@ -24,6 +24,27 @@ export default {
     assert.throws(() => client({ baseURL: 'ftp://x' }), (e) => e.field === 'baseURL');
   },
 
+  'options inherited from a prototype or given by class getters are read too'() {
+    // A bad timeout is only seen if the inherited option is read.
+    const proto = { apiKey: key, fetch: noFetch, dangerouslyAllowBrowser: true, timeout: -1 };
+    assert.throws(() => new tinker.ServiceClient(Object.create(proto)), (e) => e instanceof RangeError && e.field === 'timeout');
+    class Options {
+      get apiKey() {
+        return key;
+      }
+      get timeout() {
+        return -1;
+      }
+      get fetch() {
+        return noFetch;
+      }
+      get dangerouslyAllowBrowser() {
+        return true;
+      }
+    }
+    assert.throws(() => new tinker.ServiceClient(new Options()), (e) => e instanceof RangeError && e.field === 'timeout');
+  },
+
   async 'refuses a browser without dangerouslyAllowBrowser'(ctx) {
     if (ctx.runtime !== 'browser') {
       // Elsewhere the option is not needed.
