@@ -28,7 +28,7 @@ use crate::http::Req;
 use crate::proto::{decode_sample_response, SampleResponse};
 use crate::retry::{SamplingRetryConfig, BILLING_PAUSE_SLEEP};
 use crate::session::Holder;
-use crate::sync::{Event, Semaphore};
+use crate::sync::{CancelToken, Event, Semaphore};
 use crate::training::UntypedFuture;
 use crate::types::{DType, InputError, ModelInput, ModelInputChunk, SamplingParams, TensorData};
 
@@ -153,6 +153,18 @@ struct RetryHandler {
     semaphore: Option<Semaphore>,
     last_progress_ms: Cell<f64>,
     in_flight: Cell<usize>,
+    /// The stuck-detection watchdog of the current burst of calls (one timer shared by
+    /// every call in flight, instead of one per call; Python runs one task per call, to
+    /// the same effect: every call in flight fails once no call made progress for
+    /// `progress_timeout`).
+    watchdog: RefCell<Option<Watchdog>>,
+}
+
+struct Watchdog {
+    /// Cancelled when no progress was made in time: every call waiting on it fails.
+    stuck: CancelToken,
+    /// Cancelled when the last call in flight ends: the watchdog stops (no timer left).
+    idle: CancelToken,
 }
 
 fn sampling_retryable(e: &Error) -> bool {
@@ -165,7 +177,14 @@ fn sampling_retryable(e: &Error) -> bool {
 struct InFlight<'a>(&'a RetryHandler);
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        self.0.in_flight.set(self.0.in_flight.get() - 1);
+        let n = self.0.in_flight.get() - 1;
+        self.0.in_flight.set(n);
+        if n == 0 {
+            let w = self.0.watchdog.borrow_mut().take();
+            if let Some(w) = w {
+                w.idle.cancel();
+            }
+        }
     }
 }
 
@@ -430,6 +449,7 @@ impl SamplingClient {
             config,
             last_progress_ms: Cell::new(now),
             in_flight: Cell::new(0),
+            watchdog: RefCell::new(None),
         };
         Ok(SamplingClient(Rc::new(Inner {
             holder,
@@ -569,24 +589,17 @@ impl SamplingClient {
                 }
             }
         };
+        let stuck = rh.config.enable_stuck_detection.then(|| self.stuck_token());
         let watchdog = async {
-            if !rh.config.enable_stuck_detection {
-                return std::future::pending().await;
+            match stuck {
+                None => std::future::pending().await,
+                Some(t) => t.cancelled().await,
             }
-            let timeout_ms = rh.config.progress_timeout.as_secs_f64() * 1000.0;
-            loop {
-                let deadline = rh.last_progress_ms.get() + timeout_ms;
-                let now = env.now_ms();
-                if now > deadline {
-                    return Error::Connection {
-                        message: format!(
-                            "No progress made in {}s. Requests appear to be stuck.",
-                            rh.config.progress_timeout.as_secs_f64()
-                        ),
-                    };
-                }
-                env.sleep(Duration::from_secs_f64((deadline - now) / 1000.0 + 0.001))
-                    .await;
+            Error::Connection {
+                message: format!(
+                    "No progress made in {}s. Requests appear to be stuck.",
+                    rh.config.progress_timeout.as_secs_f64()
+                ),
             }
         };
         futures_util::pin_mut!(attempts, watchdog);
@@ -599,6 +612,50 @@ impl SamplingClient {
             }
             Either::Right((e, _)) => Err(e),
         }
+    }
+
+    /// The stuck token of the current burst of calls, starting its watchdog if none runs.
+    fn stuck_token(&self) -> CancelToken {
+        let rh = &self.0.retry;
+        if let Some(w) = rh.watchdog.borrow().as_ref() {
+            if !w.stuck.is_cancelled() {
+                return w.stuck.clone();
+            }
+        }
+        let (stuck, idle) = (CancelToken::new(), CancelToken::new());
+        *rh.watchdog.borrow_mut() = Some(Watchdog {
+            stuck: stuck.clone(),
+            idle: idle.clone(),
+        });
+        let inner = Rc::downgrade(&self.0);
+        let env = self.0.holder.env.clone();
+        let timeout_ms = rh.config.progress_timeout.as_secs_f64() * 1000.0;
+        let fire = stuck.clone();
+        self.0.holder.env.spawn(Box::pin(async move {
+            loop {
+                if idle.is_cancelled() {
+                    return; // the burst ended before this task first ran
+                }
+                let Some(deadline) = inner
+                    .upgrade()
+                    .map(|i| i.retry.last_progress_ms.get() + timeout_ms)
+                else {
+                    return;
+                };
+                let now = env.now_ms();
+                if now > deadline {
+                    fire.cancel();
+                    return;
+                }
+                let sleep = env.sleep(Duration::from_secs_f64((deadline - now) / 1000.0 + 0.001));
+                let stop = idle.cancelled();
+                futures_util::pin_mut!(stop);
+                if let Either::Right(_) = select(sleep, stop).await {
+                    return;
+                }
+            }
+        }));
+        stuck
     }
 
     async fn sample_once(

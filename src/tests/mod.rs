@@ -6,4 +6,5 @@ mod scripted;
 
 mod http_retries;
 mod polling;
+mod sampling_stuck;
 mod training_order;

@@ -1,0 +1,80 @@
+//! Stuck detection of sampling calls: once no call in flight made progress for
+//! `progress_timeout`, every call in flight fails with the Python SDK's message, through
+//! one watchdog shared by the burst of calls; the next burst starts a fresh one.
+
+use futures_executor::LocalPool;
+
+use super::scripted::*;
+use crate::call::CallOptions;
+use crate::sampling::{SampleRequest, SamplingClient, SamplingOptions};
+use crate::sync::Event;
+use crate::types::{ModelInput, SamplingParams};
+
+fn request() -> SampleRequest {
+    SampleRequest::new(
+        ModelInput::from_ints(vec![1, 2, 3]),
+        1,
+        SamplingParams::default(),
+    )
+}
+
+#[test]
+fn calls_without_progress_fail_together_then_a_new_burst_starts_fresh() {
+    let mut pool = LocalPool::new();
+    let s = Scripted::new(
+        &pool,
+        server("{}", |r, _| {
+            if r.url.ends_with("/asample") {
+                json(200, r#"{"request_id":"r-1"}"#)
+            } else {
+                json(400, r#"{"detail":"bad sample"}"#)
+            }
+        }),
+    );
+    let h = connect(&mut pool, &s, true);
+    let sc = pool
+        .run_until(SamplingClient::connect_clone(
+            h,
+            "samp-1".into(),
+            Some("Qwen/Qwen3-8B".into()),
+            SamplingOptions::default(),
+            0,
+            "test",
+        ))
+        .unwrap();
+    // asample never answers until the gate opens.
+    let gate = Event::new();
+    s.gates.borrow_mut().push(("/asample".into(), gate.clone()));
+    let calls: Vec<_> = (0..3)
+        .map(|_| sc.sample(request(), CallOptions::default()).unwrap())
+        .collect();
+    let results = pool.run_until(futures_util::future::join_all(calls));
+    for r in &results {
+        let e = r.as_ref().expect_err("a stuck call fails");
+        assert!(
+            e.to_string()
+                .contains("No progress made in 7200s. Requests appear to be stuck."),
+            "{e}"
+        );
+    }
+    let waits: Vec<f64> = s.sleeps.borrow().iter().map(|d| d.as_secs_f64()).collect();
+    assert_eq!(
+        waits.len(),
+        1,
+        "one watchdog for the three calls: {waits:?}"
+    );
+    assert!(waits[0] > 7200.0 && waits[0] < 7200.01, "{waits:?}");
+
+    // A new call: a fresh watchdog (the old token stays fired for nobody), which stops
+    // without sleeping once the call ends on its own error.
+    gate.set();
+    let r = pool.run_until(sc.sample(request(), CallOptions::default()).unwrap());
+    let e = r.expect_err("the scripted server refuses the poll");
+    assert!(!e.to_string().contains("No progress"), "{e}");
+    pool.run_until_stalled();
+    assert_eq!(
+        s.sleeps.borrow().len(),
+        1,
+        "no watchdog sleep after the call ended"
+    );
+}
