@@ -122,15 +122,19 @@ export function read_datum(mem, d, allowed, ptr) {
   o[at] = kind(mi); o[at + 1] = kind(lfi); o[at + 2] = kind(ms); o[at + 3] = kind(ls);
   return bad ? 1 : 2;
 }
+// Reads the one array field `key` of o into S[slot] and writes its kind and length.
+function read_array_field(mem, o, key, slot, ptr) {
+  let x;
+  try { x = o[key]; } catch { x = undefined; }
+  S[slot] = x;
+  const k = kind(x);
+  const out = view(mem, 13), at = ptr / 8;
+  out[at] = k; out[at + 1] = len(x, k);
+}
 export function read_model_input(mem, v, s, allowed, ptr) {
   if (s >= 0) v = S[s];
   const bad = unknown(v, allowed) !== undefined;
-  let c;
-  try { c = v.chunks; } catch { c = undefined; }
-  S[4] = c;
-  const k = kind(c);
-  const o = view(mem, 13), at = ptr / 8;
-  o[at] = k; o[at + 1] = len(c, k);
+  read_array_field(mem, v, 'chunks', 4, ptr);
   return bad ? 0 : 1;
 }
 export function read_chunk(mem, i, allowed, ptr) {
@@ -138,12 +142,7 @@ export function read_chunk(mem, i, allowed, ptr) {
   if (kind(c) !== 3) return 0;
   if (get(c, 'type') !== 'encoded_text') return 1;
   const bad = unknown(c, allowed) !== undefined;
-  let t;
-  try { t = c.tokens; } catch { t = undefined; }
-  S[6] = t;
-  const k = kind(t);
-  const o = view(mem, 13), at = ptr / 8;
-  o[at] = k; o[at + 1] = len(t, k);
+  read_array_field(mem, c, 'tokens', 6, ptr);
   return bad ? 2 : 3;
 }
 export function read_inputs(mem, o, s, known, ptr, cap) {
