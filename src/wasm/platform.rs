@@ -235,13 +235,12 @@ async fn do_fetch(fetch: Function, req: HttpRequest) -> Result<HttpResponse, Tra
         body.is_some(),
         timeout_ms,
     );
+    let promise = call.promise();
     let mut guard = AbortOnDrop(Some(call));
-    let promise = guard.0.as_ref().map(PendingRequest::promise);
-    let settled = match promise {
-        Some(p) => JsFuture::from(p).await,
-        None => return Err(TransportError::Connection("fetch failed".into())),
-    };
-    guard.0 = None; // settled: nothing to abort
+    let settled = JsFuture::from(promise).await;
+    // Settled: nothing to abort. The helper's promise never rejects; a
+    // rejection would be a bug in it, reported as a connection error.
+    guard.0 = None;
     let r: RequestResult = settled
         .map_err(|_| TransportError::Connection("fetch failed".into()))?
         .unchecked_into();

@@ -17,7 +17,7 @@ export interface ClientOptions {
   timeout?: number;
   /** A `fetch` to send the requests with (proxies, tests, custom runtimes). Default: the global `fetch`; in Node, `node:http`/`node:https` with keep-alive agents. */
   fetch?: (input: string, init: RequestInit) => Promise<Response>;
-  /** Headers sent with every request. */
+  /** Headers sent with every request (names are HTTP tokens; values have no line breaks: else a TypeError naming `defaultHeaders.<name>`). */
   defaultHeaders?: Record<string, string>;
   /** Allow use in a browser, where the API key is visible to the page's users. */
   dangerouslyAllowBrowser?: boolean;
