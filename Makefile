@@ -31,6 +31,8 @@ lint: setup
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --target wasm32-unknown-unknown --lib -- -D warnings
 	cargo clippy --target wasm32-unknown-unknown --lib --no-default-features -- -D warnings
+	cargo clippy -p tinker-tokenizer-general --all-targets -- -D warnings
+	cargo clippy -p tinker-tokenizer-general --target wasm32-unknown-unknown --lib -- -D warnings
 
 typecheck: wasm
 	node_modules/.bin/tsc -p tests/types/tsconfig.json

@@ -3,8 +3,15 @@
 // Uses top-level await, so importing is enough, no init call.
 import * as glue from './gen/full/tinker_wasm.js';
 import { install } from './extras.js';
+import { generalHost } from './general-engine.js';
 
 await glue.default({ module_or_path: new URL('./gen/full/tinker_wasm_bg.wasm', import.meta.url) });
+
+// The general tokenizer engine: fetched on first need (fromURL, getTokenizer,
+// Tokenizer.loadGeneralEngine()).
+glue.__setGeneralTokenizerHost(
+  generalHost({ load: () => new URL('./gen/general/tokenizer_general_bg.wasm', import.meta.url) }),
+);
 
 export const { ModelInput, TensorData, datumFromTokens } = install(glue);
 export * from './gen/full/tinker_wasm.js';

@@ -5,8 +5,14 @@ import * as path from 'node:path';
 import * as glue from './gen/full/tinker_wasm.js';
 import { install } from './extras.js';
 import { withNodeTransport } from './node-transport.js';
+import { generalHost } from './general-engine.js';
 
 glue.initSync({ module: fs.readFileSync(new URL('./gen/full/tinker_wasm_bg.wasm', import.meta.url)) });
+
+// The general tokenizer engine, compiled synchronously on first need.
+glue.__setGeneralTokenizerHost(
+  generalHost({ loadSync: () => fs.readFileSync(new URL('./gen/general/tokenizer_general_bg.wasm', import.meta.url)) }),
+);
 
 export const { ModelInput, TensorData, datumFromTokens } = install(glue, { fs, path });
 export * from './gen/full/tinker_wasm.js';

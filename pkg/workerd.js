@@ -4,9 +4,14 @@
 // synchronously.
 import * as glue from './gen/full/tinker_wasm.js';
 import module from './gen/full/tinker_wasm_bg.wasm';
+import generalModule from './gen/general/tokenizer_general_bg.wasm';
 import { install } from './extras.js';
+import { generalHost } from './general-engine.js';
 
 glue.initSync({ module });
+
+// The general tokenizer engine (also a precompiled import), instantiated on first need.
+glue.__setGeneralTokenizerHost(generalHost({ loadSync: () => generalModule }));
 
 export const { ModelInput, TensorData, datumFromTokens } = install(glue);
 export * from './gen/full/tinker_wasm.js';

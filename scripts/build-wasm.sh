@@ -13,7 +13,13 @@ build_variant() {
   local out=pkg/gen/$variant
   log "wasm-pack build ($variant)"
   wasm-pack --quiet build --target web --release --no-pack --weak-refs --out-dir "$out" --out-name tinker_wasm . "$@"
-  local wasm=$out/tinker_wasm_bg.wasm
+  optimize "$variant" "$out/tinker_wasm_bg.wasm"
+  rm -f "$out/.gitignore"
+}
+
+# wasm-opt -Oz in place, cached by the hash of the input.
+optimize() {
+  local variant=$1 wasm=$2
   local key cache
   key=$(sha256sum "$wasm" | cut -c1-16)
   cache=target/wasm-opt-cache/$variant-$key.wasm
@@ -25,9 +31,21 @@ build_variant() {
     mv "$cache.tmp" "$cache"
   fi
   cp "$cache" "$wasm"
-  rm -f "$out/.gitignore"
   log "$variant: $(stat -c %s "$wasm") bytes, $(gzip -9c "$wasm" | wc -c) gzip"
+}
+
+# The general tokenizer engine (src/tokenizer/general): its own module, which the full
+# package loads on demand (pkg/general-engine.js). Plain cargo + wasm-bindgen: it exports
+# a C ABI, and wasm-bindgen only supplies the glue for getrandom's import.
+build_general() {
+  local out=pkg/gen/general
+  log "cargo build (general tokenizer engine)"
+  cargo build --quiet --release --target wasm32-unknown-unknown -p tinker-tokenizer-general
+  wasm-bindgen --target web --out-dir "$out" --out-name tokenizer_general \
+    target/wasm32-unknown-unknown/release/tinker_tokenizer_general.wasm
+  optimize general "$out/tokenizer_general_bg.wasm"
 }
 
 build_variant full
 build_variant lite -- --no-default-features
+build_general

@@ -1,13 +1,16 @@
 //! Tokenization: a HuggingFace `tokenizer.json` loaded from bytes (never from a hub),
 //! exact against native `tokenizers`, with chat templates and SFT/RL renderers.
 //!
-//! [`Tokenizer::from_json`] picks an engine:
+//! [`Tokenizer::from_json_with`] picks an engine:
 //! * the **fast path** ([`fast`]) for byte-level BPE files with the Qwen2/Qwen3 or
 //!   Llama-3 split pattern: a hand-written pre-tokenizer, a word cache and allocation-free
 //!   BPE, several times faster than the general one, loaded without building the general
 //!   structures;
-//! * the **general path**: the `tokenizers` crate (fancy-regex, no threads) for any
-//!   other file.
+//! * the **general path** ([`GeneralEngine`]): the `tokenizers` crate (fancy-regex, no
+//!   threads) for any other file. It lives in its own crate, `tinker-tokenizer-general`
+//!   (`src/tokenizer/general`), so that in wasm it is its own module, loaded only when a
+//!   file needs it; the caller passes a [`GeneralLoader`]. Natively, [`Tokenizer::from_json`]
+//!   links the crate directly.
 //!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -45,6 +48,9 @@ pub enum TokenizerError {
     Input(InputError),
     /// The tokenizer file (or its config) could not be loaded.
     Load(String),
+    /// The file needs the general engine and the loader cannot provide it right now
+    /// (in a browser, before the engine module has been fetched); the message says how.
+    GeneralUnavailable(String),
     /// A chat template failed to compile or render.
     Template(String),
 }
@@ -54,6 +60,7 @@ impl fmt::Display for TokenizerError {
         match self {
             TokenizerError::Input(e) => e.fmt(f),
             TokenizerError::Load(m) => write!(f, "cannot load tokenizer: {m}"),
+            TokenizerError::GeneralUnavailable(m) => f.write_str(m),
             TokenizerError::Template(m) => write!(f, "chat template: {m}"),
         }
     }
@@ -67,9 +74,68 @@ impl From<InputError> for TokenizerError {
     }
 }
 
+/// The general engine behind a loaded tokenizer: what [`Tokenizer`] needs of it.
+pub trait GeneralEngine {
+    /// Encodes `text`, appending the ids to `out`; the error is a message.
+    fn encode_into(
+        &self,
+        text: &str,
+        add_special_tokens: bool,
+        out: &mut Vec<u32>,
+    ) -> Result<(), String>;
+    /// Decodes ids (unknown ids skipped).
+    fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> String;
+    /// The id of a token string.
+    fn token_to_id(&self, token: &str) -> Option<u32>;
+    /// The token string of an id.
+    fn id_to_token(&self, id: u32) -> Option<String>;
+    /// Vocabulary size including added tokens.
+    fn vocab_size(&self) -> usize;
+    /// Every added token as `(content, id, special)`, in any order.
+    fn added_tokens(&self) -> Vec<(String, u32, bool)>;
+}
+
+/// Makes a general engine from `tokenizer.json` text.
+pub type GeneralLoader<'a> = &'a dyn Fn(&str) -> Result<Box<dyn GeneralEngine>, TokenizerError>;
+
+#[cfg(not(target_arch = "wasm32"))]
+impl GeneralEngine for tinker_tokenizer_general::General {
+    fn encode_into(
+        &self,
+        text: &str,
+        add_special_tokens: bool,
+        out: &mut Vec<u32>,
+    ) -> Result<(), String> {
+        tinker_tokenizer_general::General::encode_into(self, text, add_special_tokens, out)
+    }
+    fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> String {
+        tinker_tokenizer_general::General::decode(self, ids, skip_special_tokens)
+    }
+    fn token_to_id(&self, token: &str) -> Option<u32> {
+        tinker_tokenizer_general::General::token_to_id(self, token)
+    }
+    fn id_to_token(&self, id: u32) -> Option<String> {
+        tinker_tokenizer_general::General::id_to_token(self, id)
+    }
+    fn vocab_size(&self) -> usize {
+        tinker_tokenizer_general::General::vocab_size(self)
+    }
+    fn added_tokens(&self) -> Vec<(String, u32, bool)> {
+        tinker_tokenizer_general::General::added_tokens(self)
+    }
+}
+
+/// The native general engine: `tinker-tokenizer-general` linked in.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn native_general(text: &str) -> Result<Box<dyn GeneralEngine>, TokenizerError> {
+    tinker_tokenizer_general::General::load(text)
+        .map(|g| Box::new(g) as Box<dyn GeneralEngine>)
+        .map_err(TokenizerError::Load)
+}
+
 enum Engine {
     Fast(Box<fast::FastBpe>),
-    General(Box<tokenizers::Tokenizer>),
+    General(Box<dyn GeneralEngine>),
 }
 
 /// The special tokens a `tokenizer_config.json` names (strings as in the file).
@@ -114,13 +180,25 @@ fn token_str(v: Option<&serde_json::Value>) -> Option<String> {
 
 impl Tokenizer {
     /// Loads `tokenizer.json` (bytes of UTF-8 JSON) and, optionally, the matching
-    /// `tokenizer_config.json` (for special token names and chat templates).
+    /// `tokenizer_config.json` (for special token names and chat templates), with the
+    /// native general engine.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn from_json(json: &[u8], config: Option<&[u8]>) -> Result<Tokenizer, TokenizerError> {
+        Self::from_json_with(json, config, &native_general)
+    }
+
+    /// As [`Tokenizer::from_json`], with `general` making the engine for a file the fast
+    /// path does not take (it is not called otherwise).
+    pub fn from_json_with(
+        json: &[u8],
+        config: Option<&[u8]>,
+        general: GeneralLoader<'_>,
+    ) -> Result<Tokenizer, TokenizerError> {
         let text = std::str::from_utf8(json)
             .map_err(|e| TokenizerError::Load(format!("tokenizer.json is not UTF-8: {e}")))?;
         let engine = match fast::FastBpe::from_json(text).map_err(TokenizerError::Load)? {
             Some(f) => Engine::Fast(Box::new(f)),
-            None => Engine::General(Box::new(Self::general(text)?)),
+            None => Engine::General(general(text)?),
         };
         let mut tok = Tokenizer {
             engine,
@@ -133,31 +211,18 @@ impl Tokenizer {
         Ok(tok)
     }
 
-    /// Loads with the general `tokenizers` engine only (for tests and comparison).
-    pub fn from_json_general(json: &[u8]) -> Result<Tokenizer, TokenizerError> {
+    /// Loads with the general engine only (for tests and comparison).
+    pub fn from_json_general(
+        json: &[u8],
+        general: GeneralLoader<'_>,
+    ) -> Result<Tokenizer, TokenizerError> {
         let text = std::str::from_utf8(json)
             .map_err(|e| TokenizerError::Load(format!("tokenizer.json is not UTF-8: {e}")))?;
         Ok(Tokenizer {
-            engine: Engine::General(Box::new(Self::general(text)?)),
+            engine: Engine::General(general(text)?),
             special: SpecialTokens::default(),
             templates: ChatTemplates::default(),
         })
-    }
-
-    fn general(text: &str) -> Result<tokenizers::Tokenizer, TokenizerError> {
-        // The JSON syntax is checked first: `tokenizers` 0.23 deserializes its decoder,
-        // normalizer, … sections with `.expect("Helper")`, which panics on a syntax error
-        // inside them (found by the tokenizer_json fuzz target). On valid JSON those
-        // helpers cannot fail (their fallback variant takes any JSON value).
-        serde_json::from_str::<serde::de::IgnoredAny>(text)
-            .map_err(|e| TokenizerError::Load(format!("tokenizer.json is not valid JSON: {e}")))?;
-        let mut t: tokenizers::Tokenizer = text
-            .parse()
-            .map_err(|e: tokenizers::Error| TokenizerError::Load(e.to_string()))?;
-        // Ids only: no truncation surprises, no padding.
-        let _ = t.with_truncation(None);
-        t.with_padding(None);
-        Ok(t)
     }
 
     /// Applies a `tokenizer_config.json`: special token names and chat template(s).
@@ -220,13 +285,9 @@ impl Tokenizer {
                 f.encode_into(text, add_special_tokens, out);
                 Ok(())
             }
-            Engine::General(t) => {
-                let enc = t
-                    .encode_fast(text, add_special_tokens)
-                    .map_err(|e| TokenizerError::Load(format!("encode failed: {e}")))?;
-                out.extend_from_slice(enc.get_ids());
-                Ok(())
-            }
+            Engine::General(t) => t
+                .encode_into(text, add_special_tokens, out)
+                .map_err(TokenizerError::Load),
         }
     }
 
@@ -235,7 +296,7 @@ impl Tokenizer {
     pub fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> String {
         match &self.engine {
             Engine::Fast(f) => f.decode(ids, skip_special_tokens),
-            Engine::General(t) => t.decode(ids, skip_special_tokens).unwrap_or_default(),
+            Engine::General(t) => t.decode(ids, skip_special_tokens),
         }
     }
 
@@ -259,7 +320,7 @@ impl Tokenizer {
     pub fn vocab_size(&self) -> usize {
         match &self.engine {
             Engine::Fast(f) => f.vocab_size(),
-            Engine::General(t) => t.get_vocab_size(true),
+            Engine::General(t) => t.vocab_size(),
         }
     }
 
@@ -270,11 +331,7 @@ impl Tokenizer {
                 .added_tokens()
                 .map(|(c, id, s)| (c.to_owned(), id, s))
                 .collect(),
-            Engine::General(t) => t
-                .get_added_tokens_decoder()
-                .into_iter()
-                .map(|(id, a)| (a.content, id, a.special))
-                .collect(),
+            Engine::General(t) => t.added_tokens(),
         };
         v.sort_by_key(|x| x.1);
         v

@@ -5,6 +5,8 @@ mod builders;
 mod clients;
 mod convert;
 mod errors;
+#[cfg(feature = "tokenizer")]
+mod general;
 mod panic;
 mod platform;
 #[cfg(feature = "tokenizer")]

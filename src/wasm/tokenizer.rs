@@ -370,7 +370,9 @@ fn set(o: &Object, k: &str, v: &JsValue) {
 /// A HuggingFace tokenizer (`tokenizer.json`), exact against Python's `tokenizers`.
 ///
 /// Qwen2/Qwen3 and Llama-3 files take a specialised fast path; other files use the
-/// general `tokenizers` engine. Nothing is downloaded unless you ask (`fromURL`).
+/// general `tokenizers` engine, a separate wasm module loaded on first use (in browsers
+/// by `fromURL`, `getTokenizer` or `Tokenizer.loadGeneralEngine()`). Nothing is
+/// downloaded unless you ask (`fromURL`).
 ///
 /// ```js
 /// import { Tokenizer } from 'tinker-wasm';
@@ -387,10 +389,10 @@ pub struct JsTokenizer {
 
 fn load(
     json: &[u8],
-    config: Option<Vec<u8>>,
+    config: Option<&[u8]>,
     chat_template: Option<String>,
-) -> Result<JsTokenizer, JsValue> {
-    let mut t = core::Tokenizer::from_json(json, config.as_deref()).map_err(tok_err)?;
+) -> Result<JsTokenizer, core::TokenizerError> {
+    let mut t = core::Tokenizer::from_json_with(json, config, &crate::wasm::general::loader)?;
     if let Some(ct) = chat_template {
         t.set_chat_template(ct);
     }
@@ -521,7 +523,7 @@ impl JsTokenizer {
         let bytes = bytes_of(&json, "json")?;
         let o = Opts::new(&options, "options", &["config", "chatTemplate"])?;
         let config = config_bytes(&o.get("config"))?;
-        load(&bytes, config, o.string("chatTemplate")?)
+        load(&bytes, config.as_deref(), o.string("chatTemplate")?).map_err(tok_err)
     }
 
     /// Fetches `tokenizer.json` (and `configURL`) and loads it; with `cache`, the files
@@ -592,7 +594,28 @@ impl JsTokenizer {
             Some(u) => Some(fetch_bytes(&u, &fetch, &signal, &cache).await?),
             None => None,
         };
-        load(&json, config, chat_template)
+        match load(&json, config.as_deref(), chat_template.clone()) {
+            // A browser without the general engine yet: fetch it, then load again.
+            Err(core::TokenizerError::GeneralUnavailable(_)) => {
+                crate::wasm::general::preload().await?;
+                load(&json, config.as_deref(), chat_template).map_err(tok_err)
+            }
+            r => r.map_err(tok_err),
+        }
+    }
+
+    /// Loads the general tokenizer engine (a separate wasm module, for `tokenizer.json`
+    /// files other than Qwen2/Qwen3 and Llama-3). Node and Workers load it by themselves
+    /// when a file needs it; in browsers, `fromURL` and `getTokenizer` do, and
+    /// `fromJSON` needs this call first. Resolves once it is loaded.
+    ///
+    /// ```js
+    /// await Tokenizer.loadGeneralEngine();
+    /// const tok = Tokenizer.fromJSON(bertTokenizerJson);  // tok.engine === 'general'
+    /// ```
+    #[wasm_bindgen(js_name = loadGeneralEngine)]
+    pub async fn load_general_engine() -> Result<(), JsValue> {
+        crate::wasm::general::preload().await
     }
 
     /// Encodes text to token ids.

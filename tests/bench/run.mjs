@@ -109,10 +109,14 @@ if (section('size')) {
   log('size');
   const sizes = measureSizes();
   for (const s of sizes) {
+    if (s.budget === null) {
+      row(`size: \`${s.entry}\` wasm, gzip (raw)`, `${kb(s.wasm.gzip)} (${kb(s.wasm.raw)})`, '', '', '— (loaded only for other tokenizer files)');
+      continue;
+    }
     row(`size: \`${s.entry}\` wasm, gzip (raw)`, `${kb(s.wasm.gzip)} (${kb(s.wasm.raw)})`, `budget ${kb(s.budget)}`, `${f(s.wasm.gzip / s.budget)}× budget`, `≤ ${kb(s.budget)} gzip`, s.wasm.gzip <= s.budget);
     row(`size: \`${s.entry}\` JS glue, gzip (raw)`, `${kb(s.glue.gzip)} (${kb(s.glue.raw)})`, '', '', '—');
   }
-  details.push(['Size', `Node's zlib at level 9 (deterministic); 1 KB = 1000 bytes. Glue = the generated \`tinker_wasm.js\` + the Node entry + \`extras.js\` + \`errors.js\`. The same check runs in \`make test\` (\`node tests/bench/size-check.mjs\`).\n\n${sizeReport(sizes).table}`]);
+  details.push(['Size', `Node's zlib at level 9 (deterministic); 1 KB = 1000 bytes. Glue = the generated \`tinker_wasm.js\` + the Node entry + \`extras.js\` + \`errors.js\` (full: + \`general-engine.js\` and the general engine's generated glue). The general tokenizer engine (HuggingFace \`tokenizers\` for tokenizer files other than Qwen2/Qwen3 and Llama-3) is its own module, fetched or compiled only when such a file is loaded. The same check runs in \`make test\` (\`node tests/bench/size-check.mjs\`).\n\n${sizeReport(sizes).table}`]);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -14,6 +14,8 @@ import { Tokenizer, Renderer, resolveTokenizerId } from 'tinker-wasm';
 import type { ChatMessage, ParsedResponse, SupervisedDatum, TextModelInput, TrainOnWhat } from 'tinker-wasm';
 
 async function tokenizerUsage(json: Uint8Array, config: string): Promise<void> {
+  const loaded: Promise<void> = Tokenizer.loadGeneralEngine();
+  await loaded;
   const tok: Tokenizer = Tokenizer.fromJSON(json, { config });
   const fromUrl: Tokenizer = await Tokenizer.fromURL('https://example.com/tokenizer.json', {
     configURL: new URL('https://example.com/tokenizer_config.json'),

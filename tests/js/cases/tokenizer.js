@@ -199,6 +199,48 @@ export default {
     }
   },
 
+  async 'other files load the general engine on demand, and encode as the fast path does'(ctx) {
+    const fast = await qwen3(ctx);
+    // Qwen3's file with a Lowercase normalizer: the fast path does not specialise it.
+    const file = await fetch(files(ctx, 'qwen3').json).then((r) => r.json());
+    file.normalizer = { type: 'Lowercase' };
+    const json = JSON.stringify(file);
+    if (ctx.runtime === 'browser') {
+      // Browsers fetch the engine's module asynchronously: fromJSON says how.
+      assert.throws(() => Tokenizer.fromJSON(json), (e) => e instanceof Error && /Tokenizer\.loadGeneralEngine\(\)/.test(e.message));
+    }
+    // fromURL loads the engine by itself (the first load in the browser).
+    let served = 0;
+    const fetchFile = async () => {
+      served++;
+      return new Response(json);
+    };
+    const tok = await Tokenizer.fromURL('https://tokenizers.invalid/lowercase/tokenizer.json', { fetch: fetchFile });
+    assert.equal(served, 1);
+    assert.equal(tok.engine, 'general');
+    const text = 'Hello World, TINKER! 日本語 😀  x\n';
+    assert.deepEqual(ids(tok.encode(text)), ids(fast.encode(text.toLowerCase())));
+    assert.deepEqual(tok.encodeBatch(['A', 'bC']).map(ids), [ids(fast.encode('a')), ids(fast.encode('bc'))]);
+    assert.equal(tok.decode(tok.encode(text)), text.toLowerCase());
+    assert.equal(tok.decode([151644, 9707], { skipSpecialTokens: true }), fast.decode([151644, 9707], { skipSpecialTokens: true }));
+    assert.equal(tok.vocabSize, fast.vocabSize);
+    assert.equal(tok.tokenToId('<|im_end|>'), 151645);
+    assert.equal(tok.tokenToId('no such token'), undefined);
+    assert.equal(tok.idToToken(1879), 'Ġworld');
+    assert.equal(tok.idToToken(4_000_000), undefined);
+    assert.deepEqual(tok.addedTokens(), fast.addedTokens());
+    // Loaded now, so fromJSON works in every runtime; loadGeneralEngine resolves at once.
+    await Tokenizer.loadGeneralEngine();
+    const again = Tokenizer.fromJSON(json);
+    assert.equal(again.engine, 'general');
+    assert.deepEqual(ids(again.encode('ABC')), ids(fast.encode('abc')));
+    // The engine's own load errors come through as tokenizer load errors.
+    assert.throws(
+      () => Tokenizer.fromJSON(JSON.stringify({ model: { type: 'NoSuchModel' } })),
+      (e) => e instanceof Error && /cannot load tokenizer/.test(e.message),
+    );
+  },
+
   'resolves tokenizer ids like the Python SDK'() {
     assert.equal(resolveTokenizerId('Qwen/Qwen3-8B'), 'Qwen/Qwen3-8B');
     assert.equal(resolveTokenizerId('meta-llama/Llama-3.1-70B'), 'thinkingmachineslabinc/meta-llama-3-instruct-tokenizer');
