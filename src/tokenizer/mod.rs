@@ -211,18 +211,24 @@ impl Tokenizer {
         Ok(tok)
     }
 
-    /// Loads with the general engine only (for tests and comparison).
+    /// As [`Tokenizer::from_json_with`], always with the general engine (to compare the
+    /// engines, or to sidestep the fast path).
     pub fn from_json_general(
         json: &[u8],
+        config: Option<&[u8]>,
         general: GeneralLoader<'_>,
     ) -> Result<Tokenizer, TokenizerError> {
         let text = std::str::from_utf8(json)
             .map_err(|e| TokenizerError::Load(format!("tokenizer.json is not UTF-8: {e}")))?;
-        Ok(Tokenizer {
+        let mut tok = Tokenizer {
             engine: Engine::General(general(text)?),
             special: SpecialTokens::default(),
             templates: ChatTemplates::default(),
-        })
+        };
+        if let Some(cfg) = config {
+            tok.set_config(cfg)?;
+        }
+        Ok(tok)
     }
 
     /// Applies a `tokenizer_config.json`: special token names and chat template(s).

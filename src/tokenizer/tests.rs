@@ -20,7 +20,7 @@ fn load(pkg: &str) -> Pair {
         "fast",
         "{pkg} should take the fast path"
     );
-    let general = Tokenizer::from_json_general(&json, &super::native_general).unwrap();
+    let general = Tokenizer::from_json_general(&json, None, &super::native_general).unwrap();
     Pair { fast, general }
 }
 

@@ -33,6 +33,8 @@ export interface TokenizerLoadOptions {
   config?: string | Uint8Array | ArrayBuffer | Record<string, unknown>;
   /** A chat template that replaces the config's default one. */
   chatTemplate?: string;
+  /** `'auto'` (default): the fast path for Qwen2/Qwen3 and Llama-3 files, the general engine otherwise; `'general'`: always the general `tokenizers` engine. */
+  engine?: 'auto' | 'general';
 }
 
 export interface TokenizerFromURLOptions {
@@ -46,6 +48,8 @@ export interface TokenizerFromURLOptions {
   fetch?: (input: string, init?: RequestInit) => Promise<Response>;
   /** Passed to `fetch`. */
   signal?: AbortSignal;
+  /** As in `TokenizerLoadOptions`. */
+  engine?: 'auto' | 'general';
 }
 
 export interface EncodeOptions {
@@ -391,12 +395,31 @@ fn load(
     json: &[u8],
     config: Option<&[u8]>,
     chat_template: Option<String>,
+    general_only: bool,
 ) -> Result<JsTokenizer, core::TokenizerError> {
-    let mut t = core::Tokenizer::from_json_with(json, config, &crate::wasm::general::loader)?;
+    let loader = &crate::wasm::general::loader;
+    let mut t = if general_only {
+        core::Tokenizer::from_json_general(json, config, loader)?
+    } else {
+        core::Tokenizer::from_json_with(json, config, loader)?
+    };
     if let Some(ct) = chat_template {
         t.set_chat_template(ct);
     }
     Ok(JsTokenizer { inner: Rc::new(t) })
+}
+
+/// `options.engine`: whether the general engine is asked for.
+fn general_only(v: &JsValue) -> Result<bool, JsValue> {
+    match v.as_string().as_deref() {
+        _ if v.is_undefined() => Ok(false),
+        Some("auto") => Ok(false),
+        Some("general") => Ok(true),
+        _ => Err(range_err(
+            "options.engine",
+            format!("must be 'auto' or 'general', got {}", show(v)),
+        )),
+    }
 }
 
 fn config_bytes(v: &JsValue) -> Result<Option<Vec<u8>>, JsValue> {
@@ -521,9 +544,16 @@ impl JsTokenizer {
         #[wasm_bindgen(unchecked_optional_param_type = "TokenizerLoadOptions")] options: JsValue,
     ) -> Result<JsTokenizer, JsValue> {
         let bytes = bytes_of(&json, "json")?;
-        let o = Opts::new(&options, "options", &["config", "chatTemplate"])?;
+        let o = Opts::new(&options, "options", &["config", "chatTemplate", "engine"])?;
         let config = config_bytes(&o.get("config"))?;
-        load(&bytes, config.as_deref(), o.string("chatTemplate")?).map_err(tok_err)
+        let general = general_only(&o.get("engine"))?;
+        load(
+            &bytes,
+            config.as_deref(),
+            o.string("chatTemplate")?,
+            general,
+        )
+        .map_err(tok_err)
     }
 
     /// Fetches `tokenizer.json` (and `configURL`) and loads it; with `cache`, the files
@@ -541,8 +571,16 @@ impl JsTokenizer {
         let o = Opts::new(
             &options,
             "options",
-            &["configURL", "chatTemplate", "cache", "fetch", "signal"],
+            &[
+                "configURL",
+                "chatTemplate",
+                "cache",
+                "fetch",
+                "signal",
+                "engine",
+            ],
         )?;
+        let general = general_only(&o.get("engine"))?;
         let config_url = match o.get("configURL") {
             v if v.is_undefined() || v.is_null() => None,
             v => Some(url_string(&v, "options.configURL")?),
@@ -594,11 +632,11 @@ impl JsTokenizer {
             Some(u) => Some(fetch_bytes(&u, &fetch, &signal, &cache).await?),
             None => None,
         };
-        match load(&json, config.as_deref(), chat_template.clone()) {
+        match load(&json, config.as_deref(), chat_template.clone(), general) {
             // A browser without the general engine yet: fetch it, then load again.
             Err(core::TokenizerError::GeneralUnavailable(_)) => {
                 crate::wasm::general::preload().await?;
-                load(&json, config.as_deref(), chat_template).map_err(tok_err)
+                load(&json, config.as_deref(), chat_template, general).map_err(tok_err)
             }
             r => r.map_err(tok_err),
         }

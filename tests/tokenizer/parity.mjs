@@ -36,7 +36,9 @@ const firstDiff = (a, b) => {
 console.log(`# corpus: ${docs.length} documents, ${(corpusBytes(docs) / 1e6).toFixed(2)} MB; oracle tokenizers ${expected.versions.tokenizers}, transformers ${expected.versions.transformers}`);
 for (const [family, pkg] of Object.entries(MODELS)) {
   const dir = path.join(root, 'node_modules', pkg, 'models');
-  const tok = Tokenizer.fromJSON(readFileSync(path.join(dir, 'tokenizer.json')), { config: readFileSync(path.join(dir, 'tokenizer_config.json')) });
+  const json = readFileSync(path.join(dir, 'tokenizer.json'));
+  const config = readFileSync(path.join(dir, 'tokenizer_config.json'));
+  const tok = Tokenizer.fromJSON(json, { config });
   const exp = expected.models[family];
   check(tok.engine === 'fast', `${family}: takes the fast path (got ${tok.engine})`);
   check(tok.vocabSize === exp.vocab_size, `${family}: vocabSize ${tok.vocabSize} vs ${exp.vocab_size}`);
@@ -62,6 +64,22 @@ for (const [family, pkg] of Object.entries(MODELS)) {
     check(same(tok.encode(docs[i].text.slice(0, 200), { addSpecialTokens: true }), want), `${family}: addSpecialTokens on ${docs[i].name}`);
   });
   console.log(`# ${family}: ${nIds} ids over ${docs.length} documents, ${docFails} documents differ`);
+
+  // The general engine (HuggingFace tokenizers, its own wasm module) on the same file.
+  const gen = Tokenizer.fromJSON(json, { config, engine: 'general' });
+  check(gen.engine === 'general', `${family}: engine 'general' is honoured (got ${gen.engine})`);
+  check(gen.vocabSize === exp.vocab_size, `${family} general: vocabSize ${gen.vocabSize} vs ${exp.vocab_size}`);
+  let genFails = 0;
+  docs.forEach((doc, i) => {
+    const ok = same(gen.encode(doc.text), exp.ids[i]);
+    if (!ok) genFails++;
+    check(ok, `${family} general: ids of ${doc.name}`);
+    check(gen.decode(exp.ids[i]) === exp.decoded[i], `${family} general: decode of ${doc.name} equals native decode`);
+  });
+  exp.special_ids.forEach((want, i) => {
+    check(same(gen.encode(docs[i].text.slice(0, 200), { addSpecialTokens: true }), want), `${family} general: addSpecialTokens on ${docs[i].name}`);
+  });
+  console.log(`# ${family} general engine: ${genFails} documents differ`);
 
   // Chat templates.
   const chats = cases.filter((c) => (c.families ?? [family]).includes(family));

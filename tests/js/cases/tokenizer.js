@@ -234,6 +234,11 @@ export default {
     const again = Tokenizer.fromJSON(json);
     assert.equal(again.engine, 'general');
     assert.deepEqual(ids(again.encode('ABC')), ids(fast.encode('abc')));
+    // engine: 'general' takes the general engine for a file the fast path would take.
+    const forced = Tokenizer.fromJSON(await fetch(files(ctx, 'qwen3').json).then((r) => r.text()), { engine: 'general' });
+    assert.equal(forced.engine, 'general');
+    assert.deepEqual(ids(forced.encode(text)), ids(fast.encode(text)));
+    assert.throws(() => Tokenizer.fromJSON(json, { engine: 'slow' }), (e) => e instanceof RangeError && /options\.engine/.test(e.message) && /slow/.test(e.message));
     // The engine's own load errors come through as tokenizer load errors.
     assert.throws(
       () => Tokenizer.fromJSON(JSON.stringify({ model: { type: 'NoSuchModel' } })),
