@@ -92,8 +92,8 @@ const row = (bench, ours, peer, ratio, target = '—', ok = null) => {
 // The package under test: if it changes during the run (a build elsewhere), say so.
 const pkgDigest = () => {
   const h = createHash('sha256');
-  for (const v of ['full', 'lite']) {
-    const f = path.join(root, `pkg/gen/${v}/tinker_wasm_bg.wasm`);
+  for (const f0 of ['full/tinker_wasm_bg.wasm', 'lite/tinker_wasm_bg.wasm', 'general/tokenizer_general_bg.wasm']) {
+    const f = path.join(root, `pkg/gen/${f0}`);
     if (existsSync(f)) h.update(readFileSync(f));
   }
   return h.digest('hex').slice(0, 12);
@@ -300,7 +300,7 @@ const machine = [
   `- tinker-wasm ${JSON.parse(readFileSync(path.join(root, 'pkg/package.json'))).version} at ${commit}; Node ${process.version}; miniflare ${pkgVersion('miniflare')} (workerd ${pkgVersion('workerd')}); @lenml/tokenizers ${pkgVersion('@lenml/tokenizers')}`,
   `- Python ${versions.python}: tinker ${versions.tinker}, protobuf ${versions.protobuf}, zstandard ${versions.zstandard}, tokenizers ${versions.tokenizers}, numpy ${versions.numpy}`,
   `- simulator: tinker-sim (\`target/debug/tinker-sim\`, tests/sim; its crate builds at opt-level 3) with \`${SIM_ARGS.join(' ')}\`, a fresh process per measurement`,
-  `- wasm modules (sha256 of full + lite): ${digest0}${pkgDigest() === digest0 ? '' : ` at the start, ${pkgDigest()} at the end — **the package was rebuilt during the run; figures mix two builds**`}`,
+  `- wasm modules (sha256 of full + lite + general): ${digest0}${pkgDigest() === digest0 ? '' : ` at the start, ${pkgDigest()} at the end — **the package was rebuilt during the run; figures mix two builds**`}`,
   `- date: ${started.toISOString()}, ${f((Date.now() - started) / 1000, 0)} s`,
 ].join('\n');
 const esc = (s) => String(s).replace(/\|/g, '\\|');
