@@ -350,6 +350,12 @@ class Sim:
         return tinker.RestClient(base_url=self.url, api_key=api_key)
 
 
+def log_lines(sim) -> list:
+    """The simulator's request log, complete lines only (the server may be appending one)."""
+    text = sim.log.read_text()
+    return [json.loads(x) for x in text[: text.rfind("\n") + 1].splitlines()]
+
+
 def wait_until(cond, timeout: float = 10.0, what: str = "condition"):
     """Poll `cond` until it returns a truthy value (bounded; not a sleep-for-state)."""
     deadline = time.monotonic() + timeout
@@ -1088,7 +1094,7 @@ def futures_mode():
         wait_until(lambda: FUTURES.admin("/stats")["futures"]["cancelled"] >= 1, what="cancel_future")
     finally:
         FUTURES.admin("/config", {"future_delay_ms": 10})
-    lines = [json.loads(x) for x in FUTURES.log.read_text().splitlines()]
+    lines = log_lines(FUTURES)
     paths = {x["path"] for x in lines}
     assert {"/api/v1/retrieve_futures", "/api/v1/join_sampling_session", "/api/v1/cancel_future"} <= paths, paths
     assert any(x["headers"].get("content-encoding") == "zstd" for x in lines if x["path"] == "/api/v1/forward_backward")
@@ -1135,7 +1141,7 @@ def close_and_finish():
 
 @case
 def request_log_and_telemetry():
-    lines = [json.loads(x) for x in MAIN.log.read_text().splitlines()]
+    lines = log_lines(MAIN)
     assert lines and all({"method", "path", "headers", "body", "status"} <= set(x) for x in lines)
     text = MAIN.log.read_text()
     assert API_KEY not in text and "eyJ" not in text

@@ -144,8 +144,12 @@ impl App {
 
     pub fn write_log(&self, line: &Value) {
         if let Some(f) = &self.log {
+            // One write per line: a reader polling the log while requests are
+            // in flight never sees half a line.
+            let mut bytes = serde_json::to_vec(line).unwrap_or_default();
+            bytes.push(b'\n');
             let mut f = f.lock().unwrap_or_else(|e| e.into_inner());
-            let _ = writeln!(f, "{line}");
+            let _ = f.write_all(&bytes);
         }
     }
 }
