@@ -34,8 +34,8 @@ pub struct Req {
     pub path: String,
     /// Query parameters.
     pub query: Vec<(String, String)>,
-    /// Body bytes.
-    pub body: Option<Vec<u8>>,
+    /// Body bytes (shared with every attempt that sends them).
+    pub body: Option<Rc<Vec<u8>>>,
     /// `Content-Type` of the body.
     pub content_type: Option<&'static str>,
     /// Extra headers.
@@ -75,7 +75,9 @@ impl Req {
     }
     /// Sets a JSON body.
     pub fn json(mut self, body: &impl Serialize) -> Self {
-        self.body = Some(serde_json::to_vec(body).expect("request bodies serialize"));
+        self.body = Some(Rc::new(
+            serde_json::to_vec(body).expect("request bodies serialize"),
+        ));
         self.content_type = Some("application/json");
         self
     }

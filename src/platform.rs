@@ -76,8 +76,8 @@ pub struct HttpRequest {
     pub url: String,
     /// Request headers.
     pub headers: Headers,
-    /// The body, if any.
-    pub body: Option<Vec<u8>>,
+    /// The body, if any (shared: retries resend it without copying).
+    pub body: Option<Rc<Vec<u8>>>,
     /// Whole-request timeout; the platform answers [`TransportError::Timeout`] past it.
     pub timeout: Option<Duration>,
 }

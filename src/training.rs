@@ -360,6 +360,7 @@ impl TrainingClient {
             compressed,
         )
         .map_err(|m| InputError::type_error("data", m))?;
+        let body = Rc::new(body);
         let _budget = h.fwdbwd_bytes.acquire(chunk.estimated_bytes as i64).await;
         let fut: UntypedFuture = h
             .with_retries("forward_backward", || {

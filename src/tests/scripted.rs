@@ -126,7 +126,8 @@ pub fn proto(body: Vec<u8>) -> Result<HttpResponse, TransportError> {
 }
 
 pub fn body_json(r: &HttpRequest) -> serde_json::Value {
-    serde_json::from_slice(r.body.as_deref().unwrap_or(b"null")).unwrap_or(serde_json::Value::Null)
+    serde_json::from_slice(r.body.as_deref().map_or(&b"null"[..], |b| &b[..]))
+        .unwrap_or(serde_json::Value::Null)
 }
 
 pub fn opts() -> crate::config::ClientOptions {

@@ -96,7 +96,7 @@ fn training_server(
         let mut log = l.borrow_mut();
         match path.as_str() {
             "forward_backward" => {
-                let body = r.body.clone().unwrap();
+                let body = r.body.as_deref().unwrap().clone();
                 let f = fields(&body);
                 let seq = f.iter().find(|x| x.0 == 2).map_or(0, |x| x.2[0] as i64);
                 let fwd_only = f.iter().any(|x| x.0 == 6);

@@ -225,7 +225,7 @@ async fn do_fetch(fetch: Function, req: HttpRequest) -> Result<HttpResponse, Tra
     let timeout_ms = req.timeout.map_or(0.0, |t| {
         (t.as_secs_f64() * 1000.0).clamp(1.0, 2_147_483_647.0)
     });
-    let body = req.body.as_deref();
+    let body = req.body.as_deref().map(|b| &b[..]);
     let call = send_request(
         &fetch,
         req.method.as_str(),

@@ -41,7 +41,7 @@ impl Platform for Native {
             b = b.header(k, v);
         }
         if let Some(body) = req.body {
-            b = b.body(body);
+            b = b.body(std::rc::Rc::unwrap_or_clone(body));
         }
         if let Some(t) = req.timeout {
             b = b.timeout(t);
