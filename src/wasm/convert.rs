@@ -178,6 +178,86 @@ export function read_tensor(mem, v, s, allowed, ptr) {
   }
   return bad ? 0 : 1;
 }
+// The batch reader (data()'s fast lane). For each datum from index `from` whose parts all
+// have the usual form (a datum of model_input and loss_fn_inputs; encoded_text chunks of
+// Uint32Array/Int32Array tokens; known loss inputs as { data, dtype?, shape? } with
+// Int32Array/Uint32Array/Float32Array data and no shape or one of one number >= 0), a record of
+// kinds and lengths as f64s at ptr, the arrays kept in B for copy_batch:
+//   1, chunk count, per chunk [kind, length, B index],
+//   input count, per input [known index, kind, dtype code, length, shape's number or -1 (none), B index].
+// Any other datum is the record [0]: Rust converts it the slow way, which makes every
+// check and reports every error. Returns how many datums it read (as many records as fit
+// in cap f64s). It decides which lane a datum takes, nothing else.
+const B = [];
+function usual(d, o, at, end, keys) {
+  if (kind(d) !== 3 || unknown(d, keys[0]) !== undefined) return -1;
+  if (d.model_input_spans !== undefined || d.loss_fn_input_spans !== undefined) return -1;
+  const mi = d.model_input, lfi = d.loss_fn_inputs;
+  if (kind(mi) !== 3 || kind(lfi) !== 3 || unknown(mi, keys[1]) !== undefined) return -1;
+  const chunks = mi.chunks;
+  if (!Array.isArray(chunks)) return -1;
+  const nc = chunks.length;
+  if (at + 2 + 3 * nc > end) return -2;
+  o[at++] = 1; o[at++] = nc;
+  for (let c = 0; c < nc; c++) {
+    const ch = chunks[c];
+    if (kind(ch) !== 3 || ch.type !== 'encoded_text' || unknown(ch, keys[2]) !== undefined) return -1;
+    const t = ch.tokens, k = kind(t);
+    if (k !== 10 && k !== 11) return -1;
+    o[at++] = k; o[at++] = taLength(t); o[at++] = B.push(t) - 1;
+  }
+  const ks = Object.keys(lfi);
+  if (at + 1 + 6 * ks.length > end) return -2;
+  o[at++] = ks.length;
+  for (let i = 0; i < ks.length; i++) {
+    const ki = keys[4].indexOf(ks[i]);
+    if (ki < 0) return -1;
+    const t = lfi[ks[i]];
+    if (kind(t) !== 3 || unknown(t, keys[3]) !== undefined) return -1;
+    if (t.sparse_crow_indices !== undefined || t.sparse_col_indices !== undefined) return -1;
+    const data = t.data, shape = t.shape, k = kind(data);
+    if (k !== 10 && k !== 11 && k !== 12) return -1;
+    let dim = -1;
+    if (shape !== undefined) {
+      if (!Array.isArray(shape) || shape.length !== 1 || typeof shape[0] !== 'number') return -1;
+      dim = shape[0];
+      if (!(dim >= 0)) return -1;
+    }
+    o[at++] = ki; o[at++] = k; o[at++] = dtypeCode(t.dtype); o[at++] = taLength(data); o[at++] = dim;
+    o[at++] = B.push(data) - 1;
+  }
+  return at;
+}
+export function read_batch(mem, data, from, ptr, cap, keys) {
+  const o = view(mem, 13);
+  const end = ptr / 8 + cap;
+  let at = ptr / 8, i = from;
+  for (; i < data.length; i++) {
+    // Room for a datum of up to 64 f64s (a few chunks and inputs) or stop here, so that a
+    // datum is rarely read twice (getters run again when a record does not fit).
+    if (i > from && at + 64 > end) break;
+    const b = B.length;
+    let r;
+    try { r = usual(data[i], o, at, end, keys); } catch { r = -1; }
+    if (r >= 0) { at = r; continue; }
+    B.length = b;
+    if ((r === -2 && i > from) || at >= end) break;
+    o[at++] = 0;
+  }
+  return i - from;
+}
+// Copies B's arrays into wasm memory: n entries of [B index, kind, ptr, length] (u32s at
+// table). False (the copies may be partial) if one no longer has its length.
+export function copy_batch(mem, table, n) {
+  const t = view(mem, 11), at = table / 4;
+  for (let i = 0; i < n; i++) {
+    const e = at + 4 * i, k = t[e + 1], src = B[t[e]];
+    if (taLength(src) !== t[e + 3]) return false;
+    view(mem, k).set(src, t[e + 2] / VIEWS[k].BYTES_PER_ELEMENT);
+  }
+  return true;
+}
+export function release_batch() { B.length = 0; }
 // Result objects of sample() in one call each (their shape is the wire's).
 export function sample_sequence(tokens, logprobs, stop, sequence_id, topk_logprobs) {
   return { tokens, logprobs, stop_reason: stop ? 'stop' : 'length', sequence_id, topk_logprobs };
@@ -259,6 +339,22 @@ extern "C" {
     /// 1 if `shape` is a plain array of at most 4 numbers, then those numbers (slots
     /// 8-12); 0 if it has an unknown key, 1 if not.
     fn read_tensor(mem: &JsValue, v: &JsValue, s: i32, allowed: &JsValue, ptr: u32) -> u32;
+    /// The batch reader: records for the datums of `data` from `from` (see the JS above),
+    /// as many as fit in `cap` f64s at `ptr`; returns how many datums it read. `keys`:
+    /// the allowed keys of a datum, model input, encoded_text chunk and tensor, then the
+    /// known loss inputs.
+    fn read_batch(
+        mem: &JsValue,
+        data: &JsValue,
+        from: u32,
+        ptr: u32,
+        cap: u32,
+        keys: &JsValue,
+    ) -> u32;
+    /// Copies the arrays the batch reader kept per the `n` entries at `table`.
+    fn copy_batch(mem: &JsValue, table: u32, n: u32) -> bool;
+    /// Drops the arrays the batch reader kept.
+    fn release_batch();
     /// A short description of a JS value for error messages.
     pub fn describe(v: &JsValue) -> String;
 }
@@ -341,6 +437,9 @@ struct Js {
     encoded_text_keys: JsValue,
     tensor_keys: JsValue,
     known_inputs: JsValue,
+    /// The batch reader's key lists: datum, model input, encoded_text chunk, tensor,
+    /// known loss inputs.
+    batch_keys: JsValue,
 }
 
 const DATUM_KEYS: &[&str] = &[
@@ -384,6 +483,11 @@ fn js() -> &'static Js {
                 encoded_text_keys: list(ENCODED_TEXT_KEYS),
                 tensor_keys: list(TENSOR_KEYS),
                 known_inputs: list(KNOWN_INPUTS),
+                batch_keys: [DATUM_KEYS, MODEL_INPUT_KEYS, ENCODED_TEXT_KEYS, TENSOR_KEYS, KNOWN_INPUTS]
+                    .iter()
+                    .map(|ks| list(ks))
+                    .collect::<Array>()
+                    .into(),
             }))
         };
     }
@@ -712,16 +816,29 @@ fn copy_typed_vec<T>(v: Src, k: u32, n: usize) -> Vec<T> {
 fn widen_typed_vec(v: Src, k: u32, n: usize) -> Vec<i64> {
     debug_assert!(k == K_I32 || k == K_U32);
     let mut out = Vec::<i64>::with_capacity(n);
-    let base = out.as_mut_ptr();
     // SAFETY: the allocation holds `n` i64s = `2n` u32s; the source goes into the second
     // half, u32s `n..2n`.
-    let src = unsafe { base.cast::<u32>().add(n) };
+    let src = unsafe { out.as_mut_ptr().cast::<u32>().add(n) };
     let (v, s) = v.args();
     if !copy_typed(&js().memory, k, v, s, src as u32, n as u32) {
         return out;
     }
+    // SAFETY: `copy_typed` wrote the source there.
+    unsafe { widen_in_place(out, k, n) }
+}
+
+/// `out` (empty, with room for `n` i64s) with u32s `n..2n` of its allocation, elements
+/// of an `Int32Array` (`k` = `K_I32`) or `Uint32Array`, widened in place to its `n` i64s.
+///
+/// # Safety
+/// `out` has capacity for `n` i64s and u32s `n..2n` of it are initialised.
+unsafe fn widen_in_place(mut out: Vec<i64>, k: u32, n: usize) -> Vec<i64> {
+    debug_assert!(out.capacity() >= n);
+    let base = out.as_mut_ptr();
+    // SAFETY: within the allocation (capacity >= n i64s = 2n u32s).
+    let src = unsafe { base.cast::<u32>().add(n) };
     for i in 0..n {
-        // SAFETY: `copy_typed` initialised u32s `n..2n`. Writing i64 `i` (bytes
+        // SAFETY: u32s `n..2n` are initialised (the contract). Writing i64 `i` (bytes
         // 8i..8i+8) never reaches a u32 not yet read (u32 `n + i + 1` starts at byte
         // 4n + 4i + 4 >= 8i + 8 since i < n), and u32 `n + i` is read before i64 `i` is
         // written.
@@ -1307,6 +1424,12 @@ fn loss_fn_inputs(lfi: Src, inputs: &mut LossFnInputs) -> Result<(), InputError>
 }
 
 /// An array of `Datum`s.
+///
+/// Datums of the usual form (see the batch reader in the JS above) take a fast lane: one
+/// JS call reads a block of them, one copies all their arrays, and the checks are made
+/// here on the copies. Any other datum, and any usual one that fails a check, is
+/// converted by [`datum_rel`], which makes the same checks and reports the error, so both
+/// lanes give the same `Datum`s and the same errors.
 pub fn data(v: &JsValue) -> Result<Vec<Datum>, JsValue> {
     if !Array::is_array(v) {
         return Err(type_error(
@@ -1316,18 +1439,244 @@ pub fn data(v: &JsValue) -> Result<Vec<Datum>, JsValue> {
     }
     let arr: &Array = v.unchecked_ref();
     let mut out = Vec::with_capacity(arr.length() as usize);
-    let mut result = Ok(());
-    for i in 0..arr.length() {
-        match datum_rel(&arr.get(i)) {
-            Ok(d) => out.push(d),
-            Err(e) => {
-                result = Err(input_error(&pre(e, &format!("data[{i}]"))));
-                break;
+    let result = data_blocks(arr, &mut out);
+    release_batch();
+    release();
+    result.map(|()| out)
+}
+
+/// Room for the batch reader's records (f64s): ~500 usual datums per block.
+const BATCH_SCRATCH: usize = 8192;
+
+fn data_blocks(arr: &Array, out: &mut Vec<Datum>) -> Result<(), JsValue> {
+    let j = js();
+    let n = arr.length();
+    let mut scratch = vec![0f64; BATCH_SCRATCH];
+    let mut from = 0;
+    while from < n {
+        let got = read_batch(
+            &j.memory,
+            arr,
+            from,
+            scratch.as_mut_ptr() as u32,
+            BATCH_SCRATCH as u32,
+            &j.batch_keys,
+        );
+        // (The reader always reads at least one datum; should it not, that one goes slowly.)
+        let mut lanes = if got == 0 {
+            vec![None]
+        } else {
+            plan_block(&scratch, got as usize)
+        };
+        let mut table = Vec::new();
+        for lane in lanes.iter_mut().flatten() {
+            lane.allocate(&mut table);
+        }
+        let copied = table.is_empty()
+            || copy_batch(&j.memory, table.as_ptr() as u32, (table.len() / 4) as u32);
+        release_batch();
+        for (k, lane) in lanes.into_iter().enumerate() {
+            let i = from + k as u32;
+            // SAFETY: `finish` is only called when `copy_batch` filled every allocation.
+            let fast = lane.filter(|_| copied).and_then(|l| unsafe { l.finish() });
+            let d = match fast {
+                Some(d) => d,
+                None => datum_rel(&arr.get(i))
+                    .map_err(|e| input_error(&pre(e, &format!("data[{i}]"))))?,
+            };
+            out.push(d);
+        }
+        from += got.max(1);
+    }
+    Ok(())
+}
+
+/// A usual datum as the batch reader saw it; its arrays get room in [`Usual::allocate`]
+/// and are checked in [`Usual::finish`].
+struct Usual {
+    chunks: Vec<Kept<u32>>,
+    inputs: Vec<UsualInput>,
+}
+
+/// An array the reader kept: its index in the reader's list, its kind and length, and
+/// the room made for it.
+struct Kept<T> {
+    b: u32,
+    k: u32,
+    n: usize,
+    room: Vec<T>,
+}
+
+impl<T> Kept<T> {
+    fn new(b: u32, k: u32, n: usize) -> Self {
+        Kept {
+            b,
+            k,
+            n,
+            room: Vec::new(),
+        }
+    }
+    /// Makes room for the `n` elements (`T`s) and asks for them to be copied there.
+    fn allocate(&mut self, table: &mut Vec<u32>) {
+        self.room = Vec::with_capacity(self.n);
+        table.extend([self.b, self.k, self.room.as_mut_ptr() as u32, self.n as u32]);
+    }
+    /// The copied elements.
+    ///
+    /// # Safety
+    /// `copy_batch` has copied all `n` elements into the room.
+    unsafe fn take(mut self) -> Vec<T> {
+        unsafe { self.room.set_len(self.n) };
+        self.room
+    }
+}
+
+struct UsualInput {
+    /// Index in [`KNOWN_INPUTS`].
+    known: usize,
+    values: UsualValues,
+    /// The shape's one number, or -1 for no shape.
+    dim: f64,
+}
+
+enum UsualValues {
+    /// float32 from a `Float32Array`.
+    F32(Kept<f32>),
+    /// int64 from an `Int32Array`/`Uint32Array`: copied into the upper half of room for
+    /// `n` i64s, then widened in place.
+    Wide(Kept<i64>),
+}
+
+impl Usual {
+    fn allocate(&mut self, table: &mut Vec<u32>) {
+        for c in &mut self.chunks {
+            c.allocate(table);
+        }
+        for i in &mut self.inputs {
+            match &mut i.values {
+                UsualValues::F32(a) => a.allocate(table),
+                UsualValues::Wide(a) => {
+                    a.allocate(table);
+                    // The source goes into u32s n..2n of the room.
+                    let at = table.len() - 2;
+                    table[at] += 4 * a.n as u32;
+                }
             }
         }
     }
-    release();
-    result.map(|()| out)
+
+    /// The `Datum`, or `None` if a check fails (the slow way then reports it).
+    ///
+    /// # Safety
+    /// `copy_batch` has copied every array into the room made by [`Usual::allocate`].
+    unsafe fn finish(self) -> Option<Datum> {
+        let mut chunks = Vec::with_capacity(self.chunks.len());
+        for c in self.chunks {
+            // SAFETY: per this function's contract.
+            let tokens = unsafe { c.take() };
+            // Int32Array ids below 0 read as u32s above i32::MAX.
+            if tokens.iter().any(|&t| t > i32::MAX as u32) {
+                return None;
+            }
+            chunks.push(ModelInputChunk::EncodedText { tokens });
+        }
+        let model_input = ModelInput { chunks };
+        model_input.validate().ok()?;
+        let mut loss_fn_inputs = LossFnInputs::new();
+        for i in self.inputs {
+            let values = match i.values {
+                // SAFETY: per this function's contract.
+                UsualValues::F32(a) => TensorValues::Float32(unsafe { a.take() }),
+                UsualValues::Wide(a) => {
+                    let (k, n) = (a.k, a.n);
+                    // SAFETY: per this function's contract (the source is in the upper half).
+                    TensorValues::Int64(unsafe { widen_in_place(a.room, k, n) })
+                }
+            };
+            let shape = if i.dim < 0.0 {
+                Some(vec![values.len()])
+            } else {
+                dims_of(vec![i.dim]).ok()?
+            };
+            let t = TensorData {
+                values,
+                shape,
+                sparse_crow_indices: None,
+                sparse_col_indices: None,
+            };
+            t.validate().ok()?;
+            loss_fn_inputs.insert(KNOWN_INPUTS[i.known].to_string(), t);
+        }
+        Some(Datum {
+            model_input,
+            loss_fn_inputs,
+            model_input_spans: None,
+            loss_fn_input_spans: None,
+        })
+    }
+}
+
+/// Reads the records of `count` datums: `None` for those that go the slow way.
+fn plan_block(scratch: &[f64], count: usize) -> Vec<Option<Usual>> {
+    // SAFETY: plain reads of f64s JS wrote through the address given out; the reader
+    // never writes past the capacity it was given.
+    let at = |i: usize| unsafe { std::ptr::read_volatile(&scratch[i]) };
+    let mut p = 0;
+    let mut lanes = Vec::with_capacity(count);
+    for _ in 0..count {
+        let usual = at(p) == 1.0;
+        p += 1;
+        if !usual {
+            lanes.push(None);
+            continue;
+        }
+        let mut fast = true;
+        let nc = at(p) as usize;
+        p += 1;
+        let mut chunks = Vec::with_capacity(nc);
+        for _ in 0..nc {
+            let (k, n, b) = (at(p) as u32, at(p + 1), at(p + 2) as u32);
+            p += 3;
+            fast &= n <= MAX_ELEMENTS as f64;
+            chunks.push(Kept::new(b, k, n as usize));
+        }
+        let ni = at(p) as usize;
+        p += 1;
+        let mut inputs = Vec::with_capacity(ni);
+        for _ in 0..ni {
+            let (known, k, code, n, dim, b) = (
+                at(p) as usize,
+                at(p + 1) as u32,
+                at(p + 2) as u32,
+                at(p + 3),
+                at(p + 4),
+                at(p + 5) as u32,
+            );
+            p += 6;
+            let dtype = match code {
+                1 => Some(DType::Float32),
+                2 => Some(DType::Int64),
+                0 => KNOWN_INPUTS
+                    .get(known)
+                    .and_then(|key| loss_input_dtype(key)),
+                _ => None,
+            };
+            fast &= n <= MAX_ELEMENTS as f64 && known < KNOWN_INPUTS.len();
+            let values = match (dtype, k) {
+                (Some(DType::Float32), K_F32) => UsualValues::F32(Kept::new(b, k, n as usize)),
+                (Some(DType::Int64), K_I32 | K_U32) => {
+                    UsualValues::Wide(Kept::new(b, k, n as usize))
+                }
+                _ => {
+                    fast = false;
+                    continue;
+                }
+            };
+            inputs.push(UsualInput { known, values, dim });
+        }
+        lanes.push(fast.then_some(Usual { chunks, inputs }));
+    }
+    lanes
 }
 
 // ---------------------------------------------------------------------------------

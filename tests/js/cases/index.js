@@ -3,10 +3,11 @@
 import smoke from './smoke.js';
 import clientInput from './client-input.js';
 import badInput from './bad-input.js';
+import dataLanes from './data-lanes.js';
 import training, { tokenizerCases } from './training.js';
 import sampling from './sampling.js';
 import rest from './rest.js';
 import tokenizer from './tokenizer.js';
 import panic from './panic.js';
 
-export default { smoke, 'client-input': clientInput, 'bad-input': badInput, training, 'get-tokenizer': tokenizerCases, sampling, rest, tokenizer, panic };
+export default { smoke, 'client-input': clientInput, 'bad-input': badInput, 'data-lanes': dataLanes, training, 'get-tokenizer': tokenizerCases, sampling, rest, tokenizer, panic };
