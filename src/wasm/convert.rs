@@ -1574,13 +1574,10 @@ impl Usual {
         for c in self.chunks {
             // SAFETY: per this function's contract.
             let tokens = unsafe { c.take() };
-            // Int32Array ids below 0 read as u32s above i32::MAX.
-            if tokens.iter().any(|&t| t > i32::MAX as u32) {
-                return None;
-            }
             chunks.push(ModelInputChunk::EncodedText { tokens });
         }
         let model_input = ModelInput { chunks };
+        // (Int32Array ids below 0 read as u32s above i32::MAX, which this refuses.)
         model_input.validate().ok()?;
         let mut loss_fn_inputs = LossFnInputs::new();
         for i in self.inputs {
