@@ -2,13 +2,16 @@
 //! passes), `setTimeout` (gloo-timers), `Date.now`, `Math.random`, and
 //! `wasm_bindgen_futures::spawn_local`. Works the same in Node, browsers and workerd.
 
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use futures_util::future::LocalBoxFuture;
-use js_sys::{Function, Promise, Reflect};
+use js_sys::{Function, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::JsFuture;
 
 use crate::platform::{Headers, HttpRequest, HttpResponse, Platform, TransportError};
 
@@ -94,7 +97,9 @@ impl JsPlatform {
 // One JS call per HTTP request (issue 8: the per-request boundary crossings were most of
 // the SDK's own CPU per `sample()`): the helper builds the `fetch` init from one header
 // string, runs the timeout timer, reads status, headers (one string) and the whole body,
-// and always resolves (never rejects) with either the response or the error's message.
+// and settles once with either the response or the error's message: it keeps the result
+// on the call object and calls `notify(id)`, one long-lived Rust callback shared by all
+// requests (cheaper than a Promise per request and the two closures a JsFuture makes).
 #[wasm_bindgen(inline_js = r#"
 function message(e) {
   const m = (e && typeof e.message === 'string' && e.message) || (typeof e === 'string' && e) || 'fetch failed';
@@ -120,11 +125,10 @@ class PlainAbort {
     if (s.listener) s.listener();
   }
 }
-export function send_request(fetch, method, url, headerLines, body, hasBody, timeoutMs) {
+export function send_request(fetch, method, url, headerLines, body, hasBody, timeoutMs, id, notify) {
   const ac = fetch[PLAIN_SIGNAL] === true ? new PlainAbort() : typeof AbortController === 'function' ? new AbortController() : undefined;
-  const call = { promise: undefined, timer: undefined, settled: false, ac };
-  call.promise = new Promise((resolve) => {
-    call.resolve = resolve;
+  const call = { result: undefined, timer: undefined, settled: false, ac, id, notify };
+  {
     const headers = {};
     const h = headerLines.split('\n');
     for (let i = 0; i + 1 < h.length; i += 2) headers[h[i]] = h[i + 1];
@@ -143,7 +147,7 @@ export function send_request(fetch, method, url, headerLines, body, hasBody, tim
       p = Promise.resolve(fetch(url, init));
     } catch (e) {
       settle(call, { error: message(e) });
-      return;
+      return call;
     }
     p.then(async (r) => {
       let lines = '';
@@ -152,7 +156,7 @@ export function send_request(fetch, method, url, headerLines, body, hasBody, tim
       const bytes = typeof r.bytes === 'function' ? await r.bytes() : new Uint8Array(await r.arrayBuffer());
       settle(call, { status: r.status, headers: lines, body: bytes });
     }).catch((e) => settle(call, { error: message(e) }));
-  });
+  }
   return call;
 }
 function settle(call, result) {
@@ -160,7 +164,8 @@ function settle(call, result) {
   call.settled = true;
   if (call.timer !== undefined) clearTimeout(call.timer);
   call.timer = undefined;
-  call.resolve(result);
+  call.result = result;
+  call.notify(call.id);
 }
 export function abort_request(call) {
   if (call.settled) return;
@@ -179,9 +184,11 @@ extern "C" {
         body: &[u8],
         has_body: bool,
         timeout_ms: f64,
+        id: u32,
+        notify: &Function,
     ) -> PendingRequest;
     #[wasm_bindgen(method, getter)]
-    fn promise(this: &PendingRequest) -> Promise;
+    fn result(this: &PendingRequest) -> JsValue;
     fn abort_request(call: &PendingRequest);
 
     type RequestResult;
@@ -197,12 +204,104 @@ extern "C" {
     fn body(this: &RequestResult) -> Vec<u8>;
 }
 
-/// Aborts the request when dropped before it settled (cancellation).
-struct AbortOnDrop(Option<PendingRequest>);
+/// Requests in flight: per id, whether JS has settled it and the task to wake then.
+#[derive(Default)]
+struct InFlight {
+    slots: Vec<Option<Slot>>,
+    free: Vec<u32>,
+}
 
-impl Drop for AbortOnDrop {
+struct Slot {
+    settled: bool,
+    waker: Option<Waker>,
+}
+
+thread_local! {
+    static IN_FLIGHT: RefCell<InFlight> = RefCell::default();
+    /// The one callback every request settles through (`notify(id)` in the JS above).
+    static NOTIFY: Function = Closure::<dyn Fn(u32)>::new(|id: u32| {
+        let waker = IN_FLIGHT.with(|f| {
+            let mut f = f.borrow_mut();
+            // A request dropped before it settled has no slot any more.
+            let slot = f.slots.get_mut(id as usize)?.as_mut()?;
+            slot.settled = true;
+            slot.waker.take()
+        });
+        if let Some(w) = waker {
+            w.wake();
+        }
+    })
+    .into_js_value()
+    .unchecked_into();
+}
+
+impl InFlight {
+    fn open() -> u32 {
+        IN_FLIGHT.with(|f| {
+            let mut f = f.borrow_mut();
+            let slot = Some(Slot {
+                settled: false,
+                waker: None,
+            });
+            match f.free.pop() {
+                Some(id) => {
+                    f.slots[id as usize] = slot;
+                    id
+                }
+                None => {
+                    f.slots.push(slot);
+                    (f.slots.len() - 1) as u32
+                }
+            }
+        })
+    }
+
+    fn close(id: u32) {
+        IN_FLIGHT.with(|f| {
+            let mut f = f.borrow_mut();
+            if f.slots[id as usize].take().is_some() {
+                f.free.push(id);
+            }
+        })
+    }
+}
+
+/// A request in flight: ready once JS settled it; aborts it when dropped before that
+/// (cancellation).
+struct Pending {
+    id: u32,
+    call: Option<PendingRequest>,
+}
+
+impl Future for Pending {
+    type Output = JsValue;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<JsValue> {
+        let id = self.id;
+        let settled = IN_FLIGHT.with(|f| {
+            let mut f = f.borrow_mut();
+            let slot = f.slots[id as usize]
+                .as_mut()
+                .expect("a pending request has its slot");
+            if !slot.settled {
+                slot.waker = Some(cx.waker().clone());
+            }
+            slot.settled
+        });
+        if !settled {
+            return Poll::Pending;
+        }
+        InFlight::close(id);
+        let call = self.call.take().expect("polled after it completed");
+        Poll::Ready(call.result())
+    }
+}
+
+impl Drop for Pending {
     fn drop(&mut self) {
-        if let Some(call) = self.0.take() {
+        if let Some(call) = self.call.take() {
+            // The slot goes first: aborting settles the call, whose notify then finds none.
+            InFlight::close(self.id);
             abort_request(&call);
         }
     }
@@ -212,7 +311,10 @@ async fn do_fetch(fetch: Function, req: HttpRequest) -> Result<HttpResponse, Tra
     let mut lines = String::new();
     for (k, v) in req.headers.iter() {
         // fetch refuses these in a header anyway; say so instead of mangling the list.
-        if [k, v].iter().any(|s| s.contains(['\n', '\r'])) {
+        if [k, v]
+            .iter()
+            .any(|s| s.bytes().any(|b| b == b'\n' || b == b'\r'))
+        {
             return Err(TransportError::Connection(format!(
                 "invalid header {k:?}: names and values cannot contain line breaks"
             )));
@@ -226,6 +328,7 @@ async fn do_fetch(fetch: Function, req: HttpRequest) -> Result<HttpResponse, Tra
         (t.as_secs_f64() * 1000.0).clamp(1.0, 2_147_483_647.0)
     });
     let body = req.body.as_deref().map(|b| &b[..]);
+    let id = InFlight::open();
     let call = send_request(
         &fetch,
         req.method.as_str(),
@@ -234,16 +337,15 @@ async fn do_fetch(fetch: Function, req: HttpRequest) -> Result<HttpResponse, Tra
         body.unwrap_or_default(),
         body.is_some(),
         timeout_ms,
+        id,
+        &NOTIFY.with(Function::clone),
     );
-    let promise = call.promise();
-    let mut guard = AbortOnDrop(Some(call));
-    let settled = JsFuture::from(promise).await;
-    // Settled: nothing to abort. The helper's promise never rejects; a
-    // rejection would be a bug in it, reported as a connection error.
-    guard.0 = None;
-    let r: RequestResult = settled
-        .map_err(|_| TransportError::Connection("fetch failed".into()))?
-        .unchecked_into();
+    let r: RequestResult = Pending {
+        id,
+        call: Some(call),
+    }
+    .await
+    .unchecked_into();
     if let Some(message) = r.error() {
         return Err(if r.timeout() {
             TransportError::Timeout

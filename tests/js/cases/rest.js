@@ -5,6 +5,41 @@ import { assert } from '../harness.js';
 const options = (ctx, extra = {}) => ({ apiKey: 'tml-js-tests', baseURL: ctx.env.SIM_URL, dangerouslyAllowBrowser: true, heartbeat: false, telemetry: false, ...extra });
 
 export default {
+  async 'concurrent requests settle to their own callers in any order; a fetch that throws synchronously is retried'(ctx) {
+    const svc = new tinker.ServiceClient(options(ctx, { projectId: 'proj-js-order' }));
+    const runs = [];
+    for (let i = 0; i < 4; i++) runs.push((await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 4, seed: i })).modelId);
+    const ids = Array.from({ length: 24 }, (_, i) => (i % 6 < 4 ? runs[i % 6] : `no-such-run-${i}`));
+    // Holds every training_runs response until all have arrived, then settles them in
+    // reverse order; the very first one throws synchronously instead (a connection error).
+    let threw = 0;
+    const held = [];
+    const holding = (url, init) => {
+      if (!/\/training_runs\/[^/]+$/.test(String(url))) return fetch(url, init);
+      if (threw++ === 0) throw new TypeError('fetch failed synchronously');
+      return new Promise((resolve, reject) => {
+        held.push({ p: fetch(url, init), resolve, reject });
+        if (held.length === ids.length) {
+          Promise.all(held.map((h) => h.p.then((r) => ({ r }), (e) => ({ e })))).then((done) => {
+            for (let i = done.length - 1; i >= 0; i--) (done[i].e ? held[i].reject(done[i].e) : held[i].resolve(done[i].r));
+          });
+        }
+      });
+    };
+    const rest = new tinker.RestClient(options(ctx, { fetch: holding }));
+    const results = await Promise.allSettled(ids.map((id) => rest.getTrainingRun(id)));
+    assert.equal(held.length, ids.length, 'every call was answered once (one after a retry)');
+    results.forEach((r, i) => {
+      if (ids[i].startsWith('no-such-run')) {
+        assert.ok(r.status === 'rejected' && r.reason instanceof tinker.NotFoundError && r.reason.message.includes(ids[i]), `call ${i}: ${r.reason}`);
+      } else {
+        assert.equal(r.status, 'fulfilled', `call ${i}: ${r.reason}`);
+        assert.equal(r.value.training_run_id, ids[i], `call ${i}`);
+      }
+    });
+    await svc.close();
+  },
+
   async 'lists page across more than two pages, and iterate with for await'(ctx) {
     const svc = new tinker.ServiceClient(options(ctx, { projectId: 'proj-js' }));
     const ids = [];
