@@ -73,6 +73,12 @@ impl Req {
     pub fn post_json(path: impl Into<String>, body: &impl Serialize) -> Self {
         Req::new(Method::Post, path).json(body)
     }
+    /// Sets a JSON body already serialized (shared, e.g. by every attempt of a call).
+    pub fn json_bytes(mut self, body: Rc<Vec<u8>>) -> Self {
+        self.body = Some(body);
+        self.content_type = Some("application/json");
+        self
+    }
     /// Sets a JSON body.
     pub fn json(mut self, body: &impl Serialize) -> Self {
         self.body = Some(Rc::new(

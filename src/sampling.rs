@@ -41,6 +41,28 @@ pub struct SamplingOptions {
     pub record_stability_info: bool,
 }
 
+/// The body of `/api/v1/asample` (the fields Python 0.38 sends; the two optional ones
+/// only when set).
+#[derive(serde::Serialize)]
+struct AsampleBody<'a> {
+    num_samples: u32,
+    prompt: &'a ModelInput,
+    sampling_params: &'a SamplingParams,
+    sampling_session_id: &'a str,
+    seq_id: i64,
+    prompt_logprobs: bool,
+    topk_prompt_logprobs: u32,
+    topk_sample_logprobs: u32,
+    prompt_alt_tokens_k: u32,
+    record_stability_info: bool,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target_prompt_logprobs: Option<&'a TensorData>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_logprobs_last_n: Option<u32>,
+}
+
 /// One `sample` call.
 #[derive(Debug, Clone)]
 pub struct SampleRequest {
@@ -668,25 +690,25 @@ impl SamplingClient {
         let est = req.estimated_bytes() as i64;
         let seq_id = self.0.next_seq.get();
         self.0.next_seq.set(seq_id + 1);
-        let mut body = json!({
-            "num_samples": req.num_samples,
-            "prompt": req.prompt,
-            "sampling_params": req.sampling_params,
-            "sampling_session_id": self.0.sampling_session_id,
-            "seq_id": seq_id,
-            "prompt_logprobs": req.include_prompt_logprobs,
-            "topk_prompt_logprobs": req.topk_prompt_logprobs,
-            "topk_sample_logprobs": req.topk_sample_logprobs,
-            "prompt_alt_tokens_k": req.prompt_alt_tokens_k,
-            "record_stability_info": self.0.record_stability_info,
-            "type": "sample",
-        });
-        if let Some(t) = &req.target_prompt_logprobs {
-            body["target_prompt_logprobs"] = serde_json::to_value(t).expect("serializes");
-        }
-        if let Some(n) = req.prompt_logprobs_last_n {
-            body["prompt_logprobs_last_n"] = json!(n);
-        }
+        // Serialized once (no JSON tree), shared by every attempt.
+        let body = Rc::new(
+            serde_json::to_vec(&AsampleBody {
+                num_samples: req.num_samples,
+                prompt: &req.prompt,
+                sampling_params: &req.sampling_params,
+                sampling_session_id: &self.0.sampling_session_id,
+                seq_id,
+                prompt_logprobs: req.include_prompt_logprobs,
+                topk_prompt_logprobs: req.topk_prompt_logprobs,
+                topk_sample_logprobs: req.topk_sample_logprobs,
+                prompt_alt_tokens_k: req.prompt_alt_tokens_k,
+                record_stability_info: self.0.record_stability_info,
+                kind: "sample",
+                target_prompt_logprobs: req.target_prompt_logprobs.as_ref(),
+                prompt_logprobs_last_n: req.prompt_logprobs_last_n,
+            })
+            .expect("request bodies serialize"),
+        );
         let recently = |h: &Holder| {
             h.sample_backoff_until
                 .get()
@@ -722,7 +744,8 @@ impl SamplingClient {
                         match h
                             .http
                             .send(
-                                Req::post_json("/api/v1/asample", &body)
+                                Req::new(crate::platform::Method::Post, "/api/v1/asample")
+                                    .json_bytes(body.clone())
                                     .retries(0)
                                     .method_name(Some(method))
                                     .header("X-Tinker-Sampling-Backpressure", "1"),
