@@ -1634,7 +1634,7 @@ fn plan_block(scratch: &[f64], count: usize) -> Vec<Option<Usual>> {
         for _ in 0..nc {
             let (k, n, b) = (at(p) as u32, at(p + 1), at(p + 2) as u32);
             p += 3;
-            fast &= n <= MAX_ELEMENTS as f64;
+            fast &= n <= MAX_ELEMENTS as f64 && (k == K_I32 || k == K_U32);
             chunks.push(Kept::new(b, k, n as usize));
         }
         let ni = at(p) as usize;

@@ -128,35 +128,33 @@ class PlainAbort {
 export function send_request(fetch, method, url, headerLines, body, hasBody, timeoutMs, id, notify) {
   const ac = fetch[PLAIN_SIGNAL] === true ? new PlainAbort() : typeof AbortController === 'function' ? new AbortController() : undefined;
   const call = { result: undefined, timer: undefined, settled: false, ac, id, notify };
-  {
-    const headers = {};
-    const h = headerLines.split('\n');
-    for (let i = 0; i + 1 < h.length; i += 2) headers[h[i]] = h[i + 1];
-    const init = { method, headers };
-    if (hasBody) init.body = body.slice();
-    if (ac) init.signal = ac.signal;
-    if (timeoutMs > 0) {
-      call.timer = setTimeout(() => {
-        call.timer = undefined;
-        settle(call, { error: 'timed out', timeout: true });
-        if (ac) ac.abort();
-      }, timeoutMs);
-    }
-    let p;
-    try {
-      p = Promise.resolve(fetch(url, init));
-    } catch (e) {
-      settle(call, { error: message(e) });
-      return call;
-    }
-    p.then(async (r) => {
-      let lines = '';
-      const rh = r.headers;
-      if (rh && typeof rh.forEach === 'function') rh.forEach((v, k) => { lines += `${k}\n${v}\n`; });
-      const bytes = typeof r.bytes === 'function' ? await r.bytes() : new Uint8Array(await r.arrayBuffer());
-      settle(call, { status: r.status, headers: lines, body: bytes });
-    }).catch((e) => settle(call, { error: message(e) }));
+  const headers = {};
+  const h = headerLines.split('\n');
+  for (let i = 0; i + 1 < h.length; i += 2) headers[h[i]] = h[i + 1];
+  const init = { method, headers };
+  if (hasBody) init.body = body.slice();
+  if (ac) init.signal = ac.signal;
+  if (timeoutMs > 0) {
+    call.timer = setTimeout(() => {
+      call.timer = undefined;
+      settle(call, { error: 'timed out', timeout: true });
+      if (ac) ac.abort();
+    }, timeoutMs);
   }
+  let p;
+  try {
+    p = Promise.resolve(fetch(url, init));
+  } catch (e) {
+    settle(call, { error: message(e) });
+    return call;
+  }
+  p.then(async (r) => {
+    let lines = '';
+    const rh = r.headers;
+    if (rh && typeof rh.forEach === 'function') rh.forEach((v, k) => { lines += `${k}\n${v}\n`; });
+    const bytes = typeof r.bytes === 'function' ? await r.bytes() : new Uint8Array(await r.arrayBuffer());
+    settle(call, { status: r.status, headers: lines, body: bytes });
+  }).catch((e) => settle(call, { error: message(e) }));
   return call;
 }
 function settle(call, result) {
