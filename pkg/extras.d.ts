@@ -1,4 +1,4 @@
-import type { Page, TrainingRun, Checkpoint, SessionSummary, ListTrainingRunsOptions, AccessScope, SessionSearchRequest, ModelInput as ModelInputData, TensorData as TensorDataData, Datum } from './gen/full/tinker_wasm.js';
+import type { ClientOptions, BillingUsageResponse, CurrentCheckpointStorageUsageResponse, AuditLogResponse, AuditLogOptions, Page, TrainingRun, Checkpoint, SessionSummary, ListTrainingRunsOptions, AccessScope, SessionSearchRequest, ModelInput as ModelInputData, TensorData as TensorDataData, Datum } from './gen/full/tinker_wasm.js';
 
 /** A page with navigation. */
 export type NavigablePage<T> = Page<T> & {
@@ -79,3 +79,26 @@ export declare const TensorData: {
  * @example datumFromTokens(tokenizer.encode(prompt + answer), { promptLength: tokenizer.encode(prompt).length })
  */
 export declare function datumFromTokens(tokens: Uint32Array | Int32Array | ArrayLike<number>, options?: { weights?: ArrayLike<number>; promptLength?: number }): Datum;
+
+/**
+ * The calls that need an organisation admin role (Python 0.38's `AdminClient`), on their own
+ * client constructed like a `RestClient`:
+ * ```js
+ * const admin = new AdminClient();   // TINKER_API_KEY, TINKER_BASE_URL
+ * const usage = await admin.getBillingUsage('2026-07-13T00:00:00Z', new Date());
+ * console.log(`${usage.data.length} billing events`);
+ * await admin.close();
+ * ```
+ */
+export declare class AdminClient {
+  constructor(options?: ClientOptions);
+  /** Hourly billing usage events in [startingOn, endingBefore) (admin or billing-admin role). */
+  getBillingUsage(startingOn: Date | string, endingBefore: Date | string): Promise<BillingUsageResponse>;
+  /** Current checkpoint count, size and projected cost, optionally of one project. */
+  getCurrentCheckpointStorageUsage(projectId?: string | null): Promise<CurrentCheckpointStorageUsageResponse>;
+  /** The organisation's audit log (admin role). */
+  getAuditLog(options?: AuditLogOptions): Promise<AuditLogResponse>;
+  /** Stops the client's timers. */
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}

@@ -169,6 +169,41 @@ const downloadMethods = {
 };
 
 /**
+ * `AdminClient` (Python 0.38's `tinker.AdminClient`): the calls that need an organisation
+ * admin role — billing usage, checkpoint storage usage and the audit log — on their own
+ * client, constructed like a `RestClient` (same options, same connection). It delegates
+ * each call to a `RestClient` of the entry point (the Node one uses node:http).
+ */
+export function adminClient(RestClient) {
+  class AdminClient {
+    #rest;
+    constructor(options) {
+      this.#rest = new RestClient(options);
+    }
+    /** Hourly billing usage events in [startingOn, endingBefore) (Dates or RFC 3339 strings). */
+    getBillingUsage(startingOn, endingBefore) {
+      return this.#rest.getBillingUsage(startingOn, endingBefore);
+    }
+    /** Current checkpoint storage usage, optionally of one project. */
+    getCurrentCheckpointStorageUsage(projectId) {
+      return this.#rest.getCurrentCheckpointStorageUsage(projectId);
+    }
+    /** The organisation's audit log. */
+    getAuditLog(options) {
+      return this.#rest.getAuditLog(options);
+    }
+    /** Stops the client's timers and releases it. */
+    close() {
+      return this.#rest.close();
+    }
+  }
+  if (typeof Symbol.asyncDispose === 'symbol') {
+    Object.defineProperty(AdminClient.prototype, Symbol.asyncDispose, { value() { return this.close(); }, configurable: true });
+  }
+  return AdminClient;
+}
+
+/**
  * Wires one wasm glue module; returns the extra exports of its entry point. The Node
  * entry passes `{ fs, path }` so downloads can write files; no other entry imports
  * Node modules, which keeps the package bundleable for browsers and Workers.

@@ -2,7 +2,7 @@
 import type { RestClientLists } from './extras.js';
 export * from './gen/full/tinker_wasm.js';
 export * from './errors.js';
-export { PagePromise, ModelInput, TensorData, datumFromTokens } from './extras.js';
+export { PagePromise, ModelInput, TensorData, datumFromTokens, AdminClient } from './extras.js';
 export type { NavigablePage, RestClientLists, DownloadProgress, DownloadedFile } from './extras.js';
 
 declare module './gen/full/tinker_wasm.js' {

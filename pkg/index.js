@@ -3,7 +3,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as glue from './gen/full/tinker_wasm.js';
-import { install } from './extras.js';
+import { install, adminClient } from './extras.js';
 import { withNodeTransport } from './node-transport.js';
 import { generalHost } from './general-engine.js';
 
@@ -20,3 +20,4 @@ export * from './errors.js';
 // HTTP over node:http(s) keep-alive unless `options.fetch` is given (./node-transport.js).
 export const { ServiceClient, RestClient } = withNodeTransport(glue);
 export { PagePromise } from './extras.js';
+export const AdminClient = adminClient(RestClient);

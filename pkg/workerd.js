@@ -5,7 +5,7 @@
 import * as glue from './gen/full/tinker_wasm.js';
 import module from './gen/full/tinker_wasm_bg.wasm';
 import generalModule from './gen/general/tokenizer_general_bg.wasm';
-import { install } from './extras.js';
+import { install, adminClient } from './extras.js';
 import { generalHost } from './general-engine.js';
 
 glue.initSync({ module });
@@ -17,3 +17,4 @@ export const { ModelInput, TensorData, datumFromTokens } = install(glue);
 export * from './gen/full/tinker_wasm.js';
 export * from './errors.js';
 export { PagePromise } from './extras.js';
+export const AdminClient = adminClient(glue.RestClient);

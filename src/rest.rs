@@ -103,6 +103,21 @@ fn check_id(field: &str, v: &str) -> Result<(), InputError> {
     Ok(())
 }
 
+/// `YYYY-MM-DD` with a month 01-12 and a day 01-31 (what Python's `date.isoformat()` sends).
+fn is_iso_date(s: &str) -> bool {
+    let b = s.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    let num = |r: std::ops::Range<usize>| s[r].parse::<u32>().unwrap_or(0);
+    b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && digits(0..4)
+        && digits(5..7)
+        && digits(8..10)
+        && (1..=12).contains(&num(5..7))
+        && (1..=31).contains(&num(8..10))
+}
+
 impl RestClient {
     /// A REST client over `holder`.
     pub fn new(holder: Rc<Holder>) -> Self {
@@ -558,6 +573,13 @@ impl RestClient {
         }
         let mut q = vec![("event_type".into(), event_type.into())];
         if let Some(d) = day {
+            if !is_iso_date(d) {
+                return Err(InputError::range_error(
+                    "day",
+                    format!("must be a date like \"2026-01-15\", got {d:?}"),
+                )
+                .into());
+            }
             q.push(("day".into(), d.into()));
         }
         self.get(
@@ -658,5 +680,24 @@ mod tests {
         );
         assert_eq!(next_offset(&json!({}), 20, 20, 3), None);
         assert_eq!(next_offset(&json!({}), 0, 20, 0), None);
+    }
+
+    #[test]
+    fn audit_log_days() {
+        for ok in ["2026-01-15", "1999-12-31"] {
+            assert!(is_iso_date(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "2026-1-15",
+            "2026-13-01",
+            "2026-01-00",
+            "2026/01/15",
+            "2026-01-15T00:00:00Z",
+            "２０２６-01-15",
+            "abcd-ef-gh",
+        ] {
+            assert!(!is_iso_date(bad), "{bad}");
+        }
     }
 }

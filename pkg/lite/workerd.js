@@ -4,7 +4,7 @@
 // synchronously.
 import * as glue from '../gen/lite/tinker_wasm.js';
 import module from '../gen/lite/tinker_wasm_bg.wasm';
-import { install } from '../extras.js';
+import { install, adminClient } from '../extras.js';
 
 glue.initSync({ module });
 
@@ -12,3 +12,4 @@ export const { ModelInput, TensorData, datumFromTokens } = install(glue);
 export * from '../gen/lite/tinker_wasm.js';
 export * from '../errors.js';
 export { PagePromise } from '../extras.js';
+export const AdminClient = adminClient(glue.RestClient);

@@ -448,7 +448,7 @@ impl ServiceClient {
     #[wasm_bindgen(js_name = createTrainingClientFromState, unchecked_return_type = "Promise<TrainingClient>")]
     pub fn create_training_client_from_state(
         &self,
-        path: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "CreateFromStateOptions")] options: JsValue,
     ) -> Promise {
         self.create_from_state(path, options, false)
@@ -458,7 +458,7 @@ impl ServiceClient {
     #[wasm_bindgen(js_name = createTrainingClientFromStateWithOptimizer, unchecked_return_type = "Promise<TrainingClient>")]
     pub fn create_training_client_from_state_with_optimizer(
         &self,
-        path: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "CreateFromStateOptions")] options: JsValue,
     ) -> Promise {
         self.create_from_state(path, options, true)
@@ -570,7 +570,7 @@ impl ServiceClient {
     #[wasm_bindgen(js_name = trainingClient, unchecked_return_type = "Promise<TrainingClient>")]
     pub fn training_client(
         &self,
-        model_id: JsValue,
+        #[wasm_bindgen(js_name = modelId, unchecked_param_type = "string")] model_id: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "{ nextSeqId: number }")] options: JsValue,
     ) -> Promise {
         let id = try_or_reject!(model_id.as_string().ok_or_else(|| type_error(
@@ -596,6 +596,7 @@ impl ServiceClient {
     #[wasm_bindgen(js_name = samplingClient, unchecked_return_type = "Promise<SamplingClient>")]
     pub fn sampling_client(
         &self,
+        #[wasm_bindgen(js_name = samplingSessionId, unchecked_param_type = "string")]
         sampling_session_id: JsValue,
         #[wasm_bindgen(
             unchecked_optional_param_type = "{ baseModel?: string; retryConfig?: RetryConfig }"
@@ -643,7 +644,7 @@ impl ServiceClient {
     #[wasm_bindgen(js_name = copyWeights, unchecked_return_type = "Promise<string>")]
     pub fn copy_weights(
         &self,
-        path: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
         #[wasm_bindgen(
             unchecked_optional_param_type = "{ ttlSeconds?: number; weightsAccessToken?: string }"
         )]
@@ -869,7 +870,7 @@ impl TrainingClient {
     pub fn forward(
         &self,
         #[wasm_bindgen(unchecked_param_type = "Datum[]")] data: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "LossFn")] loss_fn: JsValue,
+        #[wasm_bindgen(js_name = lossFn, unchecked_param_type = "LossFn")] loss_fn: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "ForwardOptions")] options: JsValue,
     ) -> Promise {
         self.fwd(data, loss_fn, options, true)
@@ -881,7 +882,7 @@ impl TrainingClient {
     pub fn forward_backward(
         &self,
         #[wasm_bindgen(unchecked_param_type = "Datum[]")] data: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "LossFn")] loss_fn: JsValue,
+        #[wasm_bindgen(js_name = lossFn, unchecked_param_type = "LossFn")] loss_fn: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "ForwardOptions")] options: JsValue,
     ) -> Promise {
         self.fwd(data, loss_fn, options, false)
@@ -893,7 +894,7 @@ impl TrainingClient {
     pub fn forward_backward_custom(
         &self,
         #[wasm_bindgen(unchecked_param_type = "Datum[]")] data: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "CustomLossFn")] loss_fn: JsValue,
+        #[wasm_bindgen(js_name = lossFn, unchecked_param_type = "CustomLossFn")] loss_fn: JsValue,
         #[wasm_bindgen(
             unchecked_optional_param_type = "{ signal?: AbortSignal; timeout?: number }"
         )]
@@ -1063,7 +1064,7 @@ impl TrainingClient {
     #[wasm_bindgen(js_name = loadState, unchecked_return_type = "Promise<{ path?: string }>")]
     pub fn load_state(
         &self,
-        path: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
         #[wasm_bindgen(
             unchecked_optional_param_type = "{ weightsAccessToken?: string; signal?: AbortSignal; timeout?: number }"
         )]
@@ -1076,7 +1077,7 @@ impl TrainingClient {
     #[wasm_bindgen(js_name = loadStateWithOptimizer, unchecked_return_type = "Promise<{ path?: string }>")]
     pub fn load_state_with_optimizer(
         &self,
-        path: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
         #[wasm_bindgen(
             unchecked_optional_param_type = "{ weightsAccessToken?: string; signal?: AbortSignal; timeout?: number }"
         )]
@@ -1203,7 +1204,7 @@ impl TrainingClient {
     #[wasm_bindgen(js_name = createSamplingClient, unchecked_return_type = "Promise<SamplingClient>")]
     pub fn create_sampling_client(
         &self,
-        model_path: JsValue,
+        #[wasm_bindgen(js_name = modelPath, unchecked_param_type = "string")] model_path: JsValue,
         #[wasm_bindgen(
             unchecked_optional_param_type = "{ retryConfig?: RetryConfig; recordStabilityInfo?: boolean }"
         )]
@@ -1542,6 +1543,7 @@ impl RestClient {
     #[wasm_bindgen(js_name = getTrainingRun, unchecked_return_type = "Promise<TrainingRun>")]
     pub fn get_training_run(
         &self,
+        #[wasm_bindgen(js_name = trainingRunId, unchecked_param_type = "string")]
         training_run_id: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "{ accessScope?: AccessScope }")]
         options: JsValue,
@@ -1560,7 +1562,7 @@ impl RestClient {
     #[wasm_bindgen(js_name = getTrainingRunByTinkerPath, unchecked_return_type = "Promise<TrainingRun>")]
     pub fn get_training_run_by_tinker_path(
         &self,
-        path: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "{ accessScope?: AccessScope }")]
         options: JsValue,
     ) -> Promise {
@@ -1605,7 +1607,11 @@ impl RestClient {
 
     /// The checkpoints of one training run.
     #[wasm_bindgen(js_name = listCheckpoints, unchecked_return_type = "Promise<CheckpointsListResponse>")]
-    pub fn list_checkpoints(&self, training_run_id: JsValue) -> Promise {
+    pub fn list_checkpoints(
+        &self,
+        #[wasm_bindgen(js_name = trainingRunId, unchecked_param_type = "string")]
+        training_run_id: JsValue,
+    ) -> Promise {
         let id = try_or_reject!(string_arg(&training_run_id, "trainingRunId"));
         self.run(move |r| async move { r.list_checkpoints(&id).await.map(|v| json_to_js(&v)) })
     }
@@ -1633,7 +1639,10 @@ impl RestClient {
 
     /// Deletes a checkpoint.
     #[wasm_bindgen(js_name = deleteCheckpointFromTinkerPath, unchecked_return_type = "Promise<void>")]
-    pub fn delete_checkpoint(&self, path: JsValue) -> Promise {
+    pub fn delete_checkpoint(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+    ) -> Promise {
         let path = try_or_reject!(string_arg(&path, "path"));
         try_or_reject!(crate::paths::TinkerPath::parse(&path).map_err(|e| input_error(&e)));
         self.run(
@@ -1643,7 +1652,10 @@ impl RestClient {
 
     /// Makes a checkpoint public.
     #[wasm_bindgen(js_name = publishCheckpointFromTinkerPath, unchecked_return_type = "Promise<void>")]
-    pub fn publish_checkpoint(&self, path: JsValue) -> Promise {
+    pub fn publish_checkpoint(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+    ) -> Promise {
         let path = try_or_reject!(string_arg(&path, "path"));
         try_or_reject!(crate::paths::TinkerPath::parse(&path).map_err(|e| input_error(&e)));
         self.run(move |r| async move {
@@ -1655,7 +1667,10 @@ impl RestClient {
 
     /// Makes a checkpoint private.
     #[wasm_bindgen(js_name = unpublishCheckpointFromTinkerPath, unchecked_return_type = "Promise<void>")]
-    pub fn unpublish_checkpoint(&self, path: JsValue) -> Promise {
+    pub fn unpublish_checkpoint(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+    ) -> Promise {
         let path = try_or_reject!(string_arg(&path, "path"));
         try_or_reject!(crate::paths::TinkerPath::parse(&path).map_err(|e| input_error(&e)));
         self.run(move |r| async move {
@@ -1669,8 +1684,9 @@ impl RestClient {
     #[wasm_bindgen(js_name = setCheckpointTtlFromTinkerPath, unchecked_return_type = "Promise<void>")]
     pub fn set_checkpoint_ttl(
         &self,
-        path: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "number | null")] ttl_seconds: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+        #[wasm_bindgen(js_name = ttlSeconds, unchecked_param_type = "number | null")]
+        ttl_seconds: JsValue,
     ) -> Promise {
         let path = try_or_reject!(string_arg(&path, "path"));
         try_or_reject!(crate::paths::TinkerPath::parse(&path).map_err(|e| input_error(&e)));
@@ -1699,7 +1715,10 @@ impl RestClient {
 
     /// Public information about a checkpoint (base model, LoRA rank, …).
     #[wasm_bindgen(js_name = getWeightsInfoByTinkerPath, unchecked_return_type = "Promise<WeightsInfo>")]
-    pub fn get_weights_info(&self, path: JsValue) -> Promise {
+    pub fn get_weights_info(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+    ) -> Promise {
         let path = try_or_reject!(string_arg(&path, "path"));
         try_or_reject!(crate::paths::TinkerPath::parse(&path).map_err(|e| input_error(&e)));
         self.run(move |r| async move { r.get_weights_info(&path).await.map(|v| json_to_js(&v)) })
@@ -1707,7 +1726,10 @@ impl RestClient {
 
     /// Signed download URLs of an `external_weights` checkpoint's files.
     #[wasm_bindgen(js_name = getExternalWeightsUrls, unchecked_return_type = "Promise<ExternalWeightsUrls>")]
-    pub fn get_external_weights_urls(&self, path: JsValue) -> Promise {
+    pub fn get_external_weights_urls(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+    ) -> Promise {
         let path = try_or_reject!(string_arg(&path, "path"));
         try_or_reject!(crate::paths::TinkerPath::parse(&path).map_err(|e| input_error(&e)));
         self.run(move |r| async move {
@@ -1721,7 +1743,7 @@ impl RestClient {
     #[wasm_bindgen(js_name = copyWeights, unchecked_return_type = "Promise<string>")]
     pub fn copy_weights(
         &self,
-        path: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
         #[wasm_bindgen(
             unchecked_optional_param_type = "{ destinationProjectId?: string; ttlSeconds?: number; weightsAccessToken?: string }"
         )]
@@ -1757,7 +1779,7 @@ impl RestClient {
     #[wasm_bindgen(js_name = getSession, unchecked_return_type = "Promise<SessionInfo>")]
     pub fn get_session(
         &self,
-        session_id: JsValue,
+        #[wasm_bindgen(js_name = sessionId, unchecked_param_type = "string")] session_id: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "{ accessScope?: AccessScope }")]
         options: JsValue,
     ) -> Promise {
@@ -1811,7 +1833,11 @@ impl RestClient {
 
     /// Moves a session into a project.
     #[wasm_bindgen(js_name = assignSessionProject, unchecked_return_type = "Promise<void>")]
-    pub fn assign_session_project(&self, session_id: JsValue, project_id: JsValue) -> Promise {
+    pub fn assign_session_project(
+        &self,
+        #[wasm_bindgen(js_name = sessionId, unchecked_param_type = "string")] session_id: JsValue,
+        #[wasm_bindgen(js_name = projectId, unchecked_param_type = "string")] project_id: JsValue,
+    ) -> Promise {
         let (s, p) = (
             try_or_reject!(string_arg(&session_id, "sessionId")),
             try_or_reject!(string_arg(&project_id, "projectId")),
@@ -1825,7 +1851,10 @@ impl RestClient {
 
     /// Exports a session's Perfetto trace; resolves to a signed download URL.
     #[wasm_bindgen(js_name = exportSessionTrace, unchecked_return_type = "Promise<string>")]
-    pub fn export_session_trace(&self, session_id: JsValue) -> Promise {
+    pub fn export_session_trace(
+        &self,
+        #[wasm_bindgen(js_name = sessionId, unchecked_param_type = "string")] session_id: JsValue,
+    ) -> Promise {
         let s = try_or_reject!(string_arg(&session_id, "sessionId"));
         self.run(move |r| async move {
             r.export_session_trace(&s)
@@ -1836,7 +1865,10 @@ impl RestClient {
 
     /// One sampler: its base model and weights path.
     #[wasm_bindgen(js_name = getSampler, unchecked_return_type = "Promise<SamplerInfo>")]
-    pub fn get_sampler(&self, sampler_id: JsValue) -> Promise {
+    pub fn get_sampler(
+        &self,
+        #[wasm_bindgen(js_name = samplerId, unchecked_param_type = "string")] sampler_id: JsValue,
+    ) -> Promise {
         let s = try_or_reject!(string_arg(&sampler_id, "samplerId"));
         self.run(move |r| async move { r.get_sampler(&s).await.map(|v| json_to_js(&v)) })
     }
@@ -1850,11 +1882,10 @@ impl RestClient {
     }
 
     /// The organisation's audit log (admins).
-    #[wasm_bindgen(js_name = getAuditLog, unchecked_return_type = "Promise<unknown>")]
+    #[wasm_bindgen(js_name = getAuditLog, unchecked_return_type = "Promise<AuditLogResponse>")]
     pub fn get_audit_log(
         &self,
-        #[wasm_bindgen(unchecked_optional_param_type = "{ eventType?: string; day?: string }")]
-        options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "AuditLogOptions")] options: JsValue,
     ) -> Promise {
         let o = try_or_reject!(Opts::new(
             &options,
@@ -1863,7 +1894,11 @@ impl RestClient {
         ));
         let (et, day) = (
             try_or_reject!(o.string("eventType")).unwrap_or_else(|| "all".into()),
-            try_or_reject!(o.string("day")),
+            match o.get("day").dyn_ref::<js_sys::Date>() {
+                // A Date is its UTC day, as the server's window is.
+                Some(d) => Some(String::from(d.to_iso_string()).chars().take(10).collect()),
+                None => try_or_reject!(o.string("day")),
+            },
         );
         self.run(move |r| async move {
             r.get_audit_log(&et, day.as_deref())
@@ -1873,8 +1908,14 @@ impl RestClient {
     }
 
     /// Billing usage events between two RFC 3339 times.
-    #[wasm_bindgen(js_name = getBillingUsage, unchecked_return_type = "Promise<unknown>")]
-    pub fn get_billing_usage(&self, starting_on: JsValue, ending_before: JsValue) -> Promise {
+    #[wasm_bindgen(js_name = getBillingUsage, unchecked_return_type = "Promise<BillingUsageResponse>")]
+    pub fn get_billing_usage(
+        &self,
+        #[wasm_bindgen(js_name = startingOn, unchecked_param_type = "Date | string")]
+        starting_on: JsValue,
+        #[wasm_bindgen(js_name = endingBefore, unchecked_param_type = "Date | string")]
+        ending_before: JsValue,
+    ) -> Promise {
         let iso = |v: &JsValue, f: &str| -> Result<String, JsValue> {
             if let Some(s) = v.as_string() {
                 return Ok(s);
@@ -1895,8 +1936,11 @@ impl RestClient {
     }
 
     /// Current checkpoint storage usage.
-    #[wasm_bindgen(js_name = getCurrentCheckpointStorageUsage, unchecked_return_type = "Promise<unknown>")]
-    pub fn get_current_checkpoint_storage_usage(&self, project_id: Option<String>) -> Promise {
+    #[wasm_bindgen(js_name = getCurrentCheckpointStorageUsage, unchecked_return_type = "Promise<CurrentCheckpointStorageUsageResponse>")]
+    pub fn get_current_checkpoint_storage_usage(
+        &self,
+        #[wasm_bindgen(js_name = projectId)] project_id: Option<String>,
+    ) -> Promise {
         self.run(move |r| async move {
             r.get_current_checkpoint_storage_usage(project_id.as_deref())
                 .await

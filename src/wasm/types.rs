@@ -313,6 +313,90 @@ export interface SamplerInfo {
   model_path?: string;
 }
 
+/** One audit log entry (`getAuditLog`). Times are RFC 3339 strings. */
+export interface AuditLogEntry {
+  timestamp: string;
+  /** `<resource>_<action>`, e.g. `checkpoint_read`, `project_grant_set`. */
+  event: string;
+  event_details?: Record<string, unknown>;
+  /** Deprecated by the server: read `event_details`. */
+  model_id?: string | null;
+  /** Deprecated by the server: read `event_details`. */
+  tinker_path?: string | null;
+  /** Deprecated by the server: read `event_details`. */
+  purpose?: string | null;
+  [key: string]: unknown;
+}
+
+/** Options of `getAuditLog`. */
+export interface AuditLogOptions {
+  /** Which resource's events (default `'all'`). */
+  eventType?: 'all' | 'checkpoints' | 'projects' | 'teams' | 'organizations';
+  /** The UTC day to query, midnight to midnight (default: today): `'2026-01-15'`, or a Date (its UTC day). */
+  day?: string | Date;
+}
+
+/** The organisation's audit log (`getAuditLog`), sorted by timestamp. */
+export interface AuditLogResponse {
+  entries: AuditLogEntry[];
+  [key: string]: unknown;
+}
+
+/** What one billing bucket counts; dispatch on `type`. */
+export type BillingEventInfo =
+  | { type: 'training'; token_count: number }
+  | { type: 'sampling_prefill'; cached: boolean; token_count: number }
+  | { type: 'sampling_sample'; token_count: number }
+  | { type: 'checkpoint'; count: number }
+  | { type: 'storage'; free?: boolean; gigabyte_hours: number };
+
+/** One hourly bucket of billing usage (`getBillingUsage`). Times are RFC 3339 strings. */
+export interface BillingUsageEvent {
+  bucket_start: string;
+  bucket_end: string;
+  base_model?: string | null;
+  user_id?: string | null;
+  user_name?: string | null;
+  session_id?: string | null;
+  project_id?: string | null;
+  /** Estimated gross USD cost before credits and commits (not an amount due). */
+  estimated_cost_usd?: number | null;
+  effective_rate_usd_per_million_tokens?: number | null;
+  effective_rate_usd_per_gigabyte_month?: number | null;
+  event_info: BillingEventInfo;
+  [key: string]: unknown;
+}
+
+/** Billing usage between two times (`getBillingUsage`). */
+export interface BillingUsageResponse {
+  data: BillingUsageEvent[];
+  /** Attributes of each session that appears in `data`, by session id. */
+  sessions?: Record<string, { user_metadata?: Record<string, string> | null }>;
+  /** Boundary between invoice-derived and rate-card cost estimates (RFC 3339), or null. */
+  cost_data_through?: string | null;
+  [key: string]: unknown;
+}
+
+/** Checkpoint storage of one project and session owner (`getCurrentCheckpointStorageUsage`). */
+export interface CurrentCheckpointStorageUsageItem {
+  project_id?: string | null;
+  org_user_urn?: string | null;
+  user_email?: string | null;
+  user_name?: string | null;
+  checkpoint_count: number;
+  size_bytes: number;
+  size_gigabytes: number;
+  estimated_monthly_cost_usd?: number | null;
+  [key: string]: unknown;
+}
+
+/** Current checkpoint storage of the organisation (`getCurrentCheckpointStorageUsage`). */
+export interface CurrentCheckpointStorageUsageResponse {
+  effective_rate_usd_per_gigabyte_month?: number | null;
+  data: CurrentCheckpointStorageUsageItem[];
+  [key: string]: unknown;
+}
+
 export interface WeightsInfo {
   base_model: string;
   is_lora: boolean;

@@ -63,6 +63,7 @@ import {
   ServiceClient, TrainingClient, SamplingClient, RestClient, ModelInput, TensorData, datumFromTokens,
   APIStatusError, NotFoundError, RequestFailedError, APIUserAbortError,
   type Datum, type ForwardBackwardOutput, type SampleResponse, type TrainingRun, type NavigablePage,
+  type BillingUsageResponse, type AuditLogResponse, type CurrentCheckpointStorageUsageResponse,
 } from 'tinker-wasm';
 
 async function clientUsage(): Promise<void> {
@@ -101,7 +102,21 @@ async function clientUsage(): Promise<void> {
     if (e instanceof RequestFailedError) { const c: 'user' | 'server' | 'unknown' = e.category; }
     if (e instanceof APIUserAbortError) { /* aborted */ }
   }
+  // Ids and paths are strings (not `any`); the admin calls have typed results.
+  // @ts-expect-error a training run id is a string
+  await rest.getTrainingRun(42);
+  // @ts-expect-error a tinker path is a string
+  await rest.getWeightsInfoByTinkerPath({ path });
+  const usage: BillingUsageResponse = await rest.getBillingUsage(new Date('2026-01-01'), '2026-01-02T00:00:00Z');
+  for (const ev of usage.data) {
+    const n: number = ev.event_info.type === 'storage' ? ev.event_info.gigabyte_hours : ev.event_info.type === 'checkpoint' ? ev.event_info.count : ev.event_info.token_count;
+    void n;
+  }
+  const audit: AuditLogResponse = await rest.getAuditLog({ eventType: 'checkpoints' });
+  const when: string = audit.entries[0].timestamp;
+  const storage: CurrentCheckpointStorageUsageResponse = await rest.getCurrentCheckpointStorageUsage(null);
+  const bytes: number = storage.data[0].size_bytes;
   await service.close('success');
-  void [loss, lp, restored, tokens, plp];
+  void [loss, lp, restored, tokens, plp, when, bytes];
 }
 export { clientUsage };

@@ -147,4 +147,44 @@ export default {
     await assert.rejects(rest.downloadCheckpoint('tinker://run/weights/x'), (e) => e instanceof TypeError && e.field === 'path');
     await svc.close();
   },
+
+  async 'AdminClient: billing usage, checkpoint storage and the audit log; bad input is refused before sending'(ctx) {
+    const svc = new tinker.ServiceClient(options(ctx, { projectId: 'proj-js-admin' }));
+    const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 4, seed: 7 });
+    await tc.forwardBackward([tinker.datumFromTokens([5, 6, 7, 8], { promptLength: 2 })], 'cross_entropy');
+    const { path } = await tc.saveState('admin-js');
+    let sent = 0;
+    const counting = (url, init) => (sent++, fetch(url, init));
+    const admin = new tinker.AdminClient(options(ctx, { fetch: counting }));
+    assert.ok(admin instanceof tinker.AdminClient);
+
+    const all = await admin.getAuditLog();
+    assert.ok(all.entries.some((e) => e.event === 'checkpoint_created' && e.tinker_path === path), JSON.stringify(all.entries.slice(-3)));
+    assert.ok(all.entries.every((e) => typeof e.timestamp === 'string' && typeof e.event === 'string'));
+    // A Date means its UTC day; only checkpoint events with eventType 'checkpoints'.
+    const today = await admin.getAuditLog({ eventType: 'checkpoints', day: new Date() });
+    assert.ok(today.entries.length > 0 && today.entries.every((e) => e.event.startsWith('checkpoint_')));
+    assert.deepEqual((await admin.getAuditLog({ day: '2000-01-15' })).entries, []);
+
+    const hour = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000);
+    const usage = await admin.getBillingUsage(new Date(hour.getTime() - 3_600_000), new Date(hour.getTime() + 3_600_000).toISOString());
+    const kinds = new Set(usage.data.map((e) => e.event_info.type));
+    assert.ok(kinds.has('training') && kinds.has('checkpoint'), [...kinds].join());
+    assert.ok(usage.data.every((e) => typeof e.bucket_start === 'string'));
+    const storage = await admin.getCurrentCheckpointStorageUsage();
+    assert.ok(Array.isArray(storage.data) && storage.data.some((d) => d.checkpoint_count >= 1), JSON.stringify(storage));
+    // Same answers as the RestClient's admin methods (kept, as in Python).
+    assert.deepEqual(await svc.restClient().getAuditLog({ day: '2000-01-15' }), { entries: [] });
+
+    const before = sent;
+    await assert.rejects(admin.getAuditLog({ day: '2026-1-5' }), (e) => e instanceof RangeError && e.field === 'day' && e.message.includes('2026-1-5'));
+    await assert.rejects(admin.getAuditLog({ day: 20260105 }), (e) => e instanceof TypeError && e.field === 'day');
+    await assert.rejects(admin.getAuditLog({ eventType: 'users' }), (e) => e instanceof RangeError && e.field === 'eventType');
+    await assert.rejects(admin.getAuditLog({ days: 1 }), (e) => e instanceof TypeError && e.message.includes('days'));
+    await assert.rejects(admin.getBillingUsage(3, hour), (e) => e instanceof TypeError && e.field === 'startingOn');
+    assert.equal(sent, before, 'bad input sends nothing');
+    await assert.rejects(admin.getBillingUsage('2026-01-01T00:30:00Z', '2026-01-01T02:00:00Z'), (e) => e instanceof tinker.BadRequestError);
+    await admin.close();
+    await svc.close();
+  },
 };
