@@ -407,7 +407,9 @@ struct Inner {
     sampling_session_id: String,
     base_model: String,
     next_seq: Cell<i64>,
-    clone_id: u64,
+    /// `None` until the server allocates it (`join_sampling_session`).
+    clone_id: Cell<Option<u64>>,
+    join: Semaphore,
     retry: RetryHandler,
     record_stability_info: bool,
     poller: RefCell<Option<Rc<SessionPoller>>>,
@@ -433,17 +435,54 @@ impl SamplingClient {
         opts: SamplingOptions,
         sdk_method: &'static str,
     ) -> Result<Self> {
-        Self::connect_clone(holder, sampling_session_id, base_model, opts, 0, sdk_method).await
+        Self::connect_clone(
+            holder,
+            sampling_session_id,
+            base_model,
+            opts,
+            Some(0),
+            sdk_method,
+        )
+        .await
+    }
+
+    /// A client on a sampler that another client may use (another process's, or one
+    /// this process already samples from): as Python's restored ("shadow") clients, it
+    /// is a clone of the sampler whose seq ids never meet another client's. Clone 0's
+    /// seq ids belong to the sampler's creator, and the server takes a repeated
+    /// (sampling session, seq id) for a retry of the same request and answers it with
+    /// that request's result. The clone id is allocated by the server
+    /// (`join_sampling_session`, before the first request) when it sets
+    /// `sample_join_sampling_session`, else drawn at random in 1..=1e9.
+    pub async fn attach(
+        holder: Rc<Holder>,
+        sampling_session_id: String,
+        base_model: Option<String>,
+        opts: SamplingOptions,
+        sdk_method: &'static str,
+    ) -> Result<Self> {
+        let clone_id = (!holder.config.sample_join_sampling_session)
+            .then(|| (holder.env.random() * 1e9) as u64 % 1_000_000_000 + 1);
+        Self::connect_clone(
+            holder,
+            sampling_session_id,
+            base_model,
+            opts,
+            clone_id,
+            sdk_method,
+        )
+        .await
     }
 
     /// Like [`connect`](Self::connect), as clone `clone_id` of the sampler (its seq ids
-    /// start at `1e9 × clone_id`, so clones never collide).
+    /// start at `1e9 × clone_id`, so clones never collide); `None`: the server allocates
+    /// it before the first request.
     pub async fn connect_clone(
         holder: Rc<Holder>,
         sampling_session_id: String,
         base_model: Option<String>,
         opts: SamplingOptions,
-        clone_id: u64,
+        clone_id: Option<u64>,
         sdk_method: &'static str,
     ) -> Result<Self> {
         let base_model = match base_model {
@@ -477,8 +516,9 @@ impl SamplingClient {
             holder,
             sampling_session_id,
             base_model,
-            next_seq: Cell::new(1_000_000_000 * clone_id as i64),
-            clone_id,
+            next_seq: Cell::new(1_000_000_000 * clone_id.unwrap_or(0) as i64),
+            clone_id: Cell::new(clone_id),
+            join: Semaphore::new(1),
             retry,
             record_stability_info: opts.record_stability_info,
             poller: RefCell::new(None),
@@ -513,7 +553,7 @@ impl SamplingClient {
                 Rc::new(SessionPoller {
                     holder: self.0.holder.clone(),
                     sampling_session_id: self.0.sampling_session_id.clone(),
-                    clone_id: self.0.clone_id,
+                    clone_id: self.0.clone_id.get().unwrap_or(0),
                     state: RefCell::new(PollerState::default()),
                 })
             })
@@ -680,6 +720,38 @@ impl SamplingClient {
         stuck
     }
 
+    /// Has the server allocate this clone's id, once, before its first request.
+    async fn join(&self, guard: &Guard, method: &'static str) -> Result<()> {
+        if self.0.clone_id.get().is_some() {
+            return Ok(());
+        }
+        let _one = guard.run(async { Ok(self.0.join.acquire().await) }).await?;
+        if self.0.clone_id.get().is_some() {
+            return Ok(()); // another call joined while this one waited
+        }
+        let h = &self.0.holder;
+        let body = json!({ "sampling_session_id": self.0.sampling_session_id, "type": "join_sampling_session" });
+        let r: serde_json::Value = guard
+            .run(h.request_json(
+                "join_sampling_session",
+                "/api/v1/join_sampling_session".into(),
+                vec![],
+                Some(&body),
+                Some(method),
+            ))
+            .await?;
+        let counter = r
+            .get("client_counter")
+            .and_then(serde_json::Value::as_u64)
+            .filter(|&c| c <= 1_000_000_000)
+            .ok_or_else(|| Error::InvalidResponse {
+                message: format!("join_sampling_session without a valid client_counter: {r}"),
+            })?;
+        self.0.clone_id.set(Some(counter));
+        self.0.next_seq.set(1_000_000_000 * counter as i64);
+        Ok(())
+    }
+
     async fn sample_once(
         &self,
         req: &SampleRequest,
@@ -688,6 +760,7 @@ impl SamplingClient {
     ) -> Result<SampleResponse> {
         let h = self.0.holder.clone();
         let est = req.estimated_bytes() as i64;
+        self.join(guard, method).await?;
         let seq_id = self.0.next_seq.get();
         self.0.next_seq.set(seq_id + 1);
         // Serialized once (no JSON tree), shared by every attempt.

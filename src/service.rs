@@ -353,7 +353,8 @@ impl ServiceClient {
         }))
     }
 
-    /// A client on an existing sampling session (e.g. one another process created).
+    /// A client on an existing sampling session (e.g. one another process created), as a
+    /// clone of it: see [`SamplingClient::attach`].
     pub fn sampling_client(
         &self,
         sampling_session_id: &str,
@@ -369,7 +370,7 @@ impl ServiceClient {
         let (me, id) = (self.clone(), sampling_session_id.to_string());
         Ok(Box::pin(async move {
             let h = me.holder().await?;
-            SamplingClient::connect(
+            SamplingClient::attach(
                 h,
                 id,
                 base_model,

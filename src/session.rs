@@ -14,7 +14,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::config::{
     ClientOptions, DynamicConfig, LogLevel, ServerConfig, SessionState, PROTOCOL_SDK_VERSION,
@@ -528,8 +528,24 @@ impl Holder {
         query: Vec<(String, String)>,
         sdk_method: Option<&'static str>,
     ) -> Result<T> {
+        self.request_json(what, path, query, None, sdk_method).await
+    }
+
+    /// A GET (or, with a body, a JSON POST) under the holder's retries.
+    pub async fn request_json<T: serde::de::DeserializeOwned>(
+        &self,
+        what: &'static str,
+        path: String,
+        query: Vec<(String, String)>,
+        body: Option<&Value>,
+        sdk_method: Option<&'static str>,
+    ) -> Result<T> {
         self.with_retries(what, || {
-            let mut r = Req::new(Method::Get, path.clone()).method_name(sdk_method);
+            let mut r = match body {
+                Some(b) => Req::post_json(path.clone(), b),
+                None => Req::new(Method::Get, path.clone()),
+            }
+            .method_name(sdk_method);
             r.query = query.clone();
             self.http.json(r)
         })

@@ -6,5 +6,6 @@ mod scripted;
 
 mod http_retries;
 mod polling;
+mod sampling_clones;
 mod sampling_stuck;
 mod training_order;

@@ -38,7 +38,7 @@ fn calls_without_progress_fail_together_then_a_new_burst_starts_fresh() {
             "samp-1".into(),
             Some("Qwen/Qwen3-8B".into()),
             SamplingOptions::default(),
-            0,
+            Some(0),
             "test",
         ))
         .unwrap();

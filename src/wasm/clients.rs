@@ -592,7 +592,10 @@ impl ServiceClient {
         })
     }
 
-    /// A client on an existing sampling session.
+    /// A client on an existing sampling session (one another process, request or client
+    /// created). It is a clone of that sampler, as Python's restored clients are: its
+    /// requests are numbered apart from every other client's, so it only ever gets answers
+    /// to its own requests.
     #[wasm_bindgen(js_name = samplingClient, unchecked_return_type = "Promise<SamplingClient>")]
     pub fn sampling_client(
         &self,

@@ -415,3 +415,68 @@ fn batched_polling_and_cancel_when_the_server_enables_them() {
         );
     });
 }
+
+/// A client attached to a sampler that another client already sampled from
+/// (`ServiceClient::sampling_client`) gets answers to its own requests: its seq ids are a
+/// clone's (joined, or random without `sample_join_sampling_session`), never the
+/// creator's, which the server would take for retries of the creator's requests.
+#[test]
+fn an_attached_client_never_gets_the_creators_answers() {
+    for config in ["{}", r#"{"sample_join_sampling_session":true}"#] {
+        let sim = Sim::start(&["--seed", "26", "--client-config", config]);
+        run(async {
+            let svc = ServiceClient::new(Native::new(), sim.options()).unwrap();
+            let creator = svc
+                .create_sampling_client(
+                    None,
+                    Some("Qwen/Qwen3-8B".into()),
+                    SamplingOptions::default(),
+                    CallOptions::default(),
+                )
+                .unwrap()
+                .await
+                .unwrap();
+            let draw = |s: &SamplingClient, prompt: Vec<u32>, max_tokens: u32| {
+                let r = s
+                    .sample(
+                        SampleRequest::new(
+                            ModelInput::from_ints(prompt),
+                            1,
+                            SamplingParams {
+                                max_tokens: Some(max_tokens),
+                                seed: Some(3),
+                                stop: Some(StopCondition::Tokens(vec![])),
+                                ..Default::default()
+                            },
+                        ),
+                        CallOptions::default(),
+                    )
+                    .unwrap();
+                async move { r.await.unwrap().sequences[0].tokens.clone() }
+            };
+            assert_eq!(draw(&creator, vec![100, 200, 300], 6).await.len(), 6);
+            for attached_no in 0..2 {
+                let attached = svc
+                    .sampling_client(
+                        creator.sampling_session_id(),
+                        None,
+                        SamplingOptions::default(),
+                    )
+                    .unwrap()
+                    .await
+                    .unwrap();
+                assert_eq!(attached.base_model(), "Qwen/Qwen3-8B");
+                for max_tokens in [2, 3] {
+                    let got = draw(&attached, vec![7, 8, 9, 10], max_tokens).await;
+                    assert_eq!(
+                        got.len(),
+                        max_tokens as usize,
+                        "{config}: attached client {attached_no}, its own answer"
+                    );
+                }
+            }
+            // The creator's next request is still its own.
+            assert_eq!(draw(&creator, vec![1, 2], 4).await.len(), 4, "{config}");
+        });
+    }
+}

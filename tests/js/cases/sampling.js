@@ -73,6 +73,19 @@ export default {
     await svc.close();
   },
 
+  async 'a client attached to a sampler in use gets answers to its own requests, not the creator\'s'(ctx) {
+    const svc = service(ctx);
+    const creator = await svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });
+    const draw = async (s, prompt, max_tokens) => (await s.sample({ prompt, samplingParams: { max_tokens, seed: 3, stop: [] } })).sequences[0].tokens.length;
+    assert.equal(await draw(creator, [100, 200, 300], 6), 6);
+    const attached = await svc.samplingClient(creator.samplingSessionId);
+    assert.equal(attached.baseModel, 'Qwen/Qwen3-8B');
+    assert.equal(await draw(attached, [7, 8, 9, 10], 2), 2, 'its own answer (the creator asked for 6 tokens)');
+    assert.equal(await draw(attached, [7, 8, 9, 10], 3), 3);
+    assert.equal(await draw(creator, [1, 2], 4), 4);
+    await svc.close();
+  },
+
   async 'seeds reproduce, stop tokens and strings stop, top-k logprobs have their shape'(ctx) {
     const svc = service(ctx);
     const s = await svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });

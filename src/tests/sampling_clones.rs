@@ -1,0 +1,145 @@
+//! Clients attached to an existing sampler (`ServiceClient.samplingClient`) are clones of
+//! it, as Python's restored clients: their seq ids start at 1e9 × clone id, so they never
+//! repeat the creator's (clone 0), which the server would take for retries of the
+//! creator's requests. The clone id is allocated by `join_sampling_session`, once, before
+//! the first request, when the server sets `sample_join_sampling_session`, else random.
+
+use futures_executor::LocalPool;
+
+use super::scripted::*;
+use crate::call::CallOptions;
+use crate::sampling::{SampleRequest, SamplingClient, SamplingOptions};
+use crate::types::{ModelInput, SamplingParams};
+
+fn request() -> SampleRequest {
+    SampleRequest::new(
+        ModelInput::from_ints(vec![1, 2, 3]),
+        1,
+        SamplingParams::default(),
+    )
+}
+
+/// Every asample is refused (400, not retried), so each call makes exactly one.
+fn refuse_samples(
+    r: &crate::platform::HttpRequest,
+    _: usize,
+) -> Result<crate::platform::HttpResponse, crate::platform::TransportError> {
+    if r.url.ends_with("/join_sampling_session") {
+        json(
+            200,
+            r#"{"client_counter":3,"type":"join_sampling_session"}"#,
+        )
+    } else {
+        json(400, r#"{"detail":"refused"}"#)
+    }
+}
+
+fn asample_seq_ids(s: &Scripted) -> Vec<i64> {
+    s.requests
+        .borrow()
+        .iter()
+        .filter(|r| r.url.ends_with("/asample"))
+        .map(|r| body_json(r)["seq_id"].as_i64().expect("seq_id"))
+        .collect()
+}
+
+fn run_three(pool: &mut LocalPool, sc: &SamplingClient) {
+    let calls: Vec<_> = (0..3)
+        .map(|_| sc.sample(request(), CallOptions::default()).unwrap())
+        .collect();
+    for r in pool.run_until(futures_util::future::join_all(calls)) {
+        assert_eq!(r.expect_err("refused").status(), Some(400));
+    }
+}
+
+#[test]
+fn an_attached_client_joins_once_and_numbers_its_requests_in_its_block() {
+    let mut pool = LocalPool::new();
+    let s = Scripted::new(
+        &pool,
+        server(r#"{"sample_join_sampling_session":true}"#, refuse_samples),
+    );
+    let h = connect(&mut pool, &s, true);
+    let sc = pool
+        .run_until(SamplingClient::attach(
+            h,
+            "samp-1".into(),
+            Some("Qwen/Qwen3-8B".into()),
+            SamplingOptions::default(),
+            "test",
+        ))
+        .unwrap();
+    run_three(&mut pool, &sc);
+    run_three(&mut pool, &sc);
+    let joins: Vec<_> = s
+        .requests
+        .borrow()
+        .iter()
+        .filter(|r| r.url.ends_with("/join_sampling_session"))
+        .map(body_json)
+        .collect();
+    assert_eq!(
+        joins,
+        vec![serde_json::json!({"sampling_session_id": "samp-1", "type": "join_sampling_session"})],
+        "one join for concurrent first calls, none after"
+    );
+    let base = 3_000_000_000;
+    assert_eq!(asample_seq_ids(&s), (base..base + 6).collect::<Vec<_>>());
+}
+
+#[test]
+fn without_the_flag_an_attached_client_draws_a_clone_id_and_the_creator_keeps_zero() {
+    let mut pool = LocalPool::new();
+    let s = Scripted::new(&pool, server("{}", refuse_samples));
+    let h = connect(&mut pool, &s, true);
+    let open = |pool: &mut LocalPool, attach: bool| {
+        let f = if attach {
+            futures_util::future::Either::Left(SamplingClient::attach(
+                h.clone(),
+                "samp-1".into(),
+                Some("Qwen/Qwen3-8B".into()),
+                SamplingOptions::default(),
+                "test",
+            ))
+        } else {
+            futures_util::future::Either::Right(SamplingClient::connect(
+                h.clone(),
+                "samp-1".into(),
+                Some("Qwen/Qwen3-8B".into()),
+                SamplingOptions::default(),
+                "test",
+            ))
+        };
+        pool.run_until(f).unwrap()
+    };
+    let creator = open(&mut pool, false);
+    let (a, b) = (open(&mut pool, true), open(&mut pool, true));
+    for sc in [&creator, &a, &b] {
+        run_three(&mut pool, sc);
+    }
+    let ids = asample_seq_ids(&s);
+    assert_eq!(&ids[..3], &[0, 1, 2], "the creator is clone 0");
+    let (ca, cb) = (ids[3] / 1_000_000_000, ids[6] / 1_000_000_000);
+    assert!((1..=1_000_000_000).contains(&ca) && (1..=1_000_000_000).contains(&cb));
+    assert_ne!(ca, cb, "two attached clients are different clones");
+    assert_eq!(
+        &ids[3..6],
+        &[
+            ca * 1_000_000_000,
+            ca * 1_000_000_000 + 1,
+            ca * 1_000_000_000 + 2
+        ]
+    );
+    assert_eq!(
+        &ids[6..],
+        &[
+            cb * 1_000_000_000,
+            cb * 1_000_000_000 + 1,
+            cb * 1_000_000_000 + 2
+        ]
+    );
+    assert!(!s
+        .paths()
+        .iter()
+        .any(|p| p.contains("join_sampling_session")));
+}
