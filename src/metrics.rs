@@ -130,7 +130,21 @@ pub fn reduce_metrics(results: &[ForwardBackwardOutput]) -> Result<BTreeMap<Stri
             let products: Vec<f64> = values.iter().zip(&weights).map(|(v, w)| v * w).collect();
             Ok(np_sum(&products) / total)
         };
-        let max = || values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        // numpy's max/min: NaN if any value is NaN (f64::max/min would skip it).
+        let extreme = |pick: fn(f64, f64) -> f64| {
+            values
+                .iter()
+                .copied()
+                .reduce(|a, b| {
+                    if a.is_nan() || b.is_nan() {
+                        f64::NAN
+                    } else {
+                        pick(a, b)
+                    }
+                })
+                .unwrap_or(f64::NAN)
+        };
+        let max = || extreme(f64::max);
         match reduction {
             "mean" => {
                 out.insert(key.clone(), weighted_mean()?);
@@ -142,10 +156,7 @@ pub fn reduce_metrics(results: &[ForwardBackwardOutput]) -> Result<BTreeMap<Stri
                 out.insert(key.clone(), np_sum(&values));
             }
             "min" => {
-                out.insert(
-                    key.clone(),
-                    values.iter().copied().fold(f64::INFINITY, f64::min),
-                );
+                out.insert(key.clone(), extreme(f64::min));
             }
             "max" => {
                 out.insert(key.clone(), max());
@@ -227,6 +238,31 @@ mod tests {
         assert_eq!(r["clock_cycle:unique_1"], 101.0);
         assert!((r["loss:mean"] - 0.55).abs() < 1e-12);
         assert_eq!(r["accuracy:max"], 0.9);
+    }
+
+    #[test]
+    fn max_and_min_pass_nan_through_as_numpy_does() {
+        let nan_in = |v: [f64; 2]| {
+            reduce_metrics(&[
+                out(&[("g:max", v[0]), ("g:min", v[0]), ("g:slack", v[0])], 1),
+                out(&[("g:max", v[1]), ("g:min", v[1]), ("g:slack", v[1])], 1),
+            ])
+            .unwrap()
+        };
+        for v in [[f64::NAN, 1.0], [1.0, f64::NAN]] {
+            let r = nan_in(v);
+            assert!(
+                r["g:max"].is_nan() && r["g:min"].is_nan() && r["g:slack"].is_nan(),
+                "{v:?}: {r:?}"
+            );
+        }
+        let one = reduce_metrics(&[out(&[("g:max", f64::NAN), ("g:min", f64::NAN)], 1)]).unwrap();
+        assert!(
+            one["g:max"].is_nan() && one["g:min"].is_nan(),
+            "a single chunk: {one:?}"
+        );
+        let r = nan_in([-2.0, 3.0]);
+        assert_eq!((r["g:max"], r["g:min"]), (3.0, -2.0));
     }
 
     #[test]
