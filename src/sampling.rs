@@ -613,7 +613,9 @@ impl SamplingClient {
         let me = self.clone();
         Ok(Box::pin(async move {
             let req = Rc::new(req);
-            if me.0.holder.config.sample_no_retries {
+            // Python bypasses the retry handler for `sample` only (compute_logprobs
+            // always goes through it).
+            if me.0.holder.config.sample_no_retries && method == "SamplingClient.sample" {
                 return me.sample_once(&req, &guard, method).await;
             }
             me.with_retry_handler(&guard, || me.sample_once(&req, &guard, method))

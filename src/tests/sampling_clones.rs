@@ -143,3 +143,61 @@ fn without_the_flag_an_attached_client_draws_a_clone_id_and_the_creator_keeps_ze
         .iter()
         .any(|p| p.contains("join_sampling_session")));
 }
+
+/// The server's `sample_no_retries` bypasses the sampling retry handler for `sample` only;
+/// `compute_logprobs` always goes through it (as in Python).
+#[test]
+fn sample_no_retries_covers_sample_but_not_compute_logprobs() {
+    let mut pool = LocalPool::new();
+    let polls = std::cell::Cell::new(0);
+    let s = Scripted::new(
+        &pool,
+        server(r#"{"sample_no_retries":true}"#, move |r, _| {
+            if r.url.ends_with("/asample") {
+                json(200, r#"{"request_id":"r-1","sample_sequence_ids":[]}"#)
+            } else if r.url.ends_with("/retrieve_future") {
+                // The first poll of each call: the future expired (410), which the retry
+                // handler retries with a new submission.
+                polls.set(polls.get() + 1);
+                if polls.get() <= 2 {
+                    json(410, r#"{"detail":"expired"}"#)
+                } else {
+                    proto(vec![])
+                }
+            } else {
+                json(404, r#"{"detail":"unexpected"}"#)
+            }
+        }),
+    );
+    let h = connect(&mut pool, &s, true);
+    let sc = pool
+        .run_until(SamplingClient::connect(
+            h,
+            "samp-1".into(),
+            Some("Qwen/Qwen3-8B".into()),
+            SamplingOptions::default(),
+            "test",
+        ))
+        .unwrap();
+    let asamples = |s: &Scripted| asample_seq_ids(s).len();
+    let r = pool.run_until(sc.sample(request(), CallOptions::default()).unwrap());
+    assert!(
+        matches!(r, Err(crate::error::Error::FutureExpired { .. })),
+        "{r:?}"
+    );
+    assert_eq!(asamples(&s), 1, "sample: not retried");
+    let r = pool.run_until(
+        sc.compute_logprobs(
+            ModelInput::from_ints(vec![1, 2]),
+            None,
+            CallOptions::default(),
+        )
+        .unwrap(),
+    );
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(
+        asamples(&s),
+        3,
+        "compute_logprobs: retried once after the 410"
+    );
+}
