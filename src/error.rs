@@ -51,6 +51,9 @@ pub struct StatusError {
     pub headers: Headers,
     /// `x-request-id` of the response, if any.
     pub request_id: Option<String>,
+    /// A result poll's status that Python's polling treats as final (not 400, 408, 410,
+    /// 429 or 5xx): the sampling retry handler does not start the sample again.
+    pub final_poll: bool,
 }
 
 /// Any failure of an SDK operation.
@@ -236,6 +239,7 @@ impl Error {
             body: json,
             headers: redact_headers(headers),
             request_id: headers.get("x-request-id").map(str::to_string),
+            final_poll: false,
         }))
     }
 

@@ -173,7 +173,11 @@ pub async fn retrieve(holder: &Holder, p: Poll<'_>) -> Result<Payload> {
                         bad_requests += 1;
                         continue;
                     }
-                    _ => return Err(Error::Status(s)),
+                    _ => {
+                        let mut s = s;
+                        s.final_poll = true;
+                        return Err(Error::Status(s));
+                    }
                 }
             }
             Err(Error::Connection { .. } | Error::Timeout { .. }) => {

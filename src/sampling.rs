@@ -193,7 +193,7 @@ fn sampling_retryable(e: &Error) -> bool {
     matches!(
         e,
         Error::Connection { .. } | Error::Timeout { .. } | Error::FutureExpired { .. }
-    ) || e.status().is_some_and(crate::error::is_retryable_status)
+    ) || matches!(e, Error::Status(s) if !s.final_poll && crate::error::is_retryable_status(s.status))
 }
 
 struct InFlight<'a>(&'a RetryHandler);

@@ -201,3 +201,33 @@ fn sample_no_retries_covers_sample_but_not_compute_logprobs() {
         "compute_logprobs: retried once after the 410"
     );
 }
+
+/// A result poll answered with a status Python's polling treats as final (here 409) fails
+/// the sample; the retry handler does not submit it again (a 409 on submission would be).
+#[test]
+fn a_final_poll_status_is_not_retried_by_the_sampling_handler() {
+    let mut pool = LocalPool::new();
+    let s = Scripted::new(
+        &pool,
+        server("{}", |r, _| {
+            if r.url.ends_with("/asample") {
+                json(200, r#"{"request_id":"r-1","sample_sequence_ids":[]}"#)
+            } else {
+                json(409, r#"{"detail":"conflict"}"#)
+            }
+        }),
+    );
+    let h = connect(&mut pool, &s, true);
+    let sc = pool
+        .run_until(SamplingClient::connect(
+            h,
+            "samp-1".into(),
+            Some("Qwen/Qwen3-8B".into()),
+            SamplingOptions::default(),
+            "test",
+        ))
+        .unwrap();
+    let r = pool.run_until(sc.sample(request(), CallOptions::default()).unwrap());
+    assert_eq!(r.expect_err("final").status(), Some(409));
+    assert_eq!(asample_seq_ids(&s), vec![0], "submitted once");
+}
