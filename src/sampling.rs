@@ -236,7 +236,9 @@ struct PollerState {
     waiters: HashMap<String, Event>,
     abandoned: HashSet<String>,
     retrieved: BTreeSet<String>,
-    failure: Option<String>,
+    /// Why polling stopped for good: every waiter fails with it, and (as Python's
+    /// `TinkerError` there) the sampling retry handler does not retry it.
+    failure: Option<Error>,
     running: bool,
 }
 
@@ -265,7 +267,7 @@ impl SessionPoller {
                 return Ok(c);
             }
             if let Some(f) = &s.failure {
-                return Err(Error::Connection { message: f.clone() });
+                return Err(f.clone());
             }
             let e = Event::new();
             s.waiters.insert(request_id.to_string(), e.clone());
@@ -292,12 +294,9 @@ impl SessionPoller {
         let mut s = self.state.borrow_mut();
         match s.completions.remove(request_id) {
             Some(c) => Ok(c),
-            None => Err(Error::Connection {
-                message: s
-                    .failure
-                    .clone()
-                    .unwrap_or_else(|| "retrieve_futures polling stopped".into()),
-            }),
+            None => Err(s.failure.clone().unwrap_or_else(|| Error::Connection {
+                message: "retrieve_futures polling stopped".into(),
+            })),
         }
     }
 
@@ -386,8 +385,16 @@ impl SessionPoller {
                         "retrieve_futures polling failed for sampling session {} (clone {}): {e}",
                         self.sampling_session_id, self.clone_id
                     );
+                    let failure = match e {
+                        Error::Status(mut st) => {
+                            st.message = message;
+                            st.final_poll = true;
+                            Error::Status(st)
+                        }
+                        _ => Error::InvalidResponse { message },
+                    };
                     let mut s = self.state.borrow_mut();
-                    s.failure = Some(message);
+                    s.failure = Some(failure);
                     s.running = false;
                     for (_, w) in s.waiters.drain() {
                         w.set();

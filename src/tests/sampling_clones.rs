@@ -231,3 +231,40 @@ fn a_final_poll_status_is_not_retried_by_the_sampling_handler() {
     assert_eq!(r.expect_err("final").status(), Some(409));
     assert_eq!(asample_seq_ids(&s), vec![0], "submitted once");
 }
+
+/// When the session-wide poller (`sample_use_retrieve_futures`) fails for good, the sample
+/// fails with its error (as Python's `TinkerError` there); it is not submitted again.
+#[test]
+fn a_failed_futures_poller_fails_the_sample_without_resubmitting() {
+    let mut pool = LocalPool::new();
+    let s = Scripted::new(
+        &pool,
+        server(r#"{"sample_use_retrieve_futures":true}"#, |r, _| {
+            if r.url.ends_with("/asample") {
+                json(200, r#"{"request_id":"r-1","sample_sequence_ids":[]}"#)
+            } else {
+                json(403, r#"{"detail":"forbidden"}"#)
+            }
+        }),
+    );
+    let h = connect(&mut pool, &s, true);
+    let sc = pool
+        .run_until(SamplingClient::connect(
+            h,
+            "samp-1".into(),
+            Some("Qwen/Qwen3-8B".into()),
+            SamplingOptions::default(),
+            "test",
+        ))
+        .unwrap();
+    let e = pool
+        .run_until(sc.sample(request(), CallOptions::default()).unwrap())
+        .expect_err("the poller failed");
+    assert_eq!(e.status(), Some(403));
+    assert!(
+        e.to_string()
+            .contains("retrieve_futures polling failed for sampling session samp-1"),
+        "{e}"
+    );
+    assert_eq!(asample_seq_ids(&s), vec![0], "submitted once");
+}
