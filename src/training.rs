@@ -754,16 +754,28 @@ impl TrainingClient {
             }
             drop(turn);
             let ids = result?;
-            guard
+            // As in Python, a failure while waiting for the backward result (including an
+            // abort or a timeout) poisons the client too.
+            let out = guard
                 .run(me.collect(ids.backward, false, METHOD))
                 .await
-                .map(|mut out| {
-                    let surrogate = out.metrics.remove("loss:sum").unwrap_or(0.0);
+                .and_then(|mut out| {
+                    let surrogate =
+                        out.metrics
+                            .remove("loss:sum")
+                            .ok_or_else(|| Error::InvalidResponse {
+                                message: "the custom loss's backward result has no loss:sum metric"
+                                    .into(),
+                            })?;
                     out.metrics.extend(ids.user_metrics);
                     out.metrics.insert("loss:sum".into(), ids.loss);
                     out.metrics.insert("surrogate_loss:sum".into(), surrogate);
-                    out
-                })
+                    Ok(out)
+                });
+            if let Err(e) = &out {
+                me.0.seq.poison(&e.to_string());
+            }
+            out
         }))
     }
 

@@ -482,3 +482,42 @@ fn a_failing_custom_loss_poisons_the_client() {
         )
         .is_err());
 }
+
+#[test]
+fn a_failed_custom_backward_poisons_the_client_as_in_python() {
+    let mut pool = LocalPool::new();
+    let (inner, log) = training_server("{}");
+    // The backward pass (seq 2, after the forward at seq 1) fails on the server.
+    let handler = move |r: &crate::platform::HttpRequest, n: usize| {
+        if r.url.ends_with("/retrieve_future") && body_json(r)["request_id"] == "fb-2" {
+            return json(200, r#"{"error":"backward failed","category":"server"}"#);
+        }
+        inner(r, n)
+    };
+    let s = Scripted::new(&pool, handler);
+    let tc = client(&mut pool, &s);
+    let loss: crate::training::CustomLossFn = Rc::new(|_, lps: Vec<TensorData>| {
+        Box::pin(async move {
+            Ok(CustomLossOutput {
+                loss: 1.0,
+                gradients: lps.iter().map(|l| vec![0.5f32; l.values.len()]).collect(),
+                metrics: Default::default(),
+            })
+        })
+    });
+    let r = pool.run_until(
+        tc.forward_backward_custom(vec![datum(2)], loss, CallOptions::default())
+            .unwrap(),
+    );
+    assert!(matches!(r, Err(Error::RequestFailed { .. })), "{r:?}");
+    let later = tc.optim_step(
+        OptimParams::Adam(AdamParams::default()),
+        CallOptions::default(),
+    );
+    assert!(
+        matches!(&later, Err(Error::Closed { message }) if message.contains("poisoned")),
+        "{:?}",
+        later.as_ref().err()
+    );
+    assert_eq!(log.borrow().submits.len(), 2, "forward and backward only");
+}
