@@ -455,10 +455,9 @@ impl TrainingClient {
             let turn = guard.run(async { ticket.wait().await }).await?;
             let seq_id = turn.reserve(1);
             let started = h.env.now_ms();
-            let b = body(seq_id);
             let submitted: Result<UntypedFuture> = h
                 .with_retries(request_type, || {
-                    let mut r = Req::post_json(path, &b).method_name(Some(method));
+                    let mut r = Req::post_json(path, &body(seq_id)).method_name(Some(method));
                     r.max_retries = http_retries;
                     h.http.json(r)
                 })
@@ -658,14 +657,11 @@ impl TrainingClient {
         let model_id = self.0.model_id.clone();
         let kind = kind.to_string();
         let base_model = self.0.info.model_name.clone();
-        let counter = std::cell::Cell::new(None::<u32>);
         let h2 = h.clone();
+        // A new sampling session number per attempt, as Python takes one in each try of
+        // its request (the body is built again for every attempt).
         let op = self.simple_op(opts, "TrainingClient.save_weights_and_get_sampling_client", "/api/v1/save_weights_for_sampler", "SaveWeightsForSampler", Some(0), move |seq| {
-            let n = counter.get().unwrap_or_else(|| {
-                let n = h2.take_sampling_seq_id();
-                counter.set(Some(n));
-                n
-            });
+            let n = h2.take_sampling_seq_id();
             json!({ "model_id": model_id, "sampling_session_seq_id": n, "kind": kind, "seq_id": seq, "type": "save_weights_for_sampler" })
         })?;
         Ok(Box::pin(async move {

@@ -521,3 +521,63 @@ fn a_failed_custom_backward_poisons_the_client_as_in_python() {
     );
     assert_eq!(log.borrow().submits.len(), 2, "forward and backward only");
 }
+
+#[test]
+fn each_attempt_of_save_weights_and_get_sampling_client_takes_a_new_sampling_number() {
+    let mut pool = LocalPool::new();
+    let tries = std::cell::Cell::new(0);
+    let s = Scripted::new(
+        &pool,
+        server("{}", move |r, _| {
+            let path = r.url.split("/api/v1/").nth(1).unwrap_or("");
+            match path {
+                "save_weights_for_sampler" => {
+                    tries.set(tries.get() + 1);
+                    if tries.get() == 1 {
+                        json(503, r#"{"detail":"busy"}"#)
+                    } else {
+                        json(200, r#"{"request_id":"sw-1"}"#)
+                    }
+                }
+                "retrieve_future" => json(
+                    200,
+                    r#"{"path":"tinker://sess-1:train:0/sampler_weights/s","sampling_session_id":"samp-9"}"#,
+                ),
+                other => panic!("unexpected {other}"),
+            }
+        }),
+    );
+    let h = connect(&mut pool, &s, true);
+    let tc = pool
+        .run_until(TrainingClient::attach(h, "sess-1:train:0".into(), 1, None))
+        .unwrap();
+    let sc = pool
+        .run_until(
+            tc.save_weights_and_get_sampling_client(
+                "snapshot",
+                crate::sampling::SamplingOptions::default(),
+                CallOptions::default(),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+    assert_eq!(sc.sampling_session_id(), "samp-9");
+    let sent: Vec<(i64, i64)> = s
+        .requests
+        .borrow()
+        .iter()
+        .filter(|r| r.url.ends_with("/save_weights_for_sampler"))
+        .map(|r| {
+            let b = body_json(r);
+            (
+                b["seq_id"].as_i64().unwrap(),
+                b["sampling_session_seq_id"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        [(1, 0), (1, 1)],
+        "same seq id, a new sampling number per attempt"
+    );
+}
