@@ -97,6 +97,61 @@ pub enum OptimParams {
     Other(serde_json::Map<String, Value>),
 }
 
+/// Python 0.38's `DimuonParams`: `learning_rate` (required, >= 0), `grad_clip_norm`
+/// (default 0.0) and `beta1` (default 0.9, in [0, 1)), no other fields; sent with its
+/// defaults filled in, as Python serializes the model.
+fn dimuon_params(m: &serde_json::Map<String, Value>) -> Result<Value> {
+    if let Some(k) = m.keys().find(|k| {
+        !matches!(
+            k.as_str(),
+            "type" | "learning_rate" | "grad_clip_norm" | "beta1"
+        )
+    }) {
+        return Err(InputError::type_error(
+            format!("optim_params.{k}"),
+            "is not a Dimuon parameter (learning_rate, grad_clip_norm, beta1)",
+        )
+        .into());
+    }
+    let num = |k: &str, default: Option<f64>| -> Result<f64> {
+        match (m.get(k), default) {
+            (None | Some(Value::Null), Some(d)) => Ok(d),
+            (None | Some(Value::Null), None) => Err(InputError::type_error(
+                format!("optim_params.{k}"),
+                "is required for the Dimuon optimizer",
+            )
+            .into()),
+            (Some(v), _) => v.as_f64().filter(|x| x.is_finite()).ok_or_else(|| {
+                InputError::type_error(
+                    format!("optim_params.{k}"),
+                    format!("must be a finite number, got {v}"),
+                )
+                .into()
+            }),
+        }
+    };
+    let (lr, clip, beta1) = (
+        num("learning_rate", None)?,
+        num("grad_clip_norm", Some(0.0))?,
+        num("beta1", Some(0.9))?,
+    );
+    if lr < 0.0 {
+        return Err(InputError::range_error(
+            "optim_params.learning_rate",
+            format!("must be >= 0, got {lr}"),
+        )
+        .into());
+    }
+    if !(0.0..1.0).contains(&beta1) {
+        return Err(InputError::range_error(
+            "optim_params.beta1",
+            format!("must be in [0, 1), got {beta1}"),
+        )
+        .into());
+    }
+    Ok(json!({ "type": "dimuon", "learning_rate": lr, "grad_clip_norm": clip, "beta1": beta1 }))
+}
+
 /// What `forward_backward_custom`'s loss function returns.
 #[derive(Debug, Clone, Default)]
 pub struct CustomLossOutput {
@@ -493,6 +548,9 @@ impl TrainingClient {
             OptimParams::Adam(a) => {
                 a.validate().map_err(|e| e.within("adam_params"))?;
                 ("adam_params", serde_json::to_value(a).expect("serializes"))
+            }
+            OptimParams::Other(m) if m.get("type").and_then(Value::as_str) == Some("dimuon") => {
+                ("optimizer_params", dimuon_params(m)?)
             }
             OptimParams::Other(m) => {
                 match m.get("type") {
@@ -946,5 +1004,50 @@ impl TrainingClient {
             sampling,
             "TrainingClient.create_sampling_client",
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dimuon_params_get_pythons_defaults_and_checks() {
+        let m = |v: Value| v.as_object().unwrap().clone();
+        assert_eq!(
+            dimuon_params(&m(json!({"type": "dimuon", "learning_rate": 0.01}))).unwrap(),
+            json!({"type": "dimuon", "learning_rate": 0.01, "grad_clip_norm": 0.0, "beta1": 0.9})
+        );
+        assert_eq!(
+            dimuon_params(&m(
+                json!({"type": "dimuon", "learning_rate": 0, "beta1": 0.5, "grad_clip_norm": -1})
+            ))
+            .unwrap(),
+            json!({"type": "dimuon", "learning_rate": 0.0, "grad_clip_norm": -1.0, "beta1": 0.5})
+        );
+        let field = |v: Value| match dimuon_params(&m(v)) {
+            Err(Error::Input(e)) => e.field,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            field(json!({"type": "dimuon"})),
+            "optim_params.learning_rate"
+        );
+        assert_eq!(
+            field(json!({"type": "dimuon", "learning_rate": -1})),
+            "optim_params.learning_rate"
+        );
+        assert_eq!(
+            field(json!({"type": "dimuon", "learning_rate": "1"})),
+            "optim_params.learning_rate"
+        );
+        assert_eq!(
+            field(json!({"type": "dimuon", "learning_rate": 1, "beta1": 1})),
+            "optim_params.beta1"
+        );
+        assert_eq!(
+            field(json!({"type": "dimuon", "learning_rate": 1, "eps": 1})),
+            "optim_params.eps"
+        );
     }
 }

@@ -24,7 +24,7 @@ use crate::service::{FromStateOptions, LoraOptions};
 use crate::session::FinishStatus;
 use crate::training::{CustomLossOutput, OptimParams};
 use crate::types::{
-    AdamParams, InputError, LoraConfig, OptimizerConfig, SamplingParams, TensorData, TensorValues,
+    InputError, LoraConfig, OptimizerConfig, SamplingParams, TensorData, TensorValues,
 };
 use crate::wasm::convert::{self, describe, Opts};
 use crate::wasm::errors::{input_error, json_to_js, range_error, tinker_error, to_js, type_error};
@@ -966,16 +966,15 @@ impl TrainingClient {
     #[wasm_bindgen(js_name = optimStep, unchecked_return_type = "Promise<OptimStepResponse>")]
     pub fn optim_step(
         &self,
-        #[wasm_bindgen(unchecked_optional_param_type = "AdamParams | OptimizerParams")]
+        #[wasm_bindgen(unchecked_param_type = "AdamParams | DimuonParams | OptimizerParams")]
         params: JsValue,
         #[wasm_bindgen(
             unchecked_optional_param_type = "{ signal?: AbortSignal; timeout?: number }"
         )]
         options: JsValue,
     ) -> Promise {
-        let p = if params.is_undefined() {
-            OptimParams::Adam(AdamParams::default())
-        } else if !params.is_object() || Array::is_array(&params) {
+        // Required, as in Python (`optim_step()` without params is a TypeError there).
+        let p = if !params.is_object() || Array::is_array(&params) {
             return reject(type_error(
                 "params",
                 format!(

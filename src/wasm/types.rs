@@ -139,7 +139,17 @@ export interface AdamParams {
   grad_clip_norm?: number;
 }
 
-/** Parameters of another optimizer family, e.g. `{ type: 'dimuon', learning_rate: 1e-3 }`. */
+/** Parameters of the Dimuon optimizer (for a model created with `{ type: 'dimuon' }`); missing fields get Python's defaults. */
+export interface DimuonParams {
+  type: 'dimuon';
+  learning_rate: number;
+  /** Maximum global gradient norm; 0 or less disables clipping (default 0). */
+  grad_clip_norm?: number;
+  /** EMA coefficient of the momentum, in [0, 1) (default 0.9). */
+  beta1?: number;
+}
+
+/** Parameters of another optimizer family, identified by `type`. */
 export interface OptimizerParams {
   type: string;
   [key: string]: unknown;

@@ -91,6 +91,10 @@ const TABLE = [
   ['adam string learning_rate', ({ tc }) => tc.optimStep({ learning_rate: '1e-3' }), TypeError, 'params.learning_rate', '"1e-3"'],
   ['adam unknown key', ({ tc }) => tc.optimStep({ learningRate: 1e-3 }), TypeError, 'params.learningRate', 'unknown option'],
   ['adam params an array', ({ tc }) => tc.optimStep([1e-3]), TypeError, 'params', 'an array'],
+  ['optimStep without params', ({ tc }) => tc.optimStep(), TypeError, 'params', 'undefined'],
+  ['dimuon without learning_rate', ({ tc }) => tc.optimStep({ type: 'dimuon', beta1: 0.5 }), TypeError, 'optim_params.learning_rate', 'required'],
+  ['dimuon beta1 = 1', ({ tc }) => tc.optimStep({ type: 'dimuon', learning_rate: 1e-3, beta1: 1 }), RangeError, 'optim_params.beta1', '1'],
+  ['dimuon unknown key', ({ tc }) => tc.optimStep({ type: 'dimuon', learning_rate: 1e-3, beta2: 0.9 }), TypeError, 'optim_params.beta2', 'not a Dimuon parameter'],
   ['optimStep unknown option', ({ tc }) => tc.optimStep({ learning_rate: 1e-3 }, { timeOut: 5 }), TypeError, 'timeOut', 'unknown option'],
   // sample
   ['sample numSamples 0', ({ sc }) => sc.sample({ prompt: [1, 2], numSamples: 0, samplingParams: { max_tokens: 2 } }), RangeError, 'numSamples', '0'],
