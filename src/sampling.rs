@@ -196,6 +196,16 @@ fn sampling_retryable(e: &Error) -> bool {
     ) || matches!(e, Error::Status(s) if !s.final_poll && crate::error::is_retryable_status(s.status))
 }
 
+/// Cancels a submitted sample on the server when dropped while still set.
+struct CancelOnDrop<'a>(Option<(&'a Rc<Holder>, &'a str)>);
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some((h, id)) = self.0 {
+            h.enqueue_cancel(id);
+        }
+    }
+}
+
 struct InFlight<'a>(&'a RetryHandler);
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
@@ -901,14 +911,19 @@ impl SamplingClient {
             }
             r
         };
+        // Polling abandoned (an abort, a timeout, stuck detection dropping the attempt, or
+        // a dropped future): the server is told to stop the work (when enabled), as Python
+        // does on cancellation.
+        let mut cancel = CancelOnDrop(Some((&h, &fut.request_id)));
         let payload = match guard.run(poll).await {
             Ok(p) => p,
-            Err(e @ (Error::Aborted { .. } | Error::Timeout { .. })) => {
-                h.enqueue_cancel(&fut.request_id);
+            Err(e @ (Error::Aborted { .. } | Error::Timeout { .. })) => return Err(e),
+            Err(e) => {
+                cancel.0 = None;
                 return Err(e);
             }
-            Err(e) => return Err(e),
         };
+        cancel.0 = None;
         let bytes = match payload {
             Payload::Proto(b) => b,
             Payload::Json(_) => unreachable!("retrieve rejects JSON for protobuf results"),

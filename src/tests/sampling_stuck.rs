@@ -78,3 +78,51 @@ fn calls_without_progress_fail_together_then_a_new_burst_starts_fresh() {
         "no watchdog sleep after the call ended"
     );
 }
+
+/// A sample given up by stuck detection is cancelled on the server (when the dynamic
+/// config enables cancels), as Python cancels the abandoned polling task.
+#[test]
+fn a_sample_given_up_as_stuck_is_cancelled_on_the_server() {
+    let mut pool = LocalPool::new();
+    let inner = server("{}", |r, _| {
+        if r.url.ends_with("/asample") {
+            json(200, r#"{"request_id":"r-7","sample_sequence_ids":[]}"#)
+        } else {
+            json(200, "{}") // cancel_future
+        }
+    });
+    let s = Scripted::new(&pool, move |r, n| {
+        if r.url.ends_with("/client/dynamic_config") {
+            json(200, r#"{"sample_cancel_enabled":true}"#)
+        } else {
+            inner(r, n)
+        }
+    });
+    // The result never comes.
+    s.gates
+        .borrow_mut()
+        .push(("/retrieve_future".into(), Event::new()));
+    let h = connect(&mut pool, &s, true);
+    let sc = pool
+        .run_until(SamplingClient::connect(
+            h,
+            "samp-1".into(),
+            Some("Qwen/Qwen3-8B".into()),
+            SamplingOptions::default(),
+            "test",
+        ))
+        .unwrap();
+    let e = pool
+        .run_until(sc.sample(request(), CallOptions::default()).unwrap())
+        .expect_err("stuck");
+    assert!(e.to_string().contains("No progress made"), "{e}");
+    pool.run_until_stalled();
+    let cancels: Vec<_> = s
+        .requests
+        .borrow()
+        .iter()
+        .filter(|r| r.url.ends_with("/cancel_future"))
+        .map(body_json)
+        .collect();
+    assert_eq!(cancels, vec![serde_json::json!({"request_id": "r-7"})]);
+}
