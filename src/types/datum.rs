@@ -81,9 +81,13 @@ pub fn loss_input_dtype(key: &str) -> Option<DType> {
 fn required_inputs(loss_fn: &str) -> &'static [&'static str] {
     match loss_fn {
         "cross_entropy" => &["target_tokens"],
-        "importance_sampling" | "ppo" | "cispo" | "dro" | "gspo" | "stable_reinforce" => {
+        "importance_sampling" | "ppo" | "cispo" | "dro" | "gspo" => {
             &["target_tokens", "logprobs", "advantages"]
         }
+        // StableReinforce takes the sampling-time numbers from the stability information
+        // the server recorded for each sampled sequence (`record_stability_info`, found by
+        // `sequence_id`), so the client does not require `logprobs` for it.
+        "stable_reinforce" => &["target_tokens", "advantages"],
         _ => &[],
     }
 }
@@ -234,6 +238,20 @@ mod tests {
         let d = sft(vec![1], vec![2], vec![1.0]);
         assert_eq!(
             d.validate("ppo").unwrap_err().field,
+            "loss_fn_inputs.logprobs"
+        );
+        // StableReinforce needs advantages but not client logprobs (the server has the
+        // sampling-time numbers).
+        assert_eq!(
+            d.validate("stable_reinforce").unwrap_err().field,
+            "loss_fn_inputs.advantages"
+        );
+        let mut rl = sft(vec![1], vec![2], vec![1.0]);
+        rl.loss_fn_inputs
+            .insert("advantages".into(), TensorData::from_f32(vec![0.5]));
+        assert!(rl.validate("stable_reinforce").is_ok());
+        assert_eq!(
+            rl.validate("gspo").unwrap_err().field,
             "loss_fn_inputs.logprobs"
         );
         assert!(validate_loss_fn("cross_entropy").is_ok());
