@@ -876,14 +876,9 @@ impl TrainingClient {
             );
         }
         let sizes: Vec<usize> = logprobs.iter().map(|l| l.values.len()).collect();
+        // The loss itself is only reported (as `loss:sum`), never sent: a NaN or infinite
+        // loss is passed through, as in Python. Gradients are sent, and checked below.
         let out = guard.run(loss(original, logprobs)).await?;
-        if !out.loss.is_finite() {
-            return Err(InputError::range_error(
-                "loss",
-                format!("the custom loss must be a finite number, got {}", out.loss),
-            )
-            .into());
-        }
         if out.gradients.len() != sizes.len() {
             return Err(InputError::range_error(
                 "gradients",

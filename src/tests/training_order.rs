@@ -581,3 +581,36 @@ fn each_attempt_of_save_weights_and_get_sampling_client_takes_a_new_sampling_num
         "same seq id, a new sampling number per attempt"
     );
 }
+
+#[test]
+fn a_nan_custom_loss_is_reported_not_refused() {
+    let mut pool = LocalPool::new();
+    let (handler, log) = training_server("{}");
+    let s = Scripted::new(&pool, handler);
+    let tc = client(&mut pool, &s);
+    let loss: crate::training::CustomLossFn = Rc::new(|_, lps: Vec<TensorData>| {
+        Box::pin(async move {
+            Ok(CustomLossOutput {
+                loss: f64::NAN,
+                gradients: lps.iter().map(|l| vec![0.5f32; l.values.len()]).collect(),
+                metrics: Default::default(),
+            })
+        })
+    });
+    let out = pool
+        .run_until(
+            tc.forward_backward_custom(vec![datum(2)], loss, CallOptions::default())
+                .unwrap(),
+        )
+        .unwrap();
+    assert!(out.metrics["loss:sum"].is_nan());
+    pool.run_until(
+        tc.optim_step(
+            OptimParams::Adam(AdamParams::default()),
+            CallOptions::default(),
+        )
+        .unwrap(),
+    )
+    .expect("not poisoned");
+    assert_eq!(log.borrow().submits.len(), 3);
+}
