@@ -59,6 +59,79 @@ impl QueueState {
     }
 }
 
+/// Warns through the client's logger while the server keeps requests paused, as Python's
+/// queue-state loggers do: at most once a minute, once a pause has lasted `grace_secs`
+/// (15 minutes for training and model creation, none for sampling).
+pub struct PauseLogger {
+    prefix: String,
+    suffix: &'static str,
+    rate_limit_reason: &'static str,
+    grace_secs: f64,
+    state: std::cell::Cell<Option<QueueState>>,
+    since: std::cell::Cell<f64>,
+    logged: std::cell::Cell<Option<f64>>,
+}
+
+impl PauseLogger {
+    /// Python's `QueueStateLogger(id, what)`: "`what` for `id` is paused. Reason: …."
+    pub fn new(what: &str, id: &str) -> Self {
+        Self::with(
+            format!("{what} for {id} is paused"),
+            ".",
+            "concurrent training clients rate limit hit",
+            900.0,
+        )
+    }
+    /// Python's `SamplingClient.on_queue_state_change`.
+    pub fn sampling(sampler: &str) -> Self {
+        Self::with(
+            format!("Sampling is paused for sampler {sampler}"),
+            "",
+            "concurrent sampler weights limit hit",
+            0.0,
+        )
+    }
+    fn with(
+        prefix: String,
+        suffix: &'static str,
+        rate_limit_reason: &'static str,
+        grace_secs: f64,
+    ) -> Self {
+        PauseLogger {
+            prefix,
+            suffix,
+            rate_limit_reason,
+            grace_secs,
+            state: Default::default(),
+            since: Default::default(),
+            logged: Default::default(),
+        }
+    }
+    /// Records a queue state the server reported; warns when due.
+    pub fn observe(&self, holder: &Holder, qs: QueueState, reason: Option<&str>) {
+        let now = holder.now();
+        if self.state.replace(Some(qs)) != Some(qs) {
+            self.since.set(now);
+        }
+        if qs == QueueState::Active
+            || now - self.since.get() < self.grace_secs
+            || self.logged.get().is_some_and(|t| now - t < 60.0)
+        {
+            return;
+        }
+        self.logged.set(Some(now));
+        let reason = reason.filter(|r| !r.is_empty()).unwrap_or(match qs {
+            QueueState::PausedRateLimit => self.rate_limit_reason,
+            QueueState::PausedCapacity => {
+                "Tinker backend is running short on capacity, please wait"
+            }
+            _ => "unknown",
+        });
+        let msg = format!("{}. Reason: {reason}{}", self.prefix, self.suffix);
+        holder.opts.log(crate::config::LogLevel::Warn, &msg);
+    }
+}
+
 /// Called with queue-state changes while polling.
 pub type QueueObserver<'a> = &'a dyn Fn(QueueState, Option<&str>);
 

@@ -23,7 +23,7 @@ use serde_json::json;
 
 use crate::call::{CallOptions, Guard};
 use crate::error::{Error, Result};
-use crate::future::{retrieve, Payload, Poll, QueueState};
+use crate::future::{retrieve, PauseLogger, Payload, Poll, QueueState};
 use crate::http::Req;
 use crate::proto::{decode_sample_response, SampleResponse};
 use crate::retry::{SamplingRetryConfig, BILLING_PAUSE_SLEEP};
@@ -431,6 +431,7 @@ struct Inner {
     record_stability_info: bool,
     poller: RefCell<Option<Rc<SessionPoller>>>,
     queue_state: Cell<Option<QueueState>>,
+    pauses: PauseLogger,
 }
 
 /// Samples from one sampler (a base model or saved weights).
@@ -530,6 +531,7 @@ impl SamplingClient {
             watchdog: RefCell::new(None),
         };
         Ok(SamplingClient(Rc::new(Inner {
+            pauses: PauseLogger::sampling(&sampling_session_id),
             holder,
             sampling_session_id,
             base_model,
@@ -880,7 +882,10 @@ impl SamplingClient {
                 ),
             })?;
         let poller = self.poller();
-        let observe = |qs: QueueState, _reason: Option<&str>| self.0.queue_state.set(Some(qs));
+        let observe = |qs: QueueState, reason: Option<&str>| {
+            self.0.queue_state.set(Some(qs));
+            self.0.pauses.observe(&h, qs, reason);
+        };
         let poll = async {
             let known = match &poller {
                 Some(p) => {

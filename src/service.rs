@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use crate::call::{CallOptions, Guard};
 use crate::config::{ClientOptions, SessionState};
 use crate::error::{Error, Result};
-use crate::future::{retrieve, Payload, Poll};
+use crate::future::{retrieve, PauseLogger, Payload, Poll};
 use crate::http::Req;
 use crate::paths::{console, TinkerPath};
 use crate::platform::Env;
@@ -194,6 +194,7 @@ impl ServiceClient {
                 .json(Req::post_json("/api/v1/create_model", &body).method_name(Some(METHOD)))
                 .await?;
             let rt = (h.env.now_ms() - started) / 1000.0;
+            let pauses = PauseLogger::new("Model creation", &o.base_model);
             let r = guard
                 .run(retrieve(
                     &h,
@@ -203,7 +204,7 @@ impl ServiceClient {
                         proto: false,
                         submit_roundtrip_secs: rt,
                         sdk_method: Some(METHOD),
-                        observer: None,
+                        observer: Some(&|qs, r| pauses.observe(&h, qs, r)),
                         known_payload_size: None,
                     },
                 ))
@@ -286,6 +287,7 @@ impl ServiceClient {
                 })
                 .await?;
             let rt = (h.env.now_ms() - started) / 1000.0;
+            let pauses = PauseLogger::new("Model creation", &model_id);
             guard
                 .run(retrieve(
                     &h,
@@ -295,7 +297,7 @@ impl ServiceClient {
                         proto: false,
                         submit_roundtrip_secs: rt,
                         sdk_method: Some(method),
-                        observer: None,
+                        observer: Some(&|qs, r| pauses.observe(&h, qs, r)),
                         known_payload_size: None,
                     },
                 ))

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use crate::call::{CallOptions, Guard};
 use crate::chunking::{plan_chunks, Chunk};
 use crate::error::{Error, Result};
-use crate::future::{retrieve, Payload, Poll};
+use crate::future::{retrieve, PauseLogger, Payload, Poll, QueueState};
 use crate::http::Req;
 use crate::metrics::combine_forward_backward;
 use crate::paths::console;
@@ -179,6 +179,7 @@ pub(crate) struct Inner {
     pub model_id: String,
     pub info: ModelInfo,
     pub seq: Sequencer,
+    pub pauses: PauseLogger,
 }
 
 /// A training run (LoRA model) on the server.
@@ -245,6 +246,7 @@ impl TrainingClient {
         let info = ModelInfo::from_raw(raw)?;
         Ok(TrainingClient(Rc::new(Inner {
             holder,
+            pauses: PauseLogger::new("Training", &model_id),
             model_id,
             info,
             seq: Sequencer::new(next_seq_id),
@@ -439,6 +441,7 @@ impl TrainingClient {
         method: &'static str,
     ) -> Result<ForwardBackwardOutput> {
         let h = &self.0.holder;
+        let observe = |qs: QueueState, r: Option<&str>| self.0.pauses.observe(h, qs, r);
         let request_type = if forward_only {
             "Forward"
         } else {
@@ -453,7 +456,7 @@ impl TrainingClient {
                     proto: true,
                     submit_roundtrip_secs: 0.0,
                     sdk_method: Some(method),
-                    observer: None,
+                    observer: Some(&observe),
                     known_payload_size: None,
                 },
             )
@@ -529,7 +532,7 @@ impl TrainingClient {
                         proto: false,
                         submit_roundtrip_secs: rt,
                         sdk_method: Some(method),
-                        observer: None,
+                        observer: Some(&|qs, r| me.0.pauses.observe(&h, qs, r)),
                         known_payload_size: None,
                     },
                 ))

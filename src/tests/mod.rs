@@ -5,6 +5,7 @@
 mod scripted;
 
 mod http_retries;
+mod pauses;
 mod polling;
 mod sampling_clones;
 mod sampling_stuck;
