@@ -63,7 +63,12 @@ pub struct ModelInfo {
 }
 
 impl ModelInfo {
-    fn from_raw(raw: Value) -> Result<Self> {
+    fn from_raw(mut raw: Value) -> Result<Self> {
+        // Python's GetInfoResponse defaults a missing optimizer_config to AdamW.
+        if let Some(o) = raw.as_object_mut() {
+            o.entry("optimizer_config")
+                .or_insert_with(|| serde_json::json!({ "type": "adamw" }));
+        }
         let model_id = raw
             .get("model_id")
             .and_then(Value::as_str)

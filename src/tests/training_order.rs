@@ -614,3 +614,15 @@ fn a_nan_custom_loss_is_reported_not_refused() {
     .expect("not poisoned");
     assert_eq!(log.borrow().submits.len(), 3);
 }
+
+#[test]
+fn get_info_defaults_a_missing_optimizer_config_to_adamw_as_python() {
+    let mut pool = LocalPool::new();
+    let (handler, _log) = training_server("{}");
+    let s = Scripted::new(&pool, handler);
+    let tc = client(&mut pool, &s);
+    assert_eq!(
+        tc.info().raw["optimizer_config"],
+        serde_json::json!({ "type": "adamw" })
+    );
+}
