@@ -104,15 +104,7 @@ fn a_paused_sample_warns_through_the_clients_logger() {
     let h = pool
         .run_until(crate::session::Holder::connect(s.clone(), Rc::new(o), true))
         .unwrap();
-    let sc = pool
-        .run_until(crate::sampling::SamplingClient::connect(
-            h,
-            "samp-1".into(),
-            Some("Qwen/Qwen3-8B".into()),
-            crate::sampling::SamplingOptions::default(),
-            "test",
-        ))
-        .unwrap();
+    let sc = sampler(&mut pool, h);
     let req = crate::sampling::SampleRequest::new(
         crate::types::ModelInput::from_ints(vec![1, 2]),
         1,

@@ -170,15 +170,7 @@ fn sample_no_retries_covers_sample_but_not_compute_logprobs() {
         }),
     );
     let h = connect(&mut pool, &s, true);
-    let sc = pool
-        .run_until(SamplingClient::connect(
-            h,
-            "samp-1".into(),
-            Some("Qwen/Qwen3-8B".into()),
-            SamplingOptions::default(),
-            "test",
-        ))
-        .unwrap();
+    let sc = sampler(&mut pool, h);
     let asamples = |s: &Scripted| asample_seq_ids(s).len();
     let r = pool.run_until(sc.sample(request(), CallOptions::default()).unwrap());
     assert!(
@@ -218,15 +210,7 @@ fn a_final_poll_status_is_not_retried_by_the_sampling_handler() {
         }),
     );
     let h = connect(&mut pool, &s, true);
-    let sc = pool
-        .run_until(SamplingClient::connect(
-            h,
-            "samp-1".into(),
-            Some("Qwen/Qwen3-8B".into()),
-            SamplingOptions::default(),
-            "test",
-        ))
-        .unwrap();
+    let sc = sampler(&mut pool, h);
     let r = pool.run_until(sc.sample(request(), CallOptions::default()).unwrap());
     assert_eq!(r.expect_err("final").status(), Some(409));
     assert_eq!(asample_seq_ids(&s), vec![0], "submitted once");
@@ -248,15 +232,7 @@ fn a_failed_futures_poller_fails_the_sample_without_resubmitting() {
         }),
     );
     let h = connect(&mut pool, &s, true);
-    let sc = pool
-        .run_until(SamplingClient::connect(
-            h,
-            "samp-1".into(),
-            Some("Qwen/Qwen3-8B".into()),
-            SamplingOptions::default(),
-            "test",
-        ))
-        .unwrap();
+    let sc = sampler(&mut pool, h);
     let e = pool
         .run_until(sc.sample(request(), CallOptions::default()).unwrap())
         .expect_err("the poller failed");

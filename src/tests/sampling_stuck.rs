@@ -103,15 +103,7 @@ fn a_sample_given_up_as_stuck_is_cancelled_on_the_server() {
         .borrow_mut()
         .push(("/retrieve_future".into(), Event::new()));
     let h = connect(&mut pool, &s, true);
-    let sc = pool
-        .run_until(SamplingClient::connect(
-            h,
-            "samp-1".into(),
-            Some("Qwen/Qwen3-8B".into()),
-            SamplingOptions::default(),
-            "test",
-        ))
-        .unwrap();
+    let sc = sampler(&mut pool, h);
     let e = pool
         .run_until(sc.sample(request(), CallOptions::default()).unwrap())
         .expect_err("stuck");

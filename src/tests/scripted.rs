@@ -173,3 +173,18 @@ pub fn connect(
     ))
     .expect("connect")
 }
+
+/// A sampling client on sampler `samp-1` (Qwen3-8B) as its creator (clone 0).
+pub fn sampler(
+    pool: &mut LocalPool,
+    h: Rc<crate::session::Holder>,
+) -> crate::sampling::SamplingClient {
+    pool.run_until(crate::sampling::SamplingClient::connect(
+        h,
+        "samp-1".into(),
+        Some("Qwen/Qwen3-8B".into()),
+        crate::sampling::SamplingOptions::default(),
+        "test",
+    ))
+    .expect("sampling client")
+}
