@@ -810,6 +810,17 @@ def seq_order_and_dedupe():
     applied = MAIN.model(mid)["applied"]
     assert [(a["seq_id"], a["kind"]) for a in applied] == [(0, "create"), (1, "optim_step"), (2, "optim_step")]
     assert applied[1]["request_id"] == first["request_id"]
+    # An unnamed save_weights_for_sampler resubmitted after a lost response carries a fresh
+    # sampling_session_seq_id (the SDK takes one per attempt): still the same request.
+    save = lambda sss, **kw: {"model_id": mid, "seq_id": 3, "sampling_session_seq_id": sss, "type": "save_weights_for_sampler", **kw}  # noqa: E731
+    st, saved, _ = MAIN.http("POST", "/api/v1/save_weights_for_sampler", save(50))
+    assert st == 200, saved
+    st, resaved, _ = MAIN.http("POST", "/api/v1/save_weights_for_sampler", save(51))
+    assert st == 200 and resaved["request_id"] == saved["request_id"], (saved, resaved)
+    st, body, _ = MAIN.http("POST", "/api/v1/save_weights_for_sampler", save(52, ttl_seconds=3600))
+    assert st == 400 and "already taken" in body["detail"], (st, body)
+    st, body = raw_result(MAIN, saved["request_id"])
+    assert st == 200 and body["sampling_session_id"].endswith(":sample:50"), body
     # Unknown futures are 404.
     st, _, _ = MAIN.http("POST", "/api/v1/retrieve_future", {"request_id": "nope", "allow_metadata_only": True})
     assert st == 404

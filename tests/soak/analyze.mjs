@@ -167,7 +167,17 @@ export function analyzeLog(entries, { maxRetries = 10, sampleCalls, faults } = {
     fig.maxHolderRetries = Math.max(fig.maxHolderRetries, keys.length - 1);
   };
   for (const [k, g] of groupBy(api, trainingKey)) {
-    if (new Set(g.map((e) => JSON.stringify(e.body))).size !== 1) P(`${k}: one seq_id sent with different bodies`);
+    // One body per seq_id, except that an unnamed save_weights_for_sampler takes a fresh
+    // sampling_session_seq_id on each holder submission (as Python's _send_request does), and
+    // keeps it across the HTTP retries of that submission.
+    const { sampling_session_seq_id: _, ...first } = g[0].body;
+    const same = g.every(({ body: { sampling_session_seq_id: _s, ...rest } }) => JSON.stringify(rest) === JSON.stringify(first));
+    if (!same) P(`${k}: one seq_id sent with different bodies`);
+    const sessionSeqs = groupBy(g, (e) => e.headers?.['x-idempotency-key']);
+    const perKey = [...sessionSeqs.values()].map((list) => new Set(list.map((e) => e.body.sampling_session_seq_id)));
+    if (perKey.some((s) => s.size !== 1)) P(`${k}: sampling_session_seq_id changed within one submission`);
+    const seqsAcross = perKey.map((s) => [...s][0]).filter((v) => v !== undefined);
+    if (new Set(seqsAcross).size !== seqsAcross.length) P(`${k}: two submissions reused one sampling_session_seq_id`);
     holderChains(g, k, (attempt) => Math.min(2 ** attempt, 30));
   }
 

@@ -741,10 +741,17 @@ pub async fn save_weights_for_sampler(app: &Arc<App>, ctx: &Ctx) -> Res {
             metadata,
         },
     };
+    // The official SDK takes a fresh sampling_session_seq_id on each holder-level resubmission
+    // of one seq_id (training_client.py `_send_request`), so a resubmission after a lost
+    // response differs from the original in that field only: it is the same request.
+    let mut same_request = ctx.json()?.clone();
+    if let Some(fields) = same_request.as_object_mut() {
+        fields.remove("sampling_session_seq_id");
+    }
     submit(
         app,
         &m,
-        crate::util::hash_bytes(&ctx.body),
+        crate::util::hash_bytes(same_request.to_string().as_bytes()),
         seq_id,
         "save_weights_for_sampler",
         op,
