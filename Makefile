@@ -92,9 +92,11 @@ test-conformance: setup
 
 # Differential test (issues 4, 5): the same scenario through the official Python SDK and
 # through pkg/ in Node, each against a fresh tinker-sim; the request logs must match
-# (tests/differential/NOTES.md). Artifacts in target/differential/.
+# (tests/differential/NOTES.md). Artifacts in target/differential/. Then sampler handles
+# made by either SDK restored by the other (tests/differential/handles.py).
 test-differential: wasm sim
 	tests/conformance/.venv/bin/python tests/differential/run.py
+	tests/conformance/.venv/bin/python tests/differential/handles.py
 
 .PHONY: test-differential
 

@@ -180,7 +180,8 @@ const withDefaultFetch = (options) =>
   options === undefined ? { fetch: nodeFetch } : options !== null && typeof options === 'object' && !Array.isArray(options) && options.fetch === undefined ? { ...options, fetch: nodeFetch } : options;
 
 /**
- * `ServiceClient` and `RestClient` of `glue` whose default transport is {@link nodeFetch}.
+ * `ServiceClient`, `RestClient` and `SamplingClient.fromSamplerHandle` of `glue` whose
+ * default transport is {@link nodeFetch}.
  * Instances made by the SDK itself (e.g. `serviceClient.restClient()`) are still
  * `instanceof` these classes.
  */
@@ -201,5 +202,14 @@ export function withNodeTransport(glue) {
       return o instanceof glue.RestClient;
     }
   }
-  return { ServiceClient, RestClient };
+  // Only for its static constructor: instances come from the SDK (glue.SamplingClient).
+  class SamplingClient extends glue.SamplingClient {
+    static fromSamplerHandle(handle, options) {
+      return glue.SamplingClient.fromSamplerHandle(handle, withDefaultFetch(options));
+    }
+    static [Symbol.hasInstance](o) {
+      return o instanceof glue.SamplingClient;
+    }
+  }
+  return { ServiceClient, RestClient, SamplingClient };
 }

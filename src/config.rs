@@ -237,7 +237,7 @@ pub struct ServerConfig {
     #[serde(default = "d_fwdbwd_bytes")]
     pub fwdbwd_dispatch_bytes_semaphore_size: i64,
     /// How long HTTP 402 pauses before failing.
-    #[serde(default = "d_billing")]
+    #[serde(default = "d_billing", serialize_with = "whole_as_int")]
     pub billing_exception_max_pause_duration_sec: f64,
     /// Bypass the sampling retry layer.
     #[serde(default)]
@@ -248,6 +248,10 @@ pub struct ServerConfig {
     /// Concurrent samples per client.
     #[serde(default = "d_sample_max")]
     pub sample_max_concurrent_requests: usize,
+    /// The Python SDK's transport choice: unused here, kept so that sampler handles
+    /// carry the same flags as Python's.
+    #[serde(default = "d_true")]
+    pub use_pyqwest_transport: bool,
     /// Poll sampling results session-wide through `retrieve_futures`.
     #[serde(default)]
     pub sample_use_retrieve_futures: bool,
@@ -265,6 +269,16 @@ impl Default for ServerConfig {
     }
 }
 
+/// Whole numbers as JSON integers (the Python SDK's fields are `int`; sampler handles
+/// carry them).
+fn whole_as_int<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+    if v.fract() == 0.0 && v.abs() < 9e15 {
+        s.serialize_i64(*v as i64)
+    } else {
+        s.serialize_f64(*v)
+    }
+}
+
 fn d_refresh() -> f64 {
     300.0
 }
@@ -276,7 +290,7 @@ fn d_cancel_batch() -> usize {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DynamicConfig {
     /// Seconds between refreshes (at least 10).
-    #[serde(default = "d_refresh")]
+    #[serde(default = "d_refresh", serialize_with = "whole_as_int")]
     pub refresh_interval_sec: f64,
     /// Send `cancel_future` for abandoned samples.
     #[serde(default)]

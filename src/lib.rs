@@ -18,6 +18,7 @@ pub mod chunking;
 pub mod config;
 pub mod error;
 pub mod future;
+pub mod handle;
 pub mod http;
 pub mod metrics;
 pub mod paths;

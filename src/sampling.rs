@@ -432,6 +432,8 @@ struct Inner {
     poller: RefCell<Option<Rc<SessionPoller>>>,
     queue_state: Cell<Option<QueueState>>,
     pauses: PauseLogger,
+    /// Restored from a handle: the holder is this client's own (closed with it).
+    owns_holder: bool,
 }
 
 /// Samples from one sampler (a base model or saved weights).
@@ -441,6 +443,13 @@ pub struct SamplingClient(Rc<Inner>);
 #[derive(Deserialize)]
 struct SamplerInfo {
     base_model: String,
+}
+
+/// The clone id of a client on a sampler others may use: `None` when the server
+/// allocates it (`sample_join_sampling_session`), else a random one in 1..=1e9.
+fn fresh_clone_id(holder: &Holder) -> Option<u64> {
+    (!holder.config.sample_join_sampling_session)
+        .then(|| (holder.env.random() * 1e9) as u64 % 1_000_000_000 + 1)
 }
 
 impl SamplingClient {
@@ -479,8 +488,7 @@ impl SamplingClient {
         opts: SamplingOptions,
         sdk_method: &'static str,
     ) -> Result<Self> {
-        let clone_id = (!holder.config.sample_join_sampling_session)
-            .then(|| (holder.env.random() * 1e9) as u64 % 1_000_000_000 + 1);
+        let clone_id = fresh_clone_id(&holder);
         Self::connect_clone(
             holder,
             sampling_session_id,
@@ -513,6 +521,106 @@ impl SamplingClient {
                     .base_model
             }
         };
+        Ok(Self::build(
+            holder,
+            sampling_session_id,
+            base_model,
+            opts,
+            clone_id,
+            false,
+        ))
+    }
+
+    /// A client for the sampler behind `handle` (from [`sampler_handle`](Self::sampler_handle)
+    /// or Python's `get_sampler_handle`), as Python's `SamplingClient.from_sampler_handle`:
+    /// it reaches the handle's server with the handle's extra headers and server flags
+    /// (nothing is sent to build it), authenticates with `opts`' credentials, heartbeats
+    /// the sampler's session, and samples as a clone of the sampler (its seq ids never
+    /// meet another client's). `opts.base_url`, `default_headers` and `session` are
+    /// taken from the handle. [`close`](Self::close) stops its background work.
+    pub fn from_handle(
+        env: crate::platform::Env,
+        handle: &str,
+        mut opts: crate::config::ClientOptions,
+    ) -> Result<Self> {
+        let h = crate::handle::SamplerHandle::decode(handle)?;
+        opts.base_url = h.holder.base_url;
+        opts.default_headers = h
+            .holder
+            .default_headers_overrides
+            .into_iter()
+            .map(|(k, v)| (k, v.as_str().unwrap_or_default().to_string()))
+            .collect();
+        opts.session = None;
+        let holder = Holder::shadow(
+            env,
+            Rc::new(opts),
+            h.session_id,
+            h.holder.client_config,
+            h.holder.client_dynamic_config,
+        )?;
+        let clone_id = fresh_clone_id(&holder);
+        Ok(Self::build(
+            holder,
+            h.sampling_session_id,
+            h.base_model,
+            SamplingOptions {
+                retry: None,
+                record_stability_info: h.record_stability_info,
+            },
+            clone_id,
+            true,
+        ))
+    }
+
+    /// A string another process, worker or request turns back into a client on this
+    /// sampler with [`from_handle`](Self::from_handle) (or Python's
+    /// `SamplingClient.from_sampler_handle`). Every restored client is a new clone of the
+    /// sampler. The handle carries no credentials.
+    pub fn sampler_handle(&self) -> Result<String> {
+        let holder = &self.0.holder;
+        let session_id = holder.require_session()?.to_string();
+        Ok(crate::handle::SamplerHandle {
+            session_id,
+            sampling_session_id: self.0.sampling_session_id.clone(),
+            holder: crate::handle::HandleHolder {
+                base_url: holder.opts.base_url.clone(),
+                default_headers_overrides: {
+                    let mut m = serde_json::Map::new();
+                    for (k, v) in &holder.opts.default_headers {
+                        m.insert(k.clone(), v.clone().into());
+                    }
+                    m
+                },
+                client_config: holder.config.clone(),
+                client_dynamic_config: holder.dynamic(),
+                api_key: (),
+            },
+            base_model: self.0.base_model.clone(),
+            record_stability_info: self.0.record_stability_info,
+        }
+        .encode())
+    }
+
+    /// Stops the background work (heartbeat, config refresh, telemetry) of a client
+    /// restored from a handle, without finishing the session, which belongs to the
+    /// handle's maker. Later calls fail. Does nothing for other clients: their
+    /// `ServiceClient`'s `close` covers them.
+    pub async fn close(&self) {
+        if self.0.owns_holder && !self.0.holder.is_closed() {
+            self.0.holder.detach();
+            self.0.holder.telemetry.close().await;
+        }
+    }
+
+    fn build(
+        holder: Rc<Holder>,
+        sampling_session_id: String,
+        base_model: String,
+        opts: SamplingOptions,
+        clone_id: Option<u64>,
+        owns_holder: bool,
+    ) -> Self {
         let mut config = opts.retry.unwrap_or_default();
         config.max_connections = if holder.config.sample_use_retrieve_futures {
             None
@@ -530,7 +638,7 @@ impl SamplingClient {
             in_flight: Cell::new(0),
             watchdog: RefCell::new(None),
         };
-        Ok(SamplingClient(Rc::new(Inner {
+        SamplingClient(Rc::new(Inner {
             pauses: PauseLogger::sampling(&sampling_session_id),
             holder,
             sampling_session_id,
@@ -542,7 +650,8 @@ impl SamplingClient {
             record_stability_info: opts.record_stability_info,
             poller: RefCell::new(None),
             queue_state: Cell::new(None),
-        })))
+            owns_holder,
+        }))
     }
 
     /// The sampling session id.

@@ -62,6 +62,33 @@ pub async fn sleep_or_stop(env: &Env, d: Duration, stop: &CancelToken) -> bool {
     )
 }
 
+/// The HTTP layer over the API key, once the options and the key are checked.
+fn key_http(env: &Env, opts: &Rc<ClientOptions>) -> Result<Http> {
+    opts.validate()?;
+    let key = opts.api_key.clone().unwrap_or_default();
+    check_api_key(&key, now_secs(&**env))?;
+    Ok(Http::new(env.clone(), opts.clone(), Credential::Key(key)))
+}
+
+/// The HTTP layer with the credential the server's flags ask for: the API key, or JWTs
+/// exchanged for it.
+fn authenticate(
+    key_http: Http,
+    config: &ServerConfig,
+    background: bool,
+) -> (Http, Option<Rc<JwtProvider>>) {
+    if config.pjwt_auth_enabled {
+        let j = JwtProvider::new(key_http.clone(), background);
+        (
+            key_http.with_credential(Credential::Jwt(j.clone())),
+            Some(j),
+        )
+    } else {
+        let credential = key_http.credential().clone();
+        (key_http.with_credential(credential), None)
+    }
+}
+
 /// Shared state of a connected client.
 pub struct Holder {
     /// The platform.
@@ -106,10 +133,7 @@ impl Holder {
         opts: Rc<ClientOptions>,
         with_session: bool,
     ) -> Result<Rc<Holder>> {
-        opts.validate()?;
-        let key = opts.api_key.clone().unwrap_or_default();
-        check_api_key(&key, now_secs(&*env))?;
-        let key_http = Http::new(env.clone(), opts.clone(), Credential::Key(key));
+        let key_http = key_http(&env, &opts)?;
 
         let mut startup_billing = BillingPause::default();
         let config: ServerConfig = retry_loop(
@@ -127,13 +151,7 @@ impl Holder {
         )
         .await?;
 
-        let (credential, jwt) = if config.pjwt_auth_enabled {
-            let j = JwtProvider::new(key_http.clone(), opts.background);
-            (Credential::Jwt(j.clone()), Some(j))
-        } else {
-            (key_http.credential().clone(), None)
-        };
-        let http = key_http.with_credential(credential);
+        let (http, jwt) = authenticate(key_http, &config, opts.background);
 
         let dynamic_req = || {
             http.json::<DynamicConfig>(
@@ -191,7 +209,57 @@ impl Holder {
             }
             (Some(r.session_id), 0, 0)
         };
+        let holder = Self::assemble(
+            env,
+            opts,
+            http,
+            jwt,
+            config,
+            dynamic,
+            session_id,
+            startup_billing,
+        );
+        holder.next_model_seq_id.set(next_model);
+        holder.next_sampling_seq_id.set(next_sampling);
+        Ok(holder)
+    }
 
+    /// A holder on a session another client created and keeps (a restored sampler
+    /// handle): the server flags come from the handle, so nothing is sent; the session is
+    /// heartbeaten (with `opts.background`) but never created or finished here.
+    pub fn shadow(
+        env: Env,
+        opts: Rc<ClientOptions>,
+        session_id: String,
+        config: ServerConfig,
+        dynamic: DynamicConfig,
+    ) -> Result<Rc<Holder>> {
+        let key_http = key_http(&env, &opts)?;
+        let (http, jwt) = authenticate(key_http, &config, opts.background);
+        Ok(Self::assemble(
+            env,
+            opts,
+            http,
+            jwt,
+            config,
+            dynamic,
+            Some(session_id),
+            BillingPause::default(),
+        ))
+    }
+
+    /// The holder over a ready HTTP layer, with its background work started.
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        env: Env,
+        opts: Rc<ClientOptions>,
+        http: Http,
+        jwt: Option<Rc<JwtProvider>>,
+        config: ServerConfig,
+        dynamic: DynamicConfig,
+        session_id: Option<String>,
+        billing: BillingPause,
+    ) -> Rc<Holder> {
         let runtime = opts.user_agent.clone().unwrap_or_else(|| "browser".into());
         let telemetry = Telemetry::new(
             env.clone(),
@@ -210,9 +278,9 @@ impl Holder {
             config,
             dynamic: RefCell::new(dynamic),
             session_id,
-            next_model_seq_id: Cell::new(next_model),
-            next_sampling_seq_id: Cell::new(next_sampling),
-            billing: RefCell::new(startup_billing),
+            next_model_seq_id: Cell::new(0),
+            next_sampling_seq_id: Cell::new(0),
+            billing: RefCell::new(billing),
             sample_dispatch: Semaphore::new(400),
             sample_throttle: Semaphore::new(10),
             sample_backoff_until: Cell::new(None),
@@ -239,7 +307,7 @@ impl Holder {
                 .env
                 .spawn(Box::pin(async move { t.flush_loop(stop).await }));
         }
-        Ok(holder)
+        holder
     }
 
     /// The session id (`None` for a session-less client).

@@ -12,6 +12,6 @@ export const { ModelInput, TensorData, datumFromTokens } = install(glue, { fs, p
 export * from '../gen/lite/tinker_wasm.js';
 export * from '../errors.js';
 // HTTP over node:http(s) keep-alive unless `options.fetch` is given (../node-transport.js).
-export const { ServiceClient, RestClient } = withNodeTransport(glue);
+export const { ServiceClient, RestClient, SamplingClient } = withNodeTransport(glue);
 export { PagePromise } from '../extras.js';
 export const AdminClient = adminClient(RestClient);

@@ -7,6 +7,7 @@ mod scripted;
 mod http_retries;
 mod pauses;
 mod polling;
+mod sampler_handles;
 mod sampling_clones;
 mod sampling_stuck;
 mod training_order;

@@ -331,6 +331,22 @@ fn sampling_options(o: &Opts) -> Result<SamplingOptions, JsValue> {
     })
 }
 
+/// The options of `SamplingClient.fromSamplerHandle`: the client options that do not
+/// describe the server or the session, which come from the handle.
+const HANDLE_OPTIONS: &[&str] = &[
+    "apiKey",
+    "maxRetries",
+    "timeout",
+    "fetch",
+    "dangerouslyAllowBrowser",
+    "heartbeat",
+    "telemetry",
+    "logger",
+    "logLevel",
+    "tokenizerLoader",
+    "tokenizerBaseURL",
+];
+
 /// Where `getTokenizer()` loads from, shared by a client and the clients it creates.
 #[cfg(feature = "tokenizer")]
 pub(crate) type Tok = Rc<crate::wasm::tokenizer_loader::TokenizerSource>;
@@ -341,7 +357,7 @@ pub(crate) struct Tok;
 
 #[cfg(feature = "tokenizer")]
 fn tokenizer_source(options: &JsValue, fetch: Option<Function>) -> Result<Tok, JsValue> {
-    let o = Opts::new(options, "ServiceClient options", CLIENT_OPTIONS)?;
+    let o = Opts::new(options, "client options", CLIENT_OPTIONS)?;
     Ok(Rc::new(
         crate::wasm::tokenizer_loader::TokenizerSource::new(
             o.get("tokenizerLoader"),
@@ -1314,6 +1330,56 @@ fn sampling_params(v: &JsValue) -> Result<SamplingParams, JsValue> {
 
 #[wasm_bindgen]
 impl SamplingClient {
+    /// A client for the sampler behind `handle` (from `getSamplerHandle()`, here or in
+    /// another process, worker or request; Python's `get_sampler_handle()` too). Nothing
+    /// is sent until the first call. It reaches the handle's server with the handle's
+    /// extra headers, authenticates with `options.apiKey` (else `TINKER_API_KEY`),
+    /// heartbeats the sampler's session while open, and samples as a new clone of the
+    /// sampler. `close()` stops it without finishing the session.
+    #[wasm_bindgen(js_name = fromSamplerHandle)]
+    pub fn from_sampler_handle(
+        #[wasm_bindgen(unchecked_param_type = "string")] handle: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "SamplerHandleOptions")] options: JsValue,
+    ) -> Result<SamplingClient, JsValue> {
+        let handle = handle.as_string().ok_or_else(|| {
+            type_error(
+                "handle",
+                format!(
+                    "must be a string from getSamplerHandle(), got {}",
+                    describe(&handle)
+                ),
+            )
+        })?;
+        Opts::new(&options, "fromSamplerHandle options", HANDLE_OPTIONS)?;
+        let (opts, fetch) = client_options(&options, "fromSamplerHandle options")?;
+        let tok = tokenizer_source(&options, fetch.clone())?;
+        let env = Rc::new(JsPlatform::new(fetch)?);
+        let inner =
+            crate::sampling::SamplingClient::from_handle(env, &handle, opts).map_err(core_err)?;
+        Ok(SamplingClient { inner, tok })
+    }
+
+    /// A string that `SamplingClient.fromSamplerHandle` (or Python's
+    /// `SamplingClient.from_sampler_handle`) turns back into a client on this sampler,
+    /// in another process, worker or request. It carries no credentials. Each client
+    /// made from it is a new clone of the sampler, numbered apart from every other.
+    #[wasm_bindgen(js_name = getSamplerHandle)]
+    pub fn get_sampler_handle(&self) -> Result<String, JsValue> {
+        self.inner.sampler_handle().map_err(core_err)
+    }
+
+    /// Stops a client made by `fromSamplerHandle` (its heartbeat and timers) without
+    /// finishing the session, which belongs to the handle's maker; later calls reject.
+    /// Does nothing for other clients: their `ServiceClient`'s `close` covers them.
+    #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
+    pub fn close(&self) -> Promise {
+        let inner = self.inner.clone();
+        promise(async move {
+            inner.close().await;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
     /// The sampling session id.
     #[wasm_bindgen(getter, js_name = samplingSessionId)]
     pub fn sampling_session_id(&self) -> String {

@@ -49,6 +49,23 @@ export interface ClientOptions {
   tokenizerBaseURL?: string;
 }
 
+/** Options of `SamplingClient.fromSamplerHandle`: the server, its extra headers and the
+ *  session come from the handle; credentials and local behaviour from here. */
+export type SamplerHandleOptions = Pick<
+  ClientOptions,
+  | 'apiKey'
+  | 'maxRetries'
+  | 'timeout'
+  | 'fetch'
+  | 'dangerouslyAllowBrowser'
+  | 'heartbeat'
+  | 'telemetry'
+  | 'logger'
+  | 'logLevel'
+  | 'tokenizerLoader'
+  | 'tokenizerBaseURL'
+>;
+
 /** What another process or request needs to resume a session. */
 export interface SessionState {
   sessionId: string;

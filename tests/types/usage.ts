@@ -88,6 +88,12 @@ async function clientUsage(): Promise<void> {
   const res: SampleResponse = await sampler.sample({ prompt: [1, 2], numSamples: 2, samplingParams: { max_tokens: 8, temperature: 0.7, stop: ['\n'] } });
   const tokens: Int32Array = res.sequences[0].tokens;
   const plp: (number | null)[] = await sampler.computeLogprobs([1, 2, 3]);
+  // Sampler handles: a string to rebuild the client elsewhere (Python's format).
+  const handle: string = sampler.getSamplerHandle();
+  const elsewhere: SamplingClient = SamplingClient.fromSamplerHandle(handle, { apiKey: 'tml-x', heartbeat: false });
+  await elsewhere.close();
+  // @ts-expect-error the server comes from the handle
+  SamplingClient.fromSamplerHandle(handle, { baseURL: 'http://elsewhere' });
   const rest: RestClient = service.restClient();
   for await (const run of rest.listTrainingRuns({ limit: 10 })) {
     const id: string = run.training_run_id;

@@ -86,6 +86,51 @@ export default {
     await svc.close();
   },
 
+  async 'a sampler handle restores a new clone of the sampler elsewhere, with its own key and no credentials inside'(ctx) {
+    const svc = service(ctx, { defaultHeaders: { 'x-team': 'blue' } });
+    const creator = await svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });
+    const handle = creator.getSamplerHandle();
+    assert.equal(typeof handle, 'string');
+    assert.match(handle, /^[A-Za-z0-9_-]+=*$/, 'URL-safe base64');
+    const json = JSON.parse(atob(handle.replace(/-/g, '+').replace(/_/g, '/')));
+    // Python 0.38's get_sampler_handle() layout, so handles cross between the two SDKs.
+    assert.deepEqual(Object.keys(json), ['session_id', 'sampling_session_id', 'holder', 'base_model', 'record_stability_info']);
+    assert.deepEqual(Object.keys(json.holder), ['base_url', 'default_headers_overrides', 'client_config', 'client_dynamic_config', 'api_key']);
+    assert.equal(json.sampling_session_id, creator.samplingSessionId);
+    assert.equal(json.session_id, svc.sessionState().sessionId);
+    assert.equal(json.holder.base_url, ctx.env.SIM_URL);
+    assert.deepEqual(json.holder.default_headers_overrides, { 'x-team': 'blue' });
+    assert.equal(json.holder.api_key, null);
+    assert.ok(!atob(handle.replace(/-/g, '+').replace(/_/g, '/')).includes('tml-js-tests'), 'no key in the handle');
+
+    const draw = async (s, prompt, max_tokens) => Array.from((await s.sample({ prompt, samplingParams: { max_tokens, seed: 3, stop: [] } })).sequences[0].tokens);
+    const mine = await draw(creator, [100, 200, 300], 6);
+    const opts = { apiKey: 'tml-js-tests', dangerouslyAllowBrowser: true, heartbeat: false, telemetry: false };
+    const restored = tinker.SamplingClient.fromSamplerHandle(handle, opts);
+    assert.ok(restored instanceof tinker.SamplingClient);
+    assert.equal(restored.samplingSessionId, creator.samplingSessionId);
+    assert.equal(restored.baseModel, 'Qwen/Qwen3-8B');
+    // Its own answers (a new clone: the creator's seq ids are not its), from the same sampler.
+    assert.deepEqual(await draw(restored, [7, 8, 9], 2), (await draw(creator, [7, 8, 9], 2)));
+    assert.deepEqual(await draw(restored, [100, 200, 300], 6), mine, 'same sampler, same seed, same tokens');
+    const again = tinker.SamplingClient.fromSamplerHandle(restored.getSamplerHandle(), opts);
+    assert.equal((await draw(again, [5, 6], 3)).length, 3);
+
+    // close() stops the restored client, not the maker's session.
+    await restored.close();
+    await assert.rejects(restored.sample({ prompt: [1], samplingParams: { max_tokens: 1 } }), (e) => e.name === 'ClientClosedError');
+    assert.equal((await draw(creator, [1, 2], 4)).length, 4);
+    await creator.close(); // not restored: nothing to do
+    assert.equal((await draw(creator, [1, 2], 1)).length, 1);
+    await again.close();
+
+    // Bad input: a TypeError naming what is wrong.
+    assert.throws(() => tinker.SamplingClient.fromSamplerHandle(42, opts), (e) => e instanceof TypeError && /handle/.test(e.message) && /42/.test(e.message));
+    assert.throws(() => tinker.SamplingClient.fromSamplerHandle('not a handle', opts), (e) => e instanceof TypeError && /handle/.test(e.message));
+    assert.throws(() => tinker.SamplingClient.fromSamplerHandle(handle, { ...opts, baseURL: 'http://elsewhere' }), (e) => e instanceof TypeError && /baseURL/.test(e.message));
+    await svc.close();
+  },
+
   async 'seeds reproduce, stop tokens and strings stop, top-k logprobs have their shape'(ctx) {
     const svc = service(ctx);
     const s = await svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });
