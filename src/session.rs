@@ -117,6 +117,8 @@ pub struct Holder {
     /// Sampling backoff deadline (seconds since epoch) after a 429.
     pub sample_backoff_until: Cell<Option<f64>>,
     closed: Cell<bool>,
+    /// What calls after `close` are told.
+    closed_message: Cell<&'static str>,
     stop: CancelToken,
     jwt: Option<Rc<JwtProvider>>,
     /// Telemetry.
@@ -236,7 +238,7 @@ impl Holder {
     ) -> Result<Rc<Holder>> {
         let key_http = key_http(&env, &opts)?;
         let (http, jwt) = authenticate(key_http, &config, opts.background);
-        Ok(Self::assemble(
+        let holder = Self::assemble(
             env,
             opts,
             http,
@@ -245,7 +247,11 @@ impl Holder {
             dynamic,
             Some(session_id),
             BillingPause::default(),
-        ))
+        );
+        holder
+            .closed_message
+            .set("the SamplingClient is closed (its close() was called)");
+        Ok(holder)
     }
 
     /// The holder over a ready HTTP layer, with its background work started.
@@ -285,6 +291,7 @@ impl Holder {
             sample_throttle: Semaphore::new(10),
             sample_backoff_until: Cell::new(None),
             closed: Cell::new(false),
+            closed_message: Cell::new("the ServiceClient is closed"),
             stop: CancelToken::new(),
             jwt,
             telemetry,
@@ -354,7 +361,7 @@ impl Holder {
     pub fn ensure_open(&self) -> Result<()> {
         if self.closed.get() {
             Err(Error::Closed {
-                message: "the ServiceClient is closed".into(),
+                message: self.closed_message.get().into(),
             })
         } else {
             Ok(())

@@ -128,7 +128,7 @@ fn a_restored_client_joins_as_a_new_clone_on_the_handles_server_with_its_own_key
         }
     });
     assert!(
-        matches!(r, Err(crate::error::Error::Closed { .. })),
+        matches!(&r, Err(crate::error::Error::Closed { message }) if message.contains("SamplingClient is closed")),
         "{r:?}"
     );
     assert_eq!(
