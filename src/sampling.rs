@@ -170,7 +170,11 @@ impl SampleRequest {
 // ---------------------------------------------------------------------------------
 // Retry handler
 
-struct RetryHandler {
+/// One per (holder, sampler, retry config), shared by every client on that sampler, as
+/// the Python SDK's `_get_retry_handler` cache shares it (keyed by sampling session,
+/// config and the holder's telemetry): its concurrency limit and stuck clock cover them
+/// all.
+pub(crate) struct RetryHandler {
     config: SamplingRetryConfig,
     semaphore: Option<Semaphore>,
     last_progress_ms: Cell<f64>,
@@ -427,7 +431,7 @@ struct Inner {
     /// `None` until the server allocates it (`join_sampling_session`).
     clone_id: Cell<Option<u64>>,
     join: Semaphore,
-    retry: RetryHandler,
+    retry: Rc<RetryHandler>,
     record_stability_info: bool,
     poller: RefCell<Option<Rc<SessionPoller>>>,
     queue_state: Cell<Option<QueueState>>,
@@ -443,6 +447,33 @@ pub struct SamplingClient(Rc<Inner>);
 #[derive(Deserialize)]
 struct SamplerInfo {
     base_model: String,
+}
+
+/// The live retry handler of `holder`'s clients on sampler `id` with `config`, or a new
+/// one.
+fn shared_retry_handler(
+    holder: &Holder,
+    id: &str,
+    config: SamplingRetryConfig,
+) -> Rc<RetryHandler> {
+    let mut all = holder.sampling_retry.borrow_mut();
+    all.retain(|(_, h)| h.strong_count() > 0);
+    let live = all
+        .iter()
+        .filter(|(sampler, _)| sampler == id)
+        .filter_map(|(_, h)| h.upgrade())
+        .find(|h| h.config == config);
+    live.unwrap_or_else(|| {
+        let h = Rc::new(RetryHandler {
+            semaphore: config.max_connections.map(Semaphore::new),
+            config,
+            last_progress_ms: Cell::new(holder.env.now_ms()),
+            in_flight: Cell::new(0),
+            watchdog: RefCell::new(None),
+        });
+        all.push((id.to_string(), Rc::downgrade(&h)));
+        h
+    })
 }
 
 /// The clone id of a client on a sampler others may use: `None` when the server
@@ -630,14 +661,7 @@ impl SamplingClient {
         if !holder.config.sample_enable_stuck_detection {
             config.enable_stuck_detection = false;
         }
-        let now = holder.env.now_ms();
-        let retry = RetryHandler {
-            semaphore: config.max_connections.map(Semaphore::new),
-            config,
-            last_progress_ms: Cell::new(now),
-            in_flight: Cell::new(0),
-            watchdog: RefCell::new(None),
-        };
+        let retry = shared_retry_handler(&holder, &sampling_session_id, config);
         SamplingClient(Rc::new(Inner {
             pauses: PauseLogger::sampling(&sampling_session_id),
             holder,
@@ -819,7 +843,7 @@ impl SamplingClient {
             stuck: stuck.clone(),
             idle: idle.clone(),
         });
-        let inner = Rc::downgrade(&self.0);
+        let handler = Rc::downgrade(rh);
         let env = self.0.holder.env.clone();
         let timeout_ms = rh.config.progress_timeout.as_secs_f64() * 1000.0;
         let fire = stuck.clone();
@@ -828,9 +852,9 @@ impl SamplingClient {
                 if idle.is_cancelled() {
                     return; // the burst ended before this task first ran
                 }
-                let Some(deadline) = inner
+                let Some(deadline) = handler
                     .upgrade()
-                    .map(|i| i.retry.last_progress_ms.get() + timeout_ms)
+                    .map(|h| h.last_progress_ms.get() + timeout_ms)
                 else {
                     return;
                 };

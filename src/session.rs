@@ -10,7 +10,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::Future;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -125,6 +125,8 @@ pub struct Holder {
     pub telemetry: Rc<Telemetry>,
     cancel_queue: RefCell<VecDeque<String>>,
     cancel_draining: Cell<bool>,
+    /// The sampling retry handlers of this holder's clients, by sampler.
+    pub(crate) sampling_retry: RefCell<Vec<(String, Weak<crate::sampling::RetryHandler>)>>,
 }
 
 impl Holder {
@@ -297,6 +299,7 @@ impl Holder {
             telemetry,
             cancel_queue: RefCell::new(VecDeque::new()),
             cancel_draining: Cell::new(false),
+            sampling_retry: RefCell::new(Vec::new()),
         });
         if holder.opts.background {
             if let Some(id) = holder.session_id.clone() {

@@ -118,3 +118,83 @@ fn a_sample_given_up_as_stuck_is_cancelled_on_the_server() {
         .collect();
     assert_eq!(cancels, vec![serde_json::json!({"request_id": "r-7"})]);
 }
+
+/// Clients on one sampler (same holder, same retry config) share one retry handler, as
+/// Python's `_get_retry_handler` cache: the server's `sample_max_concurrent_requests`
+/// bounds them together. A client on another sampler has its own.
+#[test]
+fn clients_on_one_sampler_share_its_concurrency_limit() {
+    let mut pool = LocalPool::new();
+    let s = Scripted::new(
+        &pool,
+        // No stuck detection: with the virtual clock its watchdog would fire at once.
+        server(
+            r#"{"sample_max_concurrent_requests":1,"sample_enable_stuck_detection":false}"#,
+            |r, _| {
+                if r.url.ends_with("/asample") {
+                    json(400, r#"{"detail":"refused"}"#)
+                } else {
+                    json(404, r#"{"detail":"unexpected"}"#)
+                }
+            },
+        ),
+    );
+    let h = connect(&mut pool, &s, true);
+    let on = |pool: &mut LocalPool, sampler: &str, clone: u64| {
+        pool.run_until(SamplingClient::connect_clone(
+            h.clone(),
+            sampler.into(),
+            Some("Qwen/Qwen3-8B".into()),
+            SamplingOptions::default(),
+            Some(clone),
+            "test",
+        ))
+        .unwrap()
+    };
+    let (a, b, other) = (
+        on(&mut pool, "samp-1", 0),
+        on(&mut pool, "samp-1", 7),
+        on(&mut pool, "samp-2", 0),
+    );
+    let gate = Event::new();
+    s.gates.borrow_mut().push(("/asample".into(), gate.clone()));
+    let results = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    for c in [&a, &b, &other] {
+        let call = c.sample(request(), CallOptions::default()).unwrap();
+        let results = results.clone();
+        futures_util::task::LocalSpawnExt::spawn_local(&pool.spawner(), async move {
+            let r = call.await;
+            results.borrow_mut().push(r.map(|_| ()));
+        })
+        .unwrap();
+    }
+    let sent = |s: &Scripted| -> Vec<String> {
+        s.requests
+            .borrow()
+            .iter()
+            .filter(|r| r.url.ends_with("/asample"))
+            .map(|r| {
+                let b = body_json(r);
+                format!(
+                    "{} {}",
+                    b["sampling_session_id"].as_str().unwrap(),
+                    b["seq_id"]
+                )
+            })
+            .collect()
+    };
+    pool.run_until_stalled();
+    assert_eq!(
+        sent(&s),
+        ["samp-1 0", "samp-2 0"],
+        "b waits for a's slot on samp-1; samp-2 has its own"
+    );
+    gate.set();
+    pool.run_until_stalled();
+    let results = results.borrow();
+    assert_eq!(results.len(), 3);
+    assert!(results
+        .iter()
+        .all(|r| r.as_ref().unwrap_err().status() == Some(400)));
+    assert_eq!(sent(&s), ["samp-1 0", "samp-2 0", "samp-1 7000000000"]);
+}
