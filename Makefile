@@ -41,7 +41,7 @@ test-rust: sim
 	cargo test --workspace
 
 test-node: wasm sim
-	node --test tests/js/node.test.mjs tests/js/general-engine.test.mjs tests/js/node-transport.test.mjs tests/js/node-env.test.mjs tests/js/secrets.test.mjs tests/js/memory.test.mjs
+	node --test tests/js/node.test.mjs tests/js/general-engine.test.mjs tests/js/node-transport.test.mjs tests/js/node-env.test.mjs tests/js/node-gc.test.mjs tests/js/secrets.test.mjs tests/js/memory.test.mjs
 
 test-browser: wasm sim
 	node tests/js/run-browser.mjs

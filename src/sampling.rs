@@ -440,6 +440,16 @@ struct Inner {
     owns_holder: bool,
 }
 
+impl Drop for Inner {
+    /// A client restored from a handle and dropped without `close` (in JS: garbage
+    /// collected) stops its holder's timers; its session belongs to the handle's maker.
+    fn drop(&mut self) {
+        if self.owns_holder {
+            self.holder.detach();
+        }
+    }
+}
+
 /// Samples from one sampler (a base model or saved weights).
 #[derive(Clone)]
 pub struct SamplingClient(Rc<Inner>);

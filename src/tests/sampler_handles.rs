@@ -201,3 +201,24 @@ fn a_bad_handle_or_missing_key_is_an_input_error() {
     assert!(e.to_string().contains("apiKey"), "{e}");
     assert!(s.requests.borrow().is_empty());
 }
+
+#[test]
+fn a_restored_client_dropped_without_close_stops_its_timers() {
+    let handle = make_handle("{}");
+    let pool = LocalPool::new();
+    let (s, o) = receiver(&pool);
+    let sc = SamplingClient::from_handle(s.clone(), &handle, o).unwrap();
+    let holder = sc.holder().clone();
+    let copy = sc.clone();
+    drop(sc);
+    assert!(!holder.is_closed(), "a clone still uses it");
+    drop(copy);
+    assert!(
+        holder.is_closed(),
+        "the last client gone: heartbeat and refresh stop"
+    );
+    assert!(
+        s.requests.borrow().is_empty(),
+        "no finish of the maker's session"
+    );
+}

@@ -1370,6 +1370,7 @@ impl SamplingClient {
 
     /// Stops a client made by `fromSamplerHandle` (its heartbeat and timers) without
     /// finishing the session, which belongs to the handle's maker; later calls reject.
+    /// (Such a client that is garbage-collected unclosed stops its timers too.)
     /// Does nothing for other clients: their `ServiceClient`'s `close` covers them.
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn close(&self) -> Promise {
