@@ -2,7 +2,9 @@
 # Builds the two wasm variants of the SDK into pkg/gen/{full,lite} with wasm-pack
 # (--target web glue, used by every entry point in pkg/), then shrinks each module with
 # wasm-opt from the npm package `binaryen`. wasm-opt is slow, so its output is cached
-# by the hash of its input.
+# by the hash of its input, and each module's wasm-opt runs in the background while the
+# next module builds (rustc's fat-LTO link of one codegen unit keeps one core busy; this
+# uses the other: about a minute less on 2 cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WASM_OPT=node_modules/binaryen/bin/wasm-opt
@@ -13,9 +15,11 @@ build_variant() {
   local out=pkg/gen/$variant
   log "wasm-pack build ($variant)"
   wasm-pack --quiet build --target web --release --no-pack --weak-refs --out-dir "$out" --out-name tinker_wasm . "$@"
-  optimize "$variant" "$out/tinker_wasm_bg.wasm"
   rm -f "$out/.gitignore"
+  optimize "$variant" "$out/tinker_wasm_bg.wasm" &
+  pids+=($!)
 }
+pids=()
 
 # wasm-opt -Oz in place, cached by the hash of the input.
 optimize() {
@@ -43,9 +47,14 @@ build_general() {
   cargo build --quiet --release --target wasm32-unknown-unknown -p tinker-tokenizer-general
   wasm-bindgen --target web --out-dir "$out" --out-name tokenizer_general \
     target/wasm32-unknown-unknown/release/tinker_tokenizer_general.wasm
-  optimize general "$out/tokenizer_general_bg.wasm"
+  optimize general "$out/tokenizer_general_bg.wasm" &
+  pids+=($!)
 }
 
 build_variant full
 build_variant lite -- --no-default-features
 build_general
+# Every background wasm-opt must succeed (set -e does not cover background jobs).
+for pid in "${pids[@]}"; do
+  wait "$pid"
+done
