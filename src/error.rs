@@ -5,6 +5,7 @@
 
 use std::fmt;
 
+use crate::json::Value;
 use crate::platform::Headers;
 use crate::types::InputError;
 
@@ -46,7 +47,7 @@ pub struct StatusError {
     /// Human-readable message (includes the server's `detail` when present).
     pub message: String,
     /// The parsed JSON body, if it was JSON.
-    pub body: Option<serde_json::Value>,
+    pub body: Option<crate::json::Value>,
     /// Response headers (secrets redacted).
     pub headers: Headers,
     /// `x-request-id` of the response, if any.
@@ -154,12 +155,11 @@ pub fn redact_str(s: &str, secrets: &[&str]) -> String {
     out
 }
 
-fn redact_json(v: &mut serde_json::Value, secrets: &[&str]) {
+fn redact_json(v: &mut Value, secrets: &[&str]) {
     match v {
-        serde_json::Value::String(s) => *s = redact_str(s, secrets),
-        serde_json::Value::Array(a) => a.iter_mut().for_each(|x| redact_json(x, secrets)),
-        serde_json::Value::Object(m) => {
-            // Inserted one by one: `collect()` into the map would instantiate a sort.
+        Value::String(s) => *s = redact_str(s, secrets),
+        Value::Array(a) => a.iter_mut().for_each(|x| redact_json(x, secrets)),
+        Value::Object(m) => {
             for (k, mut x) in std::mem::take(m) {
                 redact_json(&mut x, secrets);
                 m.insert(redact_str(&k, secrets), x);
@@ -213,14 +213,14 @@ impl Error {
 
     /// Builds a status error from a response.
     pub fn from_response(status: u16, headers: &Headers, body: &[u8]) -> Self {
-        let json: Option<serde_json::Value> = serde_json::from_slice(body).ok();
+        let json: Option<Value> = crate::json::from_slice(body).ok();
         let detail = match &json {
-            Some(serde_json::Value::Object(m)) => m
+            Some(Value::Object(m)) => m
                 .get("detail")
                 .or_else(|| m.get("error"))
                 .or_else(|| m.get("message"))
                 .map(|d| match d {
-                    serde_json::Value::String(s) => s.clone(),
+                    Value::String(s) => s.clone(),
                     other => other.to_string(),
                 }),
             Some(other) => Some(other.to_string()),

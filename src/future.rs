@@ -14,7 +14,8 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use crate::json;
+use crate::json::Value;
 
 use crate::error::{Error, ErrorCategory, Result};
 use crate::http::Req;
@@ -277,20 +278,20 @@ pub async fn retrieve(holder: &Holder, p: Poll<'_>) -> Result<Payload> {
             notify(QueueState::Active, None);
             return Ok(Payload::Proto(resp.body));
         }
-        let body: Value = match serde_json::from_slice(&resp.body) {
+        let body: Value = match json::from_slice(&resp.body) {
             Ok(v @ Value::Object(_)) => v,
             _ if bad_requests < MAX_BAD_REQUEST_RETRIES => {
                 bad_requests += 1;
                 continue;
             }
             _ => {
-                let shown =
-                    String::from_utf8_lossy(&resp.body[..resp.body.len().min(200)]).into_owned();
+                let mut shown = String::new();
+                json::write_str(
+                    &mut shown,
+                    &String::from_utf8_lossy(&resp.body[..resp.body.len().min(200)]),
+                );
                 return Err(Error::InvalidResponse {
-                    message: format!(
-                        "request {}: unparseable result body {shown:?}",
-                        p.request_id
-                    ),
+                    message: format!("request {}: unparseable result body {shown}", p.request_id),
                 });
             }
         };

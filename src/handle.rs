@@ -18,22 +18,22 @@
 //! assert_eq!(h.holder.base_url, "http://127.0.0.1:80");
 //! ```
 use base64::Engine as _;
-use serde::de::DeserializeOwned;
-use serde::Serialize;
-use serde_json::{Map, Value};
 
 use crate::config::{DynamicConfig, ServerConfig};
 use crate::error::Error;
+use crate::http::FromJson;
+use crate::json;
+use crate::json::{Map, Value};
 use crate::types::InputError;
 
 /// What a handle says about the client that made it (Python's `_ShadowHolderConfig`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct HandleHolder {
     /// The server the sampler lives on.
     pub base_url: String,
     /// Extra request headers of the client that made the handle (string values:
     /// [`SamplerHandle::decode`] checks).
-    pub default_headers_overrides: Map<String, Value>,
+    pub default_headers_overrides: Map,
     /// Server flags, as the making client last had them.
     pub client_config: ServerConfig,
     /// Dynamic server flags, as the making client last had them.
@@ -44,7 +44,7 @@ pub struct HandleHolder {
 }
 
 /// A decoded sampler handle (Python's `_SamplingClientPickleState`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SamplerHandle {
     /// The session the sampler belongs to (the restored client heartbeats it).
     pub session_id: String,
@@ -67,13 +67,25 @@ const ENGINE: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::n
 impl SamplerHandle {
     /// The handle string.
     pub fn encode(&self) -> String {
-        ENGINE.encode(serde_json::to_string(self).expect("a handle serializes"))
+        let h = &self.holder;
+        let v = json!({
+            "session_id": self.session_id,
+            "sampling_session_id": self.sampling_session_id,
+            "holder": {
+                "base_url": h.base_url,
+                "default_headers_overrides": h.default_headers_overrides,
+                "client_config": h.client_config.to_json(),
+                "client_dynamic_config": h.client_dynamic_config.to_json(),
+                "api_key": null,
+            },
+            "base_model": self.base_model,
+            "record_stability_info": self.record_stability_info,
+        });
+        ENGINE.encode(v.to_string())
     }
 
     /// Reads a handle made by [`encode`](Self::encode) or by the Python SDK.
     pub fn decode(handle: &str) -> Result<Self, Error> {
-        // Read through a JSON value and the config types' own parsers (no derived
-        // Deserialize here: the lite module's size, tests/bench/size-ceiling.json).
         let bad = |why: String| -> Error {
             InputError::type_error(
                 "handle",
@@ -84,27 +96,26 @@ impl SamplerHandle {
         let bytes = ENGINE
             .decode(handle.trim())
             .map_err(|e| bad(format!("not URL-safe base64 ({e})")))?;
-        let v: Value = serde_json::from_slice(&bytes).map_err(|e| bad(format!("{e}")))?;
+        let v = json::from_slice(&bytes).map_err(|e| bad(format!("{e}")))?;
         let empty = Map::new();
-        let object = |v: Option<&'_ Value>, name: &str| -> Result<Map<String, Value>, Error> {
+        let object = |v: Option<&'_ Value>, name: &str| -> Result<Map, Error> {
             match v {
                 None | Some(Value::Null) => Ok(empty.clone()),
                 Some(Value::Object(m)) => Ok(m.clone()),
                 Some(other) => Err(bad(format!("`{name}` must be an object, got {other}"))),
             }
         };
-        let text = |v: &Map<String, Value>, name: &str, path: &str| -> Result<String, Error> {
+        let text = |v: &Map, name: &str, path: &str| -> Result<String, Error> {
             match v.get(name).and_then(Value::as_str) {
                 Some(s) if !s.is_empty() => Ok(s.to_string()),
                 _ => Err(bad(format!("`{path}{name}` must be a non-empty string"))),
             }
         };
-        fn config<T: DeserializeOwned>(
-            m: &Map<String, Value>,
-            name: &str,
-        ) -> serde_json::Result<T> {
-            let v = m.get(name).cloned().unwrap_or(Value::Object(Map::new()));
-            serde_json::from_slice(v.to_string().as_bytes())
+        fn config<T: FromJson>(m: &Map, name: &str) -> Result<T, String> {
+            match m.get(name) {
+                None => T::from_json(&Value::Object(Map::new())),
+                Some(v) => T::from_json(v),
+            }
         }
         let top = object(Some(&v), "handle")?;
         let session_id = text(&top, "session_id", "")?;
@@ -157,10 +168,12 @@ mod tests {
             sampling_session_id: "sess:sample:3".into(),
             holder: HandleHolder {
                 base_url: "http://127.0.0.1:8080".into(),
-                default_headers_overrides: serde_json::from_str(r#"{"x-team":"a"}"#).unwrap(),
-                client_config: serde_json::from_str(r#"{"sample_join_sampling_session":true}"#)
-                    .unwrap(),
-                client_dynamic_config: serde_json::from_str("{}").unwrap(),
+                default_headers_overrides: [("x-team", Value::from("a"))].into_iter().collect(),
+                client_config: ServerConfig {
+                    sample_join_sampling_session: true,
+                    ..Default::default()
+                },
+                client_dynamic_config: DynamicConfig::default(),
                 api_key: (),
             },
             base_model: "Qwen/Qwen3-8B".into(),

@@ -13,11 +13,11 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use base64::Engine as _;
-use serde::de::DeserializeOwned;
-use serde::Serialize;
 
 use crate::config::{join_url, ClientOptions, LogLevel, PROTOCOL_SDK_VERSION};
 use crate::error::{Error, Result};
+use crate::json;
+use crate::json::{Map, Value};
 use crate::platform::{
     now_secs, uuid4, Env, Headers, HttpRequest, HttpResponse, Method, TransportError,
 };
@@ -70,7 +70,7 @@ impl Req {
         }
     }
     /// A POST with a JSON body.
-    pub fn post_json(path: impl Into<String>, body: &impl Serialize) -> Self {
+    pub fn post_json(path: impl Into<String>, body: &Value) -> Self {
         Req::new(Method::Post, path).json(body)
     }
     /// Sets a JSON body already serialized (shared, e.g. by every attempt of a call).
@@ -80,10 +80,8 @@ impl Req {
         self
     }
     /// Sets a JSON body.
-    pub fn json(mut self, body: &impl Serialize) -> Self {
-        self.body = Some(Rc::new(
-            serde_json::to_vec(body).expect("request bodies serialize"),
-        ));
+    pub fn json(mut self, body: &Value) -> Self {
+        self.body = Some(Rc::new(body.to_vec()));
         self.content_type = Some("application/json");
         self
     }
@@ -347,21 +345,53 @@ impl Http {
     }
 
     /// Sends `req` and parses a JSON response body.
-    pub async fn json<T: DeserializeOwned>(&self, req: Req) -> Result<T> {
+    pub async fn json_value(&self, req: Req) -> Result<Value> {
         let path = req.path.clone();
         let r = self.send(req).await?;
         parse_json(&r.body, &path).map_err(|e| self.redact(e, None))
     }
+
+    /// Sends `req` and reads the JSON response as a `T`. (The request itself is one
+    /// non-generic future; only the final conversion is per type.)
+    pub async fn json<T: FromJson>(&self, req: Req) -> Result<T> {
+        let path = req.path.clone();
+        let v = self.json_value(req).await?;
+        decode(&v, &path).map_err(|e| self.redact(e, None))
+    }
+}
+
+/// A wire type read from a JSON response.
+pub trait FromJson: Sized {
+    /// Reads `v`, or says what is wrong with it.
+    fn from_json(v: &Value) -> std::result::Result<Self, String>;
+}
+
+impl FromJson for Value {
+    fn from_json(v: &Value) -> std::result::Result<Self, String> {
+        Ok(v.clone())
+    }
+}
+
+/// Reads `v` as a `T`, or an `InvalidResponse` naming `what` and showing the value.
+pub fn decode<T: FromJson>(v: &Value, what: &str) -> Result<T> {
+    T::from_json(v).map_err(|e| invalid_response(what, &e, json::shown(v).as_bytes()))
+}
+
+fn invalid_response(what: &str, e: &str, body: &[u8]) -> Error {
+    let mut cut = body.len().min(200);
+    while cut > 0 && cut < body.len() && (body[cut] & 0xC0) == 0x80 {
+        cut -= 1;
+    }
+    let mut shown = String::new();
+    json::write_str(&mut shown, &String::from_utf8_lossy(&body[..cut]));
+    Error::InvalidResponse {
+        message: format!("unexpected response from {what}: {e} (body: {shown})"),
+    }
 }
 
 /// Parses a JSON body, or reports what the server sent.
-pub fn parse_json<T: DeserializeOwned>(body: &[u8], what: &str) -> Result<T> {
-    serde_json::from_slice(body).map_err(|e| {
-        let shown = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
-        Error::InvalidResponse {
-            message: format!("unexpected response from {what}: {e} (body: {shown:?})"),
-        }
-    })
+pub fn parse_json(body: &[u8], what: &str) -> Result<Value> {
+    json::from_slice(body).map_err(|e| invalid_response(what, &e.to_string(), body))
 }
 
 // ---------------------------------------------------------------------------------
@@ -369,23 +399,21 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8], what: &str) -> Result<T> {
 
 /// The claims of a JWT (payload decoded without verifying the signature, as the
 /// Python SDK does for tokens it received from the server).
-pub fn jwt_claims(
-    jwt: &str,
-) -> std::result::Result<serde_json::Map<String, serde_json::Value>, String> {
+pub fn jwt_claims(jwt: &str) -> std::result::Result<Map, String> {
     let payload = jwt.split('.').nth(1).ok_or("not a JWT (no payload)")?;
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(payload.trim_end_matches('='))
         .map_err(|e| format!("bad JWT payload: {e}"))?;
-    match serde_json::from_slice(&bytes) {
-        Ok(serde_json::Value::Object(m)) => Ok(m),
+    match json::from_slice(&bytes) {
+        Ok(Value::Object(m)) => Ok(m),
         _ => Err("JWT payload is not a JSON object".into()),
     }
 }
 
-fn claim_f64(c: &serde_json::Map<String, serde_json::Value>, k: &str) -> Option<f64> {
+fn claim_f64(c: &Map, k: &str) -> Option<f64> {
     c.get(k).and_then(|v| {
         v.as_f64()
-            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+            .or_else(|| v.as_str().and_then(json::parse_float))
     })
 }
 
@@ -437,9 +465,16 @@ pub fn check_api_key(key: &str, now_secs: f64) -> std::result::Result<(), InputE
     Ok(())
 }
 
-#[derive(serde::Deserialize)]
 struct AuthTokenResponse {
     jwt: String,
+}
+
+impl FromJson for AuthTokenResponse {
+    fn from_json(v: &Value) -> std::result::Result<Self, String> {
+        Ok(AuthTokenResponse {
+            jwt: json::Fields::of(v)?.str("jwt")?,
+        })
+    }
 }
 
 const REFRESH_ON_DEMAND_SECS: f64 = 60.0;
@@ -533,7 +568,7 @@ impl JwtProvider {
     async fn fetch(&self) -> Result<String> {
         let r: AuthTokenResponse = self
             .exchange
-            .json(Req::post_json("/api/v1/auth/token", &serde_json::json!({})))
+            .json(Req::post_json("/api/v1/auth/token", &crate::json!({})))
             .await?;
         *self.token.borrow_mut() = r.jwt.clone();
         Ok(r.jwt)

@@ -20,6 +20,7 @@ pub mod error;
 pub mod future;
 pub mod handle;
 pub mod http;
+pub mod json;
 pub mod metrics;
 pub mod paths;
 pub mod platform;

@@ -7,13 +7,10 @@
 
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
-
 use crate::types::InputError;
 
 /// The kind of a checkpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CheckpointType {
     /// Full training state (`weights/`), loadable with or without optimizer state.
     Training,
@@ -52,7 +49,7 @@ impl CheckpointType {
 }
 
 /// A parsed `tinker://` checkpoint path.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TinkerPath {
     /// The training run (model) id, e.g. `{session}:train:0`.
     pub training_run_id: String,

@@ -10,8 +10,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-
 use crate::types::{Datum, ModelInputChunk, ProvenanceSpan, TensorData, TensorValues};
 
 // ---------------------------------------------------------------------------------
@@ -115,8 +113,7 @@ fn put_i64s(buf: &mut Vec<u8>, v: &[i64]) {
 }
 
 /// A loss-function config value: numbers go to both config maps, strings only to v2.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum LossConfigValue {
     /// A number.
     Number(f64),
@@ -696,7 +693,7 @@ fn decode_tensor(b: &[u8], what: &'static str) -> DResult<TensorData> {
 pub type LossFnOutput = BTreeMap<String, TensorData>;
 
 /// Result of `forward` / `forward_backward`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ForwardBackwardOutput {
     /// Output class name (e.g. `ArrayRecord`).
     pub loss_fn_output_type: String,
@@ -879,8 +876,7 @@ fn decode_map_entry<'a>(b: &'a [u8], what: &'static str) -> DResult<(String, Opt
 }
 
 /// Why sampling stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopReason {
     /// A stop token or string (or EOS).
     Stop,
@@ -889,7 +885,7 @@ pub enum StopReason {
 }
 
 /// Top-k logprobs, `length × k`, row-major. Empty cells are `(0, -99999.0)`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TopkLogprobs {
     /// Token ids.
     pub token_ids: Vec<i32>,
@@ -902,7 +898,7 @@ pub struct TopkLogprobs {
 }
 
 /// One sampled sequence.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SampledSequence {
     /// Why it stopped.
     pub stop_reason: StopReason,
@@ -917,7 +913,7 @@ pub struct SampledSequence {
 }
 
 /// Alternatives drawn at each prompt position (`[len(prompt) - 1, k]`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PromptAltTokens {
     /// Token ids (int64).
     pub tokens: TensorData,
@@ -926,7 +922,7 @@ pub struct PromptAltTokens {
 }
 
 /// Result of `sample` / `compute_logprobs`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SampleResponse {
     /// The samples.
     pub sequences: Vec<SampledSequence>,

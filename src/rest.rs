@@ -7,7 +7,8 @@
 use std::rc::Rc;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use crate::json;
+use crate::json::Value;
 
 use crate::error::{Error, Result};
 use crate::http::{jwt_claims, Credential, Req};
@@ -155,7 +156,7 @@ impl RestClient {
     ) -> Result<Value> {
         self.holder.ensure_open()?;
         self.holder
-            .get_json(what, path, query, Some(self.method(method)))
+            .request_json(what, path, query, None, Some(self.method(method)))
             .await
     }
 
@@ -183,7 +184,7 @@ impl RestClient {
         Ok(if r.body.is_empty() {
             Value::Null
         } else {
-            serde_json::from_slice(&r.body).unwrap_or(Value::Null)
+            json::from_slice(&r.body).unwrap_or(Value::Null)
         })
     }
 

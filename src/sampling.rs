@@ -18,13 +18,13 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use futures_util::future::{select, Either, LocalBoxFuture};
-use serde::Deserialize;
-use serde_json::json;
 
 use crate::call::{CallOptions, Guard};
 use crate::error::{Error, Result};
 use crate::future::{retrieve, PauseLogger, Payload, Poll, QueueState};
-use crate::http::Req;
+use crate::http::{decode, FromJson, Req};
+use crate::json;
+use crate::json::{Fields, Map, ObjectWriter, Value};
 use crate::proto::{decode_sample_response, SampleResponse};
 use crate::retry::{SamplingRetryConfig, BILLING_PAUSE_SLEEP};
 use crate::session::Holder;
@@ -41,26 +41,35 @@ pub struct SamplingOptions {
     pub record_stability_info: bool,
 }
 
-/// The body of `/api/v1/asample` (the fields Python 0.38 sends; the two optional ones
-/// only when set).
-#[derive(serde::Serialize)]
-struct AsampleBody<'a> {
-    num_samples: u32,
-    prompt: &'a ModelInput,
-    sampling_params: &'a SamplingParams,
-    sampling_session_id: &'a str,
+/// The body of `/api/v1/asample`: the fields Python 0.38 sends, in its order, the two
+/// optional ones only when set.
+fn asample_body(
+    req: &SampleRequest,
+    sampling_session_id: &str,
     seq_id: i64,
-    prompt_logprobs: bool,
-    topk_prompt_logprobs: u32,
-    topk_sample_logprobs: u32,
-    prompt_alt_tokens_k: u32,
     record_stability_info: bool,
-    #[serde(rename = "type")]
-    kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    target_prompt_logprobs: Option<&'a TensorData>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    prompt_logprobs_last_n: Option<u32>,
+) -> Vec<u8> {
+    let mut out = String::with_capacity(256 + 8 * req.prompt.num_text_tokens());
+    let mut w = ObjectWriter::new(&mut out);
+    w.u64("num_samples", u64::from(req.num_samples));
+    req.prompt.write_json(w.key("prompt"));
+    req.sampling_params.write_json(w.key("sampling_params"));
+    w.str("sampling_session_id", sampling_session_id)
+        .i64("seq_id", seq_id)
+        .bool("prompt_logprobs", req.include_prompt_logprobs)
+        .u64("topk_prompt_logprobs", u64::from(req.topk_prompt_logprobs))
+        .u64("topk_sample_logprobs", u64::from(req.topk_sample_logprobs))
+        .u64("prompt_alt_tokens_k", u64::from(req.prompt_alt_tokens_k))
+        .bool("record_stability_info", record_stability_info)
+        .str("type", "sample");
+    if let Some(t) = &req.target_prompt_logprobs {
+        t.write_json(w.key("target_prompt_logprobs"));
+    }
+    if let Some(n) = req.prompt_logprobs_last_n {
+        w.u64("prompt_logprobs_last_n", u64::from(n));
+    }
+    w.end();
+    out.into_bytes()
 }
 
 /// One `sample` call.
@@ -227,19 +236,50 @@ impl Drop for InFlight<'_> {
 // ---------------------------------------------------------------------------------
 // Session-wide batched polling (`retrieve_futures`)
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone)]
 struct Completion {
     state: String,
     request_id: String,
-    #[serde(default)]
     response_payload_uncompressed_size: Option<u64>,
 }
 
-#[derive(Deserialize)]
 struct FuturesResponse {
-    #[serde(default)]
     completions: Vec<Completion>,
     cursor: i64,
+}
+
+impl FromJson for FuturesResponse {
+    fn from_json(v: &Value) -> std::result::Result<Self, String> {
+        let f = Fields::of(v)?;
+        let completions = match f.get("completions") {
+            None | Some(Value::Null) => vec![],
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|c| {
+                    let c = Fields::of(c)?;
+                    Ok(Completion {
+                        state: c.str("state")?,
+                        request_id: c.str("request_id")?,
+                        response_payload_uncompressed_size: c
+                            .opt_u64("response_payload_uncompressed_size")?,
+                    })
+                })
+                .collect::<std::result::Result<_, String>>()
+                .map_err(|e| format!("`completions`: {e}"))?,
+            Some(other) => {
+                return Err(format!(
+                    "`completions`: expected an array, got {}",
+                    other.kind()
+                ))
+            }
+        };
+        Ok(FuturesResponse {
+            completions,
+            cursor: f
+                .opt_i64("cursor")?
+                .ok_or_else(|| "missing field `cursor`".to_string())?,
+        })
+    }
 }
 
 #[derive(Default)]
@@ -346,7 +386,7 @@ impl SessionPoller {
                 "retrieved_request_ids": ids,
             });
             if ack_only {
-                body["timeout"] = json!(0.0); // Python sends the float 0.0
+                body["timeout"] = 0.0.into(); // Python sends the float 0.0
             }
             let req = Req::post_json("/api/v1/retrieve_futures", &body)
                 .retries(0)
@@ -454,9 +494,16 @@ impl Drop for Inner {
 #[derive(Clone)]
 pub struct SamplingClient(Rc<Inner>);
 
-#[derive(Deserialize)]
 struct SamplerInfo {
     base_model: String,
+}
+
+impl FromJson for SamplerInfo {
+    fn from_json(v: &Value) -> std::result::Result<Self, String> {
+        Ok(SamplerInfo {
+            base_model: Fields::of(v)?.str("base_model")?,
+        })
+    }
 }
 
 /// The live retry handler of `holder`'s clients on sampler `id` with `config`, or a new
@@ -626,13 +673,12 @@ impl SamplingClient {
             sampling_session_id: self.0.sampling_session_id.clone(),
             holder: crate::handle::HandleHolder {
                 base_url: holder.opts.base_url.clone(),
-                default_headers_overrides: {
-                    let mut m = serde_json::Map::new();
-                    for (k, v) in &holder.opts.default_headers {
-                        m.insert(k.clone(), v.clone().into());
-                    }
-                    m
-                },
+                default_headers_overrides: holder
+                    .opts
+                    .default_headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Value::from(v)))
+                    .collect::<Map>(),
                 client_config: holder.config.clone(),
                 client_dynamic_config: holder.dynamic(),
                 api_key: (),
@@ -895,7 +941,7 @@ impl SamplingClient {
         }
         let h = &self.0.holder;
         let body = json!({ "sampling_session_id": self.0.sampling_session_id, "type": "join_sampling_session" });
-        let r: serde_json::Value = guard
+        let r: Value = guard
             .run(h.request_json(
                 "join_sampling_session",
                 "/api/v1/join_sampling_session".into(),
@@ -906,7 +952,7 @@ impl SamplingClient {
             .await?;
         let counter = r
             .get("client_counter")
-            .and_then(serde_json::Value::as_u64)
+            .and_then(Value::as_u64)
             .filter(|&c| c <= 1_000_000_000)
             .ok_or_else(|| Error::InvalidResponse {
                 message: format!("join_sampling_session without a valid client_counter: {r}"),
@@ -928,24 +974,12 @@ impl SamplingClient {
         let seq_id = self.0.next_seq.get();
         self.0.next_seq.set(seq_id + 1);
         // Serialized once (no JSON tree), shared by every attempt.
-        let body = Rc::new(
-            serde_json::to_vec(&AsampleBody {
-                num_samples: req.num_samples,
-                prompt: &req.prompt,
-                sampling_params: &req.sampling_params,
-                sampling_session_id: &self.0.sampling_session_id,
-                seq_id,
-                prompt_logprobs: req.include_prompt_logprobs,
-                topk_prompt_logprobs: req.topk_prompt_logprobs,
-                topk_sample_logprobs: req.topk_sample_logprobs,
-                prompt_alt_tokens_k: req.prompt_alt_tokens_k,
-                record_stability_info: self.0.record_stability_info,
-                kind: "sample",
-                target_prompt_logprobs: req.target_prompt_logprobs.as_ref(),
-                prompt_logprobs_last_n: req.prompt_logprobs_last_n,
-            })
-            .expect("request bodies serialize"),
-        );
+        let body = Rc::new(asample_body(
+            req,
+            &self.0.sampling_session_id,
+            seq_id,
+            self.0.record_stability_info,
+        ));
         let recently = |h: &Holder| {
             h.sample_backoff_until
                 .get()
@@ -989,11 +1023,9 @@ impl SamplingClient {
                             )
                             .await
                         {
-                            Ok(resp) => crate::http::parse_json::<UntypedFuture>(
-                                &resp.body,
-                                "/api/v1/asample",
-                            )
-                            .map(Some),
+                            Ok(resp) => crate::http::parse_json(&resp.body, "/api/v1/asample")
+                                .and_then(|v| decode::<UntypedFuture>(&v, "/api/v1/asample"))
+                                .map(Some),
                             Err(e)
                                 if e.status() == Some(429)
                                     || (e.status() == Some(402)
@@ -1106,20 +1138,24 @@ pub async fn create_sampling_client(
     let seq = holder.take_sampling_seq_id();
     let mut body = json!({ "session_id": session_id, "sampling_session_seq_id": seq, "type": "create_sampling_session" });
     if let Some(p) = &model_path {
-        body["model_path"] = json!(p);
+        body["model_path"] = p.into();
     }
     if let Some(m) = &base_model {
-        body["base_model"] = json!(m);
-    }
-    #[derive(Deserialize)]
-    struct Created {
-        sampling_session_id: String,
+        body["base_model"] = m.into();
     }
     let r: Created = holder
         .http
         .json(Req::post_json("/api/v1/create_sampling_session", &body).method_name(Some(method)))
         .await?;
-    SamplingClient::connect(holder, r.sampling_session_id, base_model, opts, method).await
+    SamplingClient::connect(holder, r.0, base_model, opts, method).await
+}
+
+struct Created(String);
+
+impl FromJson for Created {
+    fn from_json(v: &Value) -> std::result::Result<Self, String> {
+        Ok(Created(Fields::of(v)?.str("sampling_session_id")?))
+    }
 }
 
 /// Checks the model choice of a new sampling client: exactly one of a `tinker://`

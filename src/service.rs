@@ -7,14 +7,14 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use futures_util::future::LocalBoxFuture;
-use serde::Deserialize;
-use serde_json::{json, Value};
 
 use crate::call::{CallOptions, Guard};
 use crate::config::{ClientOptions, SessionState};
 use crate::error::{Error, Result};
 use crate::future::{retrieve, PauseLogger, Payload, Poll};
 use crate::http::Req;
+use crate::json;
+use crate::json::Value;
 use crate::paths::{console, TinkerPath};
 use crate::platform::Env;
 use crate::rest::RestClient;
@@ -23,7 +23,7 @@ use crate::sampling::{
 };
 use crate::session::{FinishStatus, Holder};
 use crate::sync::AsyncOnce;
-use crate::training::TrainingClient;
+use crate::training::{TrainingClient, UntypedFuture};
 use crate::types::{InputError, LoraConfig, OptimizerConfig};
 
 struct Inner {
@@ -37,11 +37,6 @@ struct Inner {
 /// The entry point of the SDK.
 #[derive(Clone)]
 pub struct ServiceClient(Rc<Inner>);
-
-#[derive(Deserialize)]
-struct Submitted {
-    request_id: String,
-}
 
 /// Options of `create_lora_training_client`.
 #[derive(Debug, Clone)]
@@ -181,15 +176,15 @@ impl ServiceClient {
                 "session_id": session_id,
                 "model_seq_id": model_seq_id,
                 "base_model": o.base_model,
-                "lora_config": o.lora,
-                "optimizer_config": o.optimizer.unwrap_or_default(),
+                "lora_config": o.lora.to_json(),
+                "optimizer_config": &o.optimizer.unwrap_or_default(),
                 "type": "create_model",
             });
             if let Some(m) = &o.user_metadata {
-                body["user_metadata"] = json!(m);
+                body["user_metadata"] = m.into();
             }
             let started = h.env.now_ms();
-            let sub: Submitted = h
+            let sub: UntypedFuture = h
                 .http
                 .json(Req::post_json("/api/v1/create_model", &body).method_name(Some(METHOD)))
                 .await?;
@@ -267,19 +262,19 @@ impl ServiceClient {
             let model_id = format!("{session_id}:train:{model_seq_id}");
             let mut body = json!({ "session_id": session_id, "model_seq_id": model_seq_id, "path": o.path, "optimizer": o.with_optimizer, "type": "load_weights" });
             if let Some(b) = &o.base_model {
-                body["base_model"] = json!(b);
+                body["base_model"] = b.into();
             }
             if let Some(m) = &o.user_metadata {
-                body["user_metadata"] = json!(m);
+                body["user_metadata"] = m.into();
             }
             if let Some(c) = &o.optimizer {
-                body["optimizer_config"] = json!(c);
+                body["optimizer_config"] = c.into();
             }
             if let Some(t) = &o.weights_access_token {
-                body["weights_access_token"] = json!(t);
+                body["weights_access_token"] = t.into();
             }
             let started = h.env.now_ms();
-            let sub: Submitted = h
+            let sub: UntypedFuture = h
                 .with_retries("load_weights", || {
                     h.http.json(
                         Req::post_json("/api/v1/load_weights", &body).method_name(Some(method)),

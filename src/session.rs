@@ -13,14 +13,13 @@ use std::future::Future;
 use std::rc::{Rc, Weak};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-
 use crate::config::{
     ClientOptions, DynamicConfig, LogLevel, ServerConfig, SessionState, PROTOCOL_SDK_VERSION,
 };
 use crate::error::{Error, Result};
-use crate::http::{check_api_key, Credential, Http, JwtProvider, Req};
+use crate::http::{check_api_key, decode, Credential, FromJson, Http, JwtProvider, Req};
+use crate::json;
+use crate::json::{Fields, Value};
 use crate::platform::{now_secs, Env, Method};
 use crate::retry::{holder_retry_delay, BillingPause, BILLING_PAUSE_SLEEP};
 use crate::sync::{BytesSemaphore, CancelToken, Semaphore};
@@ -30,8 +29,7 @@ const HEARTBEAT_PERIOD: Duration = Duration::from_secs(10);
 const HEARTBEAT_WARN_AFTER_SECS: f64 = 120.0;
 
 /// How a session ended (`ServiceClient.close(status)`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FinishStatus {
     /// The job finished normally.
     Success,
@@ -41,15 +39,34 @@ pub enum FinishStatus {
     Interrupted,
 }
 
-#[derive(Deserialize)]
+impl FinishStatus {
+    /// The wire name (`success`, `errored`, `interrupted`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FinishStatus::Success => "success",
+            FinishStatus::Errored => "errored",
+            FinishStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
 struct CreateSessionResponse {
     session_id: String,
-    #[serde(default)]
     info_message: Option<String>,
-    #[serde(default)]
     warning_message: Option<String>,
-    #[serde(default)]
     error_message: Option<String>,
+}
+
+impl FromJson for CreateSessionResponse {
+    fn from_json(v: &Value) -> std::result::Result<Self, String> {
+        let f = Fields::of(v)?;
+        Ok(CreateSessionResponse {
+            session_id: f.str("session_id")?,
+            info_message: f.opt_str("info_message")?,
+            warning_message: f.opt_str("warning_message")?,
+            error_message: f.opt_str("error_message")?,
+        })
+    }
 }
 
 /// Sleeps for `d` unless `stop` fires first; returns whether it was stopped.
@@ -191,14 +208,18 @@ impl Holder {
                 s.next_sampling_session_seq_id,
             )
         } else {
-            let body = CreateSession {
-                tags: opts.tags.clone(),
-                user_metadata: &opts.user_metadata,
-                sdk_version: PROTOCOL_SDK_VERSION,
-                project_id: opts.project_id.as_deref(),
-                display_name: opts.display_name.as_deref(),
-                r#type: "create_session",
-            };
+            let mut body = json!({
+                "tags": opts.tags,
+                "user_metadata": opts.user_metadata,
+                "sdk_version": PROTOCOL_SDK_VERSION,
+            });
+            if let Some(p) = &opts.project_id {
+                body["project_id"] = p.into();
+            }
+            if let Some(n) = &opts.display_name {
+                body["display_name"] = n.into();
+            }
+            body["type"] = "create_session".into();
             let r: CreateSessionResponse = http
                 .json(Req::post_json("/api/v1/create_session", &body))
                 .await?;
@@ -568,7 +589,7 @@ impl Holder {
         }
         let mut result = Ok(());
         if let Some(id) = &self.session_id {
-            let body = json!({ "reason": { "type": status }, "detail": detail });
+            let body = json!({ "reason": { "type": status.as_str() }, "detail": detail });
             let path = format!("/api/v1/sessions/{id}/finish");
             result = self
                 .with_retries("finish_session", || {
@@ -598,26 +619,29 @@ impl Holder {
         }
     }
 
-    /// A GET under the holder's retries.
-    pub async fn get_json<T: serde::de::DeserializeOwned>(
+    /// A GET under the holder's retries, read as a `T`.
+    pub async fn get_json<T: FromJson>(
         &self,
         what: &'static str,
         path: String,
         query: Vec<(String, String)>,
         sdk_method: Option<&'static str>,
     ) -> Result<T> {
-        self.request_json(what, path, query, None, sdk_method).await
+        let v = self
+            .request_json(what, path.clone(), query, None, sdk_method)
+            .await?;
+        decode(&v, &path)
     }
 
     /// A GET (or, with a body, a JSON POST) under the holder's retries.
-    pub async fn request_json<T: serde::de::DeserializeOwned>(
+    pub async fn request_json(
         &self,
         what: &'static str,
         path: String,
         query: Vec<(String, String)>,
         body: Option<&Value>,
         sdk_method: Option<&'static str>,
-    ) -> Result<T> {
+    ) -> Result<Value> {
         self.with_retries(what, || {
             let mut r = match body {
                 Some(b) => Req::post_json(path.clone(), b),
@@ -625,22 +649,10 @@ impl Holder {
             }
             .method_name(sdk_method);
             r.query = query.clone();
-            self.http.json(r)
+            self.http.json_value(r)
         })
         .await
     }
-}
-
-#[derive(Serialize)]
-struct CreateSession<'a> {
-    tags: Vec<String>,
-    user_metadata: &'a std::collections::BTreeMap<String, String>,
-    sdk_version: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    project_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    display_name: Option<&'a str>,
-    r#type: &'a str,
 }
 
 trait PauseState {

@@ -9,7 +9,8 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use crate::json;
+use crate::json::Value;
 
 use crate::config::PROTOCOL_SDK_VERSION;
 use crate::http::{Http, Req};

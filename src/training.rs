@@ -8,14 +8,14 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use futures_util::future::{join_all, LocalBoxFuture};
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
 
 use crate::call::{CallOptions, Guard};
 use crate::chunking::{plan_chunks, Chunk};
 use crate::error::{Error, Result};
 use crate::future::{retrieve, PauseLogger, Payload, Poll, QueueState};
-use crate::http::Req;
+use crate::http::{FromJson, Req};
+use crate::json;
+use crate::json::{Fields, Map, Value};
 use crate::metrics::combine_forward_backward;
 use crate::paths::console;
 use crate::proto::{
@@ -48,7 +48,7 @@ pub fn forward_backward_body(
 pub type LossConfig = BTreeMap<String, LossConfigValue>;
 
 /// Model information fetched once when the client is created (`get_info`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct ModelInfo {
     /// The model id.
     pub model_id: String,
@@ -66,8 +66,7 @@ impl ModelInfo {
     fn from_raw(mut raw: Value) -> Result<Self> {
         // Python's GetInfoResponse defaults a missing optimizer_config to AdamW.
         if let Some(o) = raw.as_object_mut() {
-            o.entry("optimizer_config")
-                .or_insert_with(|| serde_json::json!({ "type": "adamw" }));
+            o.get_or_insert_with("optimizer_config", || json!({ "type": "adamw" }));
         }
         let model_id = raw
             .get("model_id")
@@ -99,13 +98,13 @@ pub enum OptimParams {
     /// AdamW.
     Adam(AdamParams),
     /// Another optimizer family (e.g. `{"type":"dimuon","learning_rate":…}`).
-    Other(serde_json::Map<String, Value>),
+    Other(Map),
 }
 
 /// Python 0.38's `DimuonParams`: `learning_rate` (required, >= 0), `grad_clip_norm`
 /// (default 0.0) and `beta1` (default 0.9, in [0, 1)), no other fields; sent with its
 /// defaults filled in, as Python serializes the model.
-fn dimuon_params(m: &serde_json::Map<String, Value>) -> Result<Value> {
+fn dimuon_params(m: &Map) -> Result<Value> {
     if let Some(k) = m.keys().find(|k| {
         !matches!(
             k.as_str(),
@@ -172,11 +171,20 @@ pub struct CustomLossOutput {
 pub type CustomLossFn =
     Rc<dyn Fn(Vec<Datum>, Vec<TensorData>) -> LocalBoxFuture<'static, Result<CustomLossOutput>>>;
 
-#[derive(Deserialize)]
+/// A submitted request's answer: its id (and, for samples, the sequence ids).
 pub(crate) struct UntypedFuture {
     pub request_id: String,
-    #[serde(default)]
     pub sample_sequence_ids: Option<Vec<String>>,
+}
+
+impl FromJson for UntypedFuture {
+    fn from_json(v: &Value) -> std::result::Result<Self, String> {
+        let f = Fields::of(v)?;
+        Ok(UntypedFuture {
+            request_id: f.str("request_id")?,
+            sample_sequence_ids: f.opt_strings("sample_sequence_ids")?,
+        })
+    }
 }
 
 pub(crate) struct Inner {
@@ -555,7 +563,7 @@ impl TrainingClient {
         let (key, value) = match &params {
             OptimParams::Adam(a) => {
                 a.validate().map_err(|e| e.within("adam_params"))?;
-                ("adam_params", serde_json::to_value(a).expect("serializes"))
+                ("adam_params", a.to_json())
             }
             OptimParams::Other(m) if m.get("type").and_then(Value::as_str) == Some("dimuon") => {
                 ("optimizer_params", dimuon_params(m)?)
@@ -616,7 +624,7 @@ impl TrainingClient {
                 b["ttl_seconds"] = t.into();
             }
             if let Some(m) = &user_metadata {
-                b["user_metadata"] = json!(m);
+                b["user_metadata"] = m.into();
             }
             b
         })
@@ -663,7 +671,7 @@ impl TrainingClient {
                 b["ttl_seconds"] = t.into();
             }
             if let Some(m) = &user_metadata {
-                b["user_metadata"] = json!(m);
+                b["user_metadata"] = m.into();
             }
             b
         })
@@ -696,7 +704,7 @@ impl TrainingClient {
                 b["ttl_seconds"] = t.into();
             }
             if let Some(r) = &age_encryption_recipients {
-                b["age_encryption_recipients"] = json!(r);
+                b["age_encryption_recipients"] = r.into();
             }
             b
         })

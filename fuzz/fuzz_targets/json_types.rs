@@ -1,78 +1,51 @@
-//! The serde types users and servers send as JSON (optimizer, sampling and LoRA params,
-//! data, tensors, model inputs, session state), each with its validation.
-//! First byte: which type; the rest: JSON.
+//! The SDK's JSON (src/json.rs) on untrusted bytes: the parser agrees with serde_json
+//! (same values, same accept/reject) and what it writes parses back to the same value;
+//! then the wire types read from server JSON (server flags, dynamic flags, provenance
+//! spans, sampler handles) read it without panicking.
+//! First byte: which reader; the rest: JSON.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use tinker_wasm::config::{DynamicConfig, ServerConfig, SessionState};
-use tinker_wasm::types::*;
-
-fn de<T: serde::de::DeserializeOwned>(b: &[u8]) -> Option<T> {
-    serde_json::from_slice(b).ok()
-}
+use tinker_wasm::config::{DynamicConfig, ServerConfig};
+use tinker_wasm::http::FromJson;
+use tinker_wasm::json;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&which, b)) = data.split_first() else {
         return;
     };
-    match which % 10 {
+    let ours = json::from_slice(b);
+    let oracle = serde_json::from_slice::<serde_json::Value>(b);
+    match (&ours, &oracle) {
+        (Ok(v), Ok(o)) => {
+            // Numbers: serde_json keeps the last of repeated keys, as we do; both write
+            // floats with the same shortest digits.
+            assert_eq!(v.to_string(), o.to_string(), "same value as serde_json");
+            let again = json::from_slice(&v.to_vec()).expect("our output parses");
+            assert_eq!(again.to_string(), v.to_string(), "round trip");
+        }
+        (Err(_), Err(_)) => {}
+        (Ok(v), Err(e)) => panic!("accepted what serde_json rejects ({e}): {v}"),
+        (Err(e), Ok(o)) => panic!("rejected what serde_json accepts ({e}): {o}"),
+    }
+    let Ok(v) = ours else { return };
+    match which % 4 {
         0 => {
-            if let Some(p) = de::<AdamParams>(b) {
-                let _ = p.validate();
-            }
+            let _ = ServerConfig::from_json(&v).map(|c| c.to_json());
         }
         1 => {
-            if let Some(p) = de::<SamplingParams>(b) {
-                let _ = p.validate();
-            }
+            let _ = DynamicConfig::from_json(&v).map(|c| c.to_json());
         }
         2 => {
-            if let Some(p) = de::<LoraConfig>(b) {
-                let _ = p.validate();
-            }
-        }
-        3 => {
-            if let Some(d) = de::<Datum>(b) {
-                for loss in ["cross_entropy", "importance_sampling", "ppo", "cispo", "dro", "x"] {
-                    let _ = d.validate(loss);
-                }
-                let _ = tinker_wasm::proto::encode_forward_backward(
-                    &tinker_wasm::proto::ForwardBackwardRequest {
-                        model_id: "m",
-                        seq_id: 1,
-                        data: std::slice::from_ref(&d),
-                        loss_fn: "cross_entropy",
-                        loss_fn_config: None,
-                        forward_only: false,
-                    },
-                );
-            }
-        }
-        4 => {
-            if let Some(t) = de::<TensorData>(b) {
-                if t.validate().is_ok() {
-                    let _ = t.dense_shape();
-                }
-            }
-        }
-        5 => {
-            if let Some(m) = de::<ModelInput>(b) {
-                let _ = m.validate();
-                let _ = m.length();
-            }
-        }
-        6 => {
-            if let Some(o) = de::<OptimizerConfig>(b) {
-                let _ = o.validate();
-            }
-        }
-        7 => {
-            let _ = de::<SessionState>(b);
-        }
-        8 => {
-            let _ = de::<ServerConfig>(b);
+            let _ = tinker_wasm::types::ProvenanceSpan::from_json(&v);
         }
         _ => {
-            let _ = de::<DynamicConfig>(b);
+            // A handle is base64 of JSON: feed this JSON through the handle reader.
+            use base64::Engine as _;
+            let h = base64::engine::general_purpose::URL_SAFE.encode(v.to_vec());
+            if let Ok(handle) = tinker_wasm::handle::SamplerHandle::decode(&h) {
+                let back = tinker_wasm::handle::SamplerHandle::decode(&handle.encode());
+                assert_eq!(back.ok(), Some(handle), "a decoded handle re-encodes to itself");
+            }
         }
     }
 });

@@ -13,6 +13,9 @@ fuzz_target!(|data: &[u8]| {
         if let Some(t) = &out.topk_prompt_logprobs {
             assert_eq!(t.token_ids.len(), t.k as usize * t.length as usize);
         }
-        let _ = serde_json::to_vec(&out);
+        if let Some(t) = &out.target_prompt_logprobs {
+            t.write_json(&mut String::new());
+        }
+        let _ = format!("{out:?}");
     }
 });

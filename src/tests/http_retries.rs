@@ -25,8 +25,8 @@ fn retries_5xx_with_one_idempotency_key_and_counted_retries() {
         }
     });
     let h = http(s.clone(), 10);
-    let v: serde_json::Value = pool
-        .run_until(h.json(Req::post_json("/api/v1/x", &serde_json::json!({}))))
+    let v: crate::json::Value = pool
+        .run_until(h.json(Req::post_json("/api/v1/x", &crate::json!({}))))
         .unwrap();
     assert_eq!(v["ok"], true);
     let reqs = s.requests.borrow();
@@ -63,7 +63,7 @@ fn honours_retry_after_and_gives_up_after_max_retries() {
     });
     let h = http(s.clone(), 2);
     let e = pool
-        .run_until(h.send(Req::post_json("/api/v1/x", &1)))
+        .run_until(h.send(Req::post_json("/api/v1/x", &crate::json!(1))))
         .unwrap_err();
     assert_eq!(e.status(), Some(429));
     assert_eq!(s.requests.borrow().len(), 3);
@@ -82,13 +82,13 @@ fn does_not_retry_user_errors_or_should_retry_false() {
     });
     let h = http(s.clone(), 10);
     assert_eq!(
-        pool.run_until(h.send(Req::post_json("/api/v1/a", &1)))
+        pool.run_until(h.send(Req::post_json("/api/v1/a", &crate::json!(1))))
             .unwrap_err()
             .status(),
         Some(400)
     );
     assert_eq!(
-        pool.run_until(h.send(Req::post_json("/api/v1/b", &1)))
+        pool.run_until(h.send(Req::post_json("/api/v1/b", &crate::json!(1))))
             .unwrap_err()
             .status(),
         Some(503)
@@ -108,11 +108,11 @@ fn connection_errors_and_timeouts_are_retried_then_typed() {
     });
     let h = http(s.clone(), 1);
     assert!(matches!(
-        pool.run_until(h.send(Req::post_json("/api/v1/t", &1))),
+        pool.run_until(h.send(Req::post_json("/api/v1/t", &crate::json!(1)))),
         Err(Error::Timeout { .. })
     ));
     assert!(matches!(
-        pool.run_until(h.send(Req::post_json("/api/v1/c", &1))),
+        pool.run_until(h.send(Req::post_json("/api/v1/c", &crate::json!(1)))),
         Err(Error::Connection { .. })
     ));
     assert_eq!(s.requests.borrow().len(), 4);
@@ -189,14 +189,14 @@ fn jwt_is_exchanged_lazily_once_and_replayed_once_on_invalid_token() {
     let key_http = http(env.clone(), 0);
     let jwt_provider = JwtProvider::new(key_http.clone(), false);
     let h = key_http.with_credential(Credential::Jwt(jwt_provider));
-    let v: serde_json::Value = pool
-        .run_until(h.json(Req::post_json("/api/v1/x", &1)))
+    let v: crate::json::Value = pool
+        .run_until(h.json(Req::post_json("/api/v1/x", &crate::json!(1))))
         .unwrap();
     assert_eq!(v["ok"], 1);
     assert_eq!(exchanges.get(), 2, "first exchange, then one replacement");
     assert_eq!(s.paths(), ["auth/token", "x", "auth/token", "x"]);
     // A fresh token is reused without another exchange.
-    pool.run_until(h.send(Req::post_json("/api/v1/y", &1)))
+    pool.run_until(h.send(Req::post_json("/api/v1/y", &crate::json!(1))))
         .unwrap();
     assert_eq!(exchanges.get(), 2);
 }
@@ -221,7 +221,7 @@ fn a_second_invalid_token_surfaces_as_401() {
     let key_http = http(s.clone(), 3);
     let h = key_http.with_credential(Credential::Jwt(JwtProvider::new(key_http.clone(), false)));
     assert_eq!(
-        pool.run_until(h.send(Req::post_json("/api/v1/x", &1)))
+        pool.run_until(h.send(Req::post_json("/api/v1/x", &crate::json!(1))))
             .unwrap_err()
             .status(),
         Some(401)

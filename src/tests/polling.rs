@@ -311,7 +311,7 @@ fn holder_retries_back_off_within_the_window() {
     let e = pool
         .run_until(h.with_retries("x", || {
             h.http
-                .send(crate::http::Req::post_json("/api/v1/x", &1).retries(0))
+                .send(crate::http::Req::post_json("/api/v1/x", &crate::json!(1)).retries(0))
         }))
         .unwrap_err();
     assert_eq!(e.status(), Some(503));

@@ -76,8 +76,8 @@ fn a_handle_carries_the_sampler_and_server_but_no_credentials() {
     assert!(h.record_stability_info);
     assert_eq!(h.holder.base_url, "http://sim.test");
     assert_eq!(
-        serde_json::Value::Object(h.holder.default_headers_overrides),
-        serde_json::json!({"x-team": "blue"})
+        crate::json::Value::Object(h.holder.default_headers_overrides),
+        crate::json!({"x-team": "blue"})
     );
     assert!(h.holder.client_config.sample_join_sampling_session);
     assert_eq!(h.holder.client_config.fwdbwd_max_chunk_len, 7);

@@ -623,6 +623,6 @@ fn get_info_defaults_a_missing_optimizer_config_to_adamw_as_python() {
     let tc = client(&mut pool, &s);
     assert_eq!(
         tc.info().raw["optimizer_config"],
-        serde_json::json!({ "type": "adamw" })
+        crate::json!({ "type": "adamw" })
     );
 }

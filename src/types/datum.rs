@@ -1,22 +1,19 @@
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use super::{DType, InputError, ModelInput, TensorData};
+use crate::json::{Fields, Value};
 
 /// Named loss inputs of a [`Datum`] (`target_tokens`, `weights`, `advantages`, …).
 pub type LossFnInputs = BTreeMap<String, TensorData>;
 
 /// Where a run of datum positions came from (provenance for RL training).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ProvenanceSpan {
     /// Positions `[offset, offset + length)` of a sampled sequence's prompt.
     PromptTokens {
         /// `sequence_id` of the sampled sequence.
         sequence_id: String,
         /// Offset in that prompt.
-        #[serde(default)]
         offset: u64,
         /// Number of positions.
         length: u64,
@@ -26,7 +23,6 @@ pub enum ProvenanceSpan {
         /// `sequence_id` of the sampled sequence.
         sequence_id: String,
         /// Offset in the sampled tokens.
-        #[serde(default)]
         offset: u64,
         /// Number of positions.
         length: u64,
@@ -35,20 +31,42 @@ pub enum ProvenanceSpan {
 
 /// One training example: the model input plus the loss function's inputs, aligned so
 /// that input position *i* predicts `target_tokens[i]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Datum {
     /// The tokens (and other chunks) fed to the model.
     pub model_input: ModelInput,
     /// The loss function's inputs by name.
-    #[serde(default)]
     pub loss_fn_inputs: LossFnInputs,
     /// Provenance of the input positions (set together with `loss_fn_input_spans`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_input_spans: Option<Vec<ProvenanceSpan>>,
     /// Provenance of the loss rows.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss_fn_input_spans: Option<Vec<ProvenanceSpan>>,
+}
+
+impl ProvenanceSpan {
+    /// Reads a span from its JSON form: `{"type": "prompt_tokens" | "sampled_tokens",
+    /// "sequence_id", "offset" (default 0), "length"}`, nothing else.
+    pub fn from_json(v: &Value) -> Result<Self, String> {
+        let f = Fields::of(v)?.only(&["type", "sequence_id", "offset", "length"])?;
+        let sequence_id = f.str("sequence_id")?;
+        let offset = f.opt_u64("offset")?.unwrap_or(0);
+        let length = f.u64("length")?;
+        match f.str("type")?.as_str() {
+            "prompt_tokens" => Ok(ProvenanceSpan::PromptTokens {
+                sequence_id,
+                offset,
+                length,
+            }),
+            "sampled_tokens" => Ok(ProvenanceSpan::SampledTokens {
+                sequence_id,
+                offset,
+                length,
+            }),
+            other => Err(format!(
+                "unknown variant `{other}`, expected `prompt_tokens` or `sampled_tokens`"
+            )),
+        }
+    }
 }
 
 /// Every loss function the API knows.

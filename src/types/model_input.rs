@@ -1,19 +1,18 @@
 use base64::Engine as _;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::InputError;
+use crate::json;
+use crate::json::ObjectWriter;
 
 /// The model's input: a sequence of chunks (text tokens, images, audio).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ModelInput {
     /// The chunks, in order.
     pub chunks: Vec<ModelInputChunk>,
 }
 
 /// One chunk of a [`ModelInput`], tagged by `type` on the wire.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ModelInputChunk {
     /// Token ids.
     EncodedText {
@@ -23,12 +22,10 @@ pub enum ModelInputChunk {
     /// An inline image (base64 in JSON, raw bytes in protobuf).
     Image {
         /// The encoded image bytes.
-        #[serde(serialize_with = "b64_ser", deserialize_with = "b64_de")]
         data: Vec<u8>,
         /// `"png"` or `"jpeg"`.
         format: String,
         /// Tokens the image is expected to occupy (needed to compute lengths).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         expected_tokens: Option<u32>,
     },
     /// An image referenced by location (JSON sampling prompts only).
@@ -38,29 +35,30 @@ pub enum ModelInputChunk {
         /// Path or URL of the image.
         location: String,
         /// Tokens the image is expected to occupy.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         expected_tokens: Option<u32>,
     },
     /// Audio DMel tokens in a serialized TensorContainer.
     Dmel {
         /// The TensorContainer bytes.
-        #[serde(serialize_with = "b64_ser", deserialize_with = "b64_de")]
         dmel: Vec<u8>,
     },
 }
 
-fn b64_ser<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(v))
-}
-
-fn b64_de<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
-    let s = String::deserialize(d)?;
-    base64::engine::general_purpose::STANDARD
-        .decode(s.as_bytes())
-        .map_err(serde::de::Error::custom)
-}
-
 impl ModelInput {
+    /// Appends the wire JSON, `{"chunks":[{"type":"encoded_text","tokens":[…]},…]}`
+    /// (bytes as standard base64, `expected_tokens` only when set), as the Python SDK
+    /// sends it.
+    pub fn write_json(&self, out: &mut String) {
+        out.push_str("{\"chunks\":[");
+        for (i, c) in self.chunks.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            c.write_json(out);
+        }
+        out.push_str("]}");
+    }
+
     /// A single text chunk of token ids (Python `ModelInput.from_ints`).
     pub fn from_ints(tokens: Vec<u32>) -> Self {
         ModelInput {
@@ -127,6 +125,40 @@ impl ModelInput {
 }
 
 impl ModelInputChunk {
+    /// Appends the wire JSON of this chunk (`{"type":…,…}`).
+    pub fn write_json(&self, out: &mut String) {
+        let mut w = ObjectWriter::new(out);
+        w.str("type", self.type_name());
+        let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+        match self {
+            ModelInputChunk::EncodedText { tokens } => json::write_u32s(w.key("tokens"), tokens),
+            ModelInputChunk::Image {
+                data,
+                format,
+                expected_tokens,
+            } => {
+                w.str("data", &b64(data)).str("format", format);
+                if let Some(n) = expected_tokens {
+                    w.u64("expected_tokens", u64::from(*n));
+                }
+            }
+            ModelInputChunk::ImageAssetPointer {
+                format,
+                location,
+                expected_tokens,
+            } => {
+                w.str("format", format).str("location", location);
+                if let Some(n) = expected_tokens {
+                    w.u64("expected_tokens", u64::from(*n));
+                }
+            }
+            ModelInputChunk::Dmel { dmel } => {
+                w.str("dmel", &b64(dmel));
+            }
+        }
+        w.end();
+    }
+
     /// The wire `type` tag.
     pub fn type_name(&self) -> &'static str {
         match self {
@@ -253,28 +285,37 @@ mod tests {
 
     #[test]
     fn json_matches_the_python_sdk() {
-        let m = ModelInput::from_ints(vec![1, 2, 3]);
+        let json = |m: &ModelInput| {
+            let mut s = String::new();
+            m.write_json(&mut s);
+            s
+        };
+        let mut m = ModelInput::from_ints(vec![1, 2, 3]);
         assert_eq!(
-            serde_json::to_string(&m).unwrap(),
+            json(&m),
             r#"{"chunks":[{"type":"encoded_text","tokens":[1,2,3]}]}"#
         );
-        let img: ModelInputChunk = serde_json::from_str(
-            r#"{"type":"image","data":"AAEC","format":"png","expected_tokens":4}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            img,
+        m.chunks = vec![
             ModelInputChunk::Image {
                 data: vec![0, 1, 2],
                 format: "png".into(),
-                expected_tokens: Some(4)
-            }
+                expected_tokens: Some(4),
+            },
+            ModelInputChunk::ImageAssetPointer {
+                format: "jpeg".into(),
+                location: "s3://b/k".into(),
+                expected_tokens: None,
+            },
+            ModelInputChunk::Dmel { dmel: vec![255] },
+        ];
+        assert_eq!(
+            json(&m),
+            concat!(
+                r#"{"chunks":[{"type":"image","data":"AAEC","format":"png","expected_tokens":4},"#,
+                r#"{"type":"image_asset_pointer","format":"jpeg","location":"s3://b/k"},"#,
+                r#"{"type":"dmel","dmel":"/w=="}]}"#
+            )
         );
-        assert!(serde_json::from_str::<ModelInputChunk>(r#"{"type":"video"}"#).is_err());
-        assert!(serde_json::from_str::<ModelInputChunk>(
-            r#"{"type":"encoded_text","tokens":[1],"extra":1}"#
-        )
-        .is_err());
     }
 
     #[test]

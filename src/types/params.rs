@@ -1,6 +1,6 @@
-use serde::{Deserialize, Serialize};
-
 use super::{fmt_num, InputError};
+use crate::json;
+use crate::json::{Map, ObjectWriter, Value};
 
 fn check_finite(field: &str, v: f64) -> Result<(), InputError> {
     if v.is_finite() {
@@ -27,8 +27,7 @@ fn check_range(field: &str, v: f64, ok: bool, what: &str) -> Result<(), InputErr
 
 /// Adam optimizer parameters for `optim_step` (AdamW: decoupled weight decay).
 /// Defaults are the Python SDK's.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AdamParams {
     /// Learning rate (default 1e-4).
     pub learning_rate: f64,
@@ -58,6 +57,18 @@ impl Default for AdamParams {
 }
 
 impl AdamParams {
+    /// The wire JSON (every field, in the Python SDK's order).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "learning_rate": self.learning_rate,
+            "beta1": self.beta1,
+            "beta2": self.beta2,
+            "eps": self.eps,
+            "weight_decay": self.weight_decay,
+            "grad_clip_norm": self.grad_clip_norm,
+        })
+    }
+
     /// Rejects non-finite or out-of-range values, naming the field.
     pub fn validate(&self) -> Result<(), InputError> {
         check_range(
@@ -96,14 +107,26 @@ impl AdamParams {
 
 /// The optimizer family chosen when a model is created (`{"type":"adamw"}` by default,
 /// or `{"type":"dimuon","version":1}`); other families pass through unchanged.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OptimizerConfig(pub serde_json::Map<String, serde_json::Value>);
+#[derive(Debug, Clone, PartialEq)]
+pub struct OptimizerConfig(pub Map);
 
 impl Default for OptimizerConfig {
     fn default() -> Self {
-        let mut m = serde_json::Map::new();
-        m.insert("type".into(), "adamw".into());
+        let mut m = Map::new();
+        m.insert("type", "adamw".into());
         OptimizerConfig(m)
+    }
+}
+
+impl From<&OptimizerConfig> for Value {
+    fn from(c: &OptimizerConfig) -> Self {
+        Value::Object(c.0.clone())
+    }
+}
+
+impl json::ToJson for OptimizerConfig {
+    fn to_json_value(&self) -> Value {
+        Value::Object(self.0.clone())
     }
 }
 
@@ -111,40 +134,46 @@ impl OptimizerConfig {
     /// Checks that a string `type` is present.
     pub fn validate(&self) -> Result<(), InputError> {
         match self.0.get("type") {
-            Some(serde_json::Value::String(s)) if !s.is_empty() => Ok(()),
+            Some(Value::String(s)) if !s.is_empty() => Ok(()),
             other => Err(InputError::type_error(
                 "type",
-                format!("optimizer config needs a string \"type\" (e.g. \"adamw\"), got {other:?}"),
+                format!(
+                    "optimizer config needs a string \"type\" (e.g. \"adamw\"), got {}",
+                    other.map_or("nothing".into(), json::shown)
+                ),
             )),
         }
     }
 }
 
 /// LoRA configuration of a new training model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LoraConfig {
     /// Rank of the low-rank matrices (a positive power of two).
     pub rank: u32,
     /// Initialisation seed (random when absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
     /// Add LoRA to the unembedding layer (default true).
-    #[serde(default = "yes")]
     pub train_unembed: bool,
     /// Add LoRA to MLP (and MoE) layers (default true).
-    #[serde(default = "yes")]
     pub train_mlp: bool,
     /// Add LoRA to attention layers (default true).
-    #[serde(default = "yes")]
     pub train_attn: bool,
 }
 
-fn yes() -> bool {
-    true
-}
-
 impl LoraConfig {
+    /// The wire JSON (`seed` only when set).
+    pub fn to_json(&self) -> Value {
+        let mut v = json!({ "rank": self.rank });
+        if let Some(seed) = self.seed {
+            v["seed"] = seed.into();
+        }
+        v["train_unembed"] = self.train_unembed.into();
+        v["train_mlp"] = self.train_mlp.into();
+        v["train_attn"] = self.train_attn.into();
+        v
+    }
+
     /// A config of the given rank with every layer group trained.
     pub fn new(rank: u32) -> Self {
         LoraConfig {
@@ -174,8 +203,7 @@ impl LoraConfig {
 }
 
 /// When sampling stops besides `max_tokens`: stop strings or stop token ids.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum StopCondition {
     /// One stop string.
     String(String),
@@ -187,17 +215,13 @@ pub enum StopCondition {
 
 /// Sampling parameters. Defaults are the Python SDK's; `temperature`, `top_k` and
 /// `top_p` are always sent, `max_tokens`, `seed` and `stop` only when set.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SamplingParams {
     /// Maximum tokens to generate.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
     /// Sampling seed (same seed, same samples).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
     /// Stop strings or token ids.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub stop: Option<StopCondition>,
     /// Softmax temperature (default 1).
     pub temperature: f64,
@@ -221,6 +245,32 @@ impl Default for SamplingParams {
 }
 
 impl SamplingParams {
+    /// Appends the wire JSON: `max_tokens`, `seed` and `stop` only when set, then
+    /// `temperature`, `top_k`, `top_p`.
+    pub fn write_json(&self, out: &mut String) {
+        let mut w = ObjectWriter::new(out);
+        if let Some(n) = self.max_tokens {
+            w.u64("max_tokens", u64::from(n));
+        }
+        if let Some(n) = self.seed {
+            w.u64("seed", n);
+        }
+        match &self.stop {
+            None => {}
+            Some(StopCondition::String(s)) => {
+                w.str("stop", s);
+            }
+            Some(StopCondition::Strings(v)) => {
+                w.value("stop", &Value::from(v));
+            }
+            Some(StopCondition::Tokens(t)) => json::write_u32s(w.key("stop"), t),
+        }
+        w.f64("temperature", self.temperature)
+            .i64("top_k", self.top_k)
+            .f64("top_p", self.top_p);
+        w.end();
+    }
+
     /// Rejects out-of-range values, naming the field.
     pub fn validate(&self) -> Result<(), InputError> {
         check_range(
@@ -262,27 +312,63 @@ mod tests {
 
     #[test]
     fn wire_forms() {
+        let json = |p: &SamplingParams| {
+            let mut s = String::new();
+            p.write_json(&mut s);
+            s
+        };
         assert_eq!(
-            serde_json::to_string(&SamplingParams {
+            json(&SamplingParams {
                 max_tokens: Some(3),
                 ..Default::default()
-            })
-            .unwrap(),
+            }),
             r#"{"max_tokens":3,"temperature":1.0,"top_k":-1,"top_p":1.0}"#
         );
-        let p: SamplingParams = serde_json::from_str(r#"{"max_tokens":5,"stop":["\n"]}"#).unwrap();
-        assert_eq!(p.stop, Some(StopCondition::Strings(vec!["\n".into()])));
-        let p: SamplingParams = serde_json::from_str(r#"{"stop":[7,8]}"#).unwrap();
-        assert_eq!(p.stop, Some(StopCondition::Tokens(vec![7, 8])));
+        let stops = [
+            (StopCondition::String("\n".into()), r#""\n""#),
+            (
+                StopCondition::Strings(vec!["a".into(), "b".into()]),
+                r#"["a","b"]"#,
+            ),
+            (StopCondition::Tokens(vec![7, 8]), "[7,8]"),
+        ];
+        for (stop, text) in stops {
+            let p = SamplingParams {
+                seed: Some(u64::MAX),
+                stop: Some(stop),
+                temperature: 0.7,
+                top_k: 5,
+                top_p: 0.9,
+                ..Default::default()
+            };
+            assert_eq!(
+                json(&p),
+                format!(
+                    r#"{{"seed":18446744073709551615,"stop":{text},"temperature":0.7,"top_k":5,"top_p":0.9}}"#
+                )
+            );
+        }
         assert_eq!(
-            serde_json::to_string(&LoraConfig::new(16)).unwrap(),
+            LoraConfig::new(16).to_json().to_string(),
             r#"{"rank":16,"train_unembed":true,"train_mlp":true,"train_attn":true}"#
         );
+        let seeded = LoraConfig {
+            seed: Some(7),
+            train_mlp: false,
+            ..LoraConfig::new(8)
+        };
         assert_eq!(
-            serde_json::to_string(&OptimizerConfig::default()).unwrap(),
+            seeded.to_json().to_string(),
+            r#"{"rank":8,"seed":7,"train_unembed":true,"train_mlp":false,"train_attn":true}"#
+        );
+        assert_eq!(
+            Value::Object(OptimizerConfig::default().0).to_string(),
             r#"{"type":"adamw"}"#
         );
-        assert!(serde_json::from_str::<SamplingParams>(r#"{"max_token":5}"#).is_err());
+        assert_eq!(
+            AdamParams::default().to_json().to_string(),
+            r#"{"learning_rate":0.0001,"beta1":0.9,"beta2":0.95,"eps":1e-12,"weight_decay":0.0,"grad_clip_norm":0.0}"#
+        );
     }
 
     #[test]

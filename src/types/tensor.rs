@@ -1,12 +1,9 @@
-use serde::de::{self, Deserializer};
-use serde::ser::{SerializeStruct, Serializer};
-use serde::{Deserialize, Serialize};
-
 use super::InputError;
+use crate::json;
+use crate::json::ObjectWriter;
 
 /// Element type of a [`TensorData`] on the public wire (`"float32"` or `"int64"`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DType {
     /// 32-bit float.
     Float32,
@@ -239,81 +236,46 @@ impl TensorData {
     }
 }
 
-impl Serialize for TensorData {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let n = 2 + self.shape.is_some() as usize + 2 * self.is_sparse() as usize;
-        let mut st = s.serialize_struct("TensorData", n)?;
-        match &self.values {
-            TensorValues::Float32(v) => st.serialize_field("data", v)?,
-            TensorValues::Int64(v) => st.serialize_field("data", v)?,
+impl TensorData {
+    /// Appends the wire JSON: `{"data":[…],"dtype":"int64","shape":[…]}`, with the CSR
+    /// indices when sparse (float32 elements with their own shortest digits).
+    pub fn write_json(&self, out: &mut String) {
+        fn ints(out: &mut String, v: impl Iterator<Item = i64>) {
+            out.push('[');
+            for (i, x) in v.enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                json::write_i64(out, x);
+            }
+            out.push(']');
         }
-        st.serialize_field("dtype", &self.dtype())?;
+        let mut w = ObjectWriter::new(out);
+        match &self.values {
+            TensorValues::Float32(v) => {
+                let out = w.key("data");
+                out.push('[');
+                for (i, &x) in v.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    json::write_f32(out, x);
+                }
+                out.push(']');
+            }
+            TensorValues::Int64(v) => ints(w.key("data"), v.iter().copied()),
+        }
+        w.str("dtype", self.dtype().name());
         if let Some(shape) = &self.shape {
-            st.serialize_field("shape", shape)?;
+            ints(w.key("shape"), shape.iter().map(|&d| d as i64));
         }
         if let Some(c) = &self.sparse_crow_indices {
-            st.serialize_field("sparse_crow_indices", c)?;
+            ints(w.key("sparse_crow_indices"), c.iter().copied());
         }
         if let Some(c) = &self.sparse_col_indices {
-            st.serialize_field("sparse_col_indices", c)?;
+            ints(w.key("sparse_col_indices"), c.iter().copied());
         }
-        st.end()
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Num {
-    I(i64),
-    F(f64),
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTensor {
-    data: Vec<Num>,
-    dtype: DType,
-    #[serde(default)]
-    shape: Option<Vec<usize>>,
-    #[serde(default)]
-    sparse_crow_indices: Option<Vec<i64>>,
-    #[serde(default)]
-    sparse_col_indices: Option<Vec<i64>>,
-}
-
-impl<'de> Deserialize<'de> for TensorData {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let raw = RawTensor::deserialize(d)?;
-        let values = match raw.dtype {
-            DType::Float32 => TensorValues::Float32(
-                raw.data
-                    .into_iter()
-                    .map(|n| match n {
-                        Num::I(i) => i as f32,
-                        Num::F(f) => f as f32,
-                    })
-                    .collect(),
-            ),
-            DType::Int64 => TensorValues::Int64(
-                raw.data
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, n)| match n {
-                        Num::I(v) => Ok(v),
-                        Num::F(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Ok(f as i64),
-                        Num::F(f) => Err(de::Error::custom(format!(
-                            "data[{i}]: {f} is not an integer (dtype int64)"
-                        ))),
-                    })
-                    .collect::<Result<_, _>>()?,
-            ),
-        };
-        Ok(TensorData {
-            values,
-            shape: raw.shape,
-            sparse_crow_indices: raw.sparse_crow_indices,
-            sparse_col_indices: raw.sparse_col_indices,
-        })
+        w.end();
     }
 }
 
@@ -322,27 +284,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn json_round_trip_keeps_dtype_and_shape() {
-        let t = TensorData::from_i64(vec![1, 2, 3]);
-        let s = serde_json::to_string(&t).unwrap();
-        assert_eq!(s, r#"{"data":[1,2,3],"dtype":"int64","shape":[3]}"#);
-        assert_eq!(serde_json::from_str::<TensorData>(&s).unwrap(), t);
-        let f: TensorData = serde_json::from_str(r#"{"data":[1,0.5],"dtype":"float32"}"#).unwrap();
-        assert_eq!(f.as_f32(), Some(&[1.0, 0.5][..]));
-        assert_eq!(f.dense_shape(), vec![2]);
-    }
-
-    #[test]
-    fn int64_rejects_fractions_and_unknown_fields() {
-        assert!(
-            serde_json::from_str::<TensorData>(r#"{"data":[1.5],"dtype":"int64"}"#)
-                .unwrap_err()
-                .to_string()
-                .contains("data[0]")
+    fn json_keeps_dtype_shape_and_float32_digits() {
+        let json = |t: &TensorData| {
+            let mut s = String::new();
+            t.write_json(&mut s);
+            s
+        };
+        assert_eq!(
+            json(&TensorData::from_i64(vec![1, -2, 3])),
+            r#"{"data":[1,-2,3],"dtype":"int64","shape":[3]}"#
         );
-        assert!(
-            serde_json::from_str::<TensorData>(r#"{"data":[1],"dtype":"int64","shap":[1]}"#)
-                .is_err()
+        let csr = TensorData {
+            values: TensorValues::Float32(vec![0.1, 1.0]),
+            shape: Some(vec![2, 3]),
+            sparse_crow_indices: Some(vec![0, 1, 2]),
+            sparse_col_indices: Some(vec![2, 0]),
+        };
+        assert_eq!(
+            json(&csr),
+            r#"{"data":[0.1,1.0],"dtype":"float32","shape":[2,3],"sparse_crow_indices":[0,1,2],"sparse_col_indices":[2,0]}"#
         );
     }
 

@@ -430,7 +430,7 @@ impl ServiceClient {
             lora.train_unembed = o.bool("trainUnembed")?.unwrap_or(true);
             let optimizer = match o.json("optimizer")? {
                 None => None,
-                Some(serde_json::Value::Object(m)) => Some(OptimizerConfig(m)),
+                Some(crate::json::Value::Object(m)) => Some(OptimizerConfig(m)),
                 Some(other) => {
                     return Err(type_error(
                         "optimizer",
@@ -511,7 +511,7 @@ impl ServiceClient {
         let parsed = (|| -> Result<_, JsValue> {
             let optimizer = match o.json("optimizer")? {
                 None => None,
-                Some(serde_json::Value::Object(m)) => Some(OptimizerConfig(m)),
+                Some(crate::json::Value::Object(m)) => Some(OptimizerConfig(m)),
                 Some(other) => {
                     return Err(type_error(
                         "optimizer",
@@ -1008,7 +1008,7 @@ impl TrainingClient {
             }
         } else {
             match try_or_reject!(convert::to_json(&params, "params")) {
-                serde_json::Value::Object(m) => OptimParams::Other(m),
+                crate::json::Value::Object(m) => OptimParams::Other(m),
                 _ => return reject(type_error("params", "must be an object")),
             }
         };
@@ -1154,7 +1154,7 @@ impl TrainingClient {
         let ttl = try_or_reject!(o.uint("ttlSeconds", u64::MAX));
         let recipients = match try_or_reject!(o.json("ageEncryptionRecipients")) {
             None => None,
-            Some(serde_json::Value::Array(a)) => Some(try_or_reject!(a
+            Some(crate::json::Value::Array(a)) => Some(try_or_reject!(a
                 .into_iter()
                 .enumerate()
                 .map(
@@ -1520,7 +1520,11 @@ pub struct RestClient {
 
 fn page_to_js(p: Page) -> JsValue {
     let o = Object::new();
-    set(&o, "items", &json_to_js(&serde_json::Value::Array(p.items)));
+    set(
+        &o,
+        "items",
+        &json_to_js(&crate::json::Value::Array(p.items)),
+    );
     set(&o, "response", &json_to_js(&p.raw));
     set(
         &o,
@@ -1888,7 +1892,7 @@ impl RestClient {
         #[wasm_bindgen(unchecked_optional_param_type = "unknown")] cursor: JsValue,
     ) -> Promise {
         let req = if request.is_undefined() {
-            serde_json::json!({})
+            crate::json!({})
         } else {
             try_or_reject!(convert::to_json(&request, "request"))
         };

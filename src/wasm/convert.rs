@@ -26,7 +26,7 @@ use crate::types::{
     fmt_num, loss_input_dtype, DType, Datum, InputError, LossFnInputs, ModelInput, ModelInputChunk,
     TensorData, TensorValues, MAX_ELEMENTS,
 };
-use crate::wasm::errors::{input_error, json_to_js, type_error};
+use crate::wasm::errors::{input_error, type_error};
 
 #[wasm_bindgen(inline_js = "
 const TAG = Symbol.toStringTag;
@@ -666,7 +666,7 @@ impl Opts {
         }
     }
     /// A JSON-compatible option (objects, arrays, numbers, strings).
-    pub fn json(&self, k: &str) -> Result<Option<serde_json::Value>, JsValue> {
+    pub fn json(&self, k: &str) -> Result<Option<crate::json::Value>, JsValue> {
         match self.present(k) {
             None => Ok(None),
             Some(v) => to_json(&v, k).map(Some),
@@ -692,7 +692,7 @@ impl Opts {
 }
 
 /// JSON value of a JS value (through `JSON.stringify`, so only JSON data survives).
-pub fn to_json(v: &JsValue, field: &str) -> Result<serde_json::Value, JsValue> {
+pub fn to_json(v: &JsValue, field: &str) -> Result<crate::json::Value, JsValue> {
     let s =
         js_sys::JSON::stringify(v).map_err(|_| type_error(field, "must be JSON-serialisable"))?;
     let s = s.as_string().ok_or_else(|| {
@@ -701,7 +701,7 @@ pub fn to_json(v: &JsValue, field: &str) -> Result<serde_json::Value, JsValue> {
             format!("must be JSON-serialisable, got {}", describe(v)),
         )
     })?;
-    serde_json::from_str(&s).map_err(|e| type_error(field, e.to_string()))
+    crate::json::from_str(&s).map_err(|e| type_error(field, e.to_string()))
 }
 
 /// Call options linked to an `AbortSignal`. The listener is removed when this drops,
@@ -1353,9 +1353,23 @@ fn datum_rel(v: &JsValue) -> Result<Datum, InputError> {
             .ok()
             .and_then(|s| s.as_string())
             .unwrap_or_default();
-        serde_json::from_str(&json)
-            .map(Some)
-            .map_err(|e| InputError::type_error(format!(".{name}"), e.to_string()))
+        let bad = |e: String| InputError::type_error(format!(".{name}"), e);
+        let v = crate::json::from_str(&json).map_err(|e| bad(e.to_string()))?;
+        match v {
+            crate::json::Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .map(|(i, x)| {
+                    crate::types::ProvenanceSpan::from_json(x).map_err(|e| format!("[{i}]: {e}"))
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some)
+                .map_err(bad),
+            other => Err(bad(format!(
+                "expected an array of provenance spans, got {}",
+                other.kind()
+            ))),
+        }
     };
     Ok(Datum {
         model_input: mi,
@@ -1841,7 +1855,11 @@ pub fn model_input_to_js(m: &ModelInput) -> JsValue {
                 set(&o, "tokens", &Uint32Array::from(&tokens[..]));
                 JsValue::from(o)
             }
-            other => json_to_js(&serde_json::to_value(other).unwrap_or_default()),
+            other => {
+                let mut s = String::new();
+                other.write_json(&mut s);
+                js_sys::JSON::parse(&s).unwrap_or(JsValue::NULL)
+            }
         })
         .collect();
     let o = Object::new();

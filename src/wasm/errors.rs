@@ -25,7 +25,7 @@ fn set(o: &JsValue, k: &str, v: &JsValue) {
 }
 
 /// Parses JSON text into a JS value (plain objects, not Maps).
-pub fn json_to_js(v: &serde_json::Value) -> JsValue {
+pub fn json_to_js(v: &crate::json::Value) -> JsValue {
     js_sys::JSON::parse(&v.to_string()).unwrap_or(JsValue::NULL)
 }
 

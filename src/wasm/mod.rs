@@ -23,8 +23,8 @@ pub fn version() -> String {
     crate::VERSION.to_string()
 }
 
-/// Fills in the defaults of an `AdamParams` object and returns it (a serde round trip
-/// through the core type; unknown fields are rejected).
+/// Fills in the defaults of an `AdamParams` object and returns it (read into the core
+/// type and written back; unknown fields are rejected).
 #[wasm_bindgen(js_name = normalizeAdamParams)]
 pub fn normalize_adam_params(params: JsValue) -> Result<JsValue, JsError> {
     let p: crate::types::AdamParams = if params.is_undefined() {
@@ -34,9 +34,7 @@ pub fn normalize_adam_params(params: JsValue) -> Result<JsValue, JsError> {
             JsError::new(&format!("AdamParams: {}", js_sys::Error::from(e).message()))
         })?
     };
-    Ok(errors::json_to_js(
-        &serde_json::to_value(&p).map_err(|e| JsError::new(&e.to_string()))?,
-    ))
+    Ok(errors::json_to_js(&p.to_json()))
 }
 
 /// Resolves after `ms` milliseconds, on the runtime's `setTimeout`.
