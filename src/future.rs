@@ -201,7 +201,7 @@ pub async fn retrieve(holder: &Holder, p: Poll<'_>) -> Result<Payload> {
         if iteration == 0 {
             req = req.header(
                 "X-Tinker-Create-Promise-Roundtrip-Time",
-                p.submit_roundtrip_secs.to_string(),
+                json::fmt_py(p.submit_roundtrip_secs),
             );
         }
         iteration += 1;

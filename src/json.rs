@@ -656,6 +656,129 @@ pub fn write_f32(out: &mut String, f: f32) {
     }
 }
 
+/// The shortest round-trip decimal digits of a finite non-zero `|x|` (no leading or
+/// trailing zeros) and the decimal point's position: `|x| = 0.d₁d₂…dₖ × 10^point`.
+fn shortest_digits(x: f64) -> (String, i32) {
+    let mut buf = zmij::Buffer::new();
+    let text = buf.format_finite(x.abs());
+    let (mantissa, exp) = match text.split_once(['e', 'E']) {
+        Some((m, e)) => {
+            let (negative, digits) = match e.strip_prefix('-') {
+                Some(d) => (true, d),
+                None => (false, e.trim_start_matches('+')),
+            };
+            let v = digits
+                .bytes()
+                .fold(0i32, |a, b| a * 10 + i32::from(b - b'0'));
+            (m, if negative { -v } else { v })
+        }
+        None => (text, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let mut point = int.len() as i32 + exp;
+    let all: String = int.chars().chain(frac.chars()).collect();
+    let trimmed = all.trim_start_matches('0');
+    point -= (all.len() - trimmed.len()) as i32;
+    (trimmed.trim_end_matches('0').to_string(), point)
+}
+
+fn push_zeros(s: &mut String, n: i32) {
+    for _ in 0..n.max(0) {
+        s.push('0');
+    }
+}
+
+/// A number as JavaScript's `String(x)` prints it (`NaN`, `-Infinity`, `0.001`, `1e-7`,
+/// `1e+21`, `123`), for messages about values that came from JS.
+pub fn fmt_js(x: f64) -> String {
+    if x.is_nan() {
+        return "NaN".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    if x == 0.0 {
+        return "0".into();
+    }
+    let (d, n) = shortest_digits(x);
+    let k = d.len() as i32;
+    let mut s = String::new();
+    if x < 0.0 {
+        s.push('-');
+    }
+    if k <= n && n <= 21 {
+        s.push_str(&d);
+        push_zeros(&mut s, n - k);
+    } else if 0 < n && n <= 21 {
+        s.push_str(&d[..n as usize]);
+        s.push('.');
+        s.push_str(&d[n as usize..]);
+    } else if -6 < n && n <= 0 {
+        s.push_str("0.");
+        push_zeros(&mut s, -n);
+        s.push_str(&d);
+    } else {
+        s.push_str(&d[..1]);
+        if k > 1 {
+            s.push('.');
+            s.push_str(&d[1..]);
+        }
+        s.push('e');
+        s.push(if n > 0 { '+' } else { '-' });
+        write_u64(&mut s, u64::from((n - 1).unsigned_abs()));
+    }
+    s
+}
+
+/// A number as Python's `str(x)` prints a float (`0.5`, `3.0`, `1e-05`, `1e+16`, `nan`),
+/// for values the Python SDK sends as text (headers).
+pub fn fmt_py(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    let mut s = String::new();
+    if x.is_sign_negative() {
+        s.push('-');
+    }
+    if x == 0.0 {
+        s.push_str("0.0");
+        return s;
+    }
+    let (d, n) = shortest_digits(x);
+    let k = d.len() as i32;
+    if -4 < n && n <= 16 {
+        if n <= 0 {
+            s.push_str("0.");
+            push_zeros(&mut s, -n);
+            s.push_str(&d);
+        } else if n >= k {
+            s.push_str(&d);
+            push_zeros(&mut s, n - k);
+            s.push_str(".0");
+        } else {
+            s.push_str(&d[..n as usize]);
+            s.push('.');
+            s.push_str(&d[n as usize..]);
+        }
+    } else {
+        s.push_str(&d[..1]);
+        if k > 1 {
+            s.push('.');
+            s.push_str(&d[1..]);
+        }
+        let e = n - 1;
+        s.push_str(if e < 0 { "e-" } else { "e+" });
+        if e.unsigned_abs() < 10 {
+            s.push('0');
+        }
+        write_u64(&mut s, u64::from(e.unsigned_abs()));
+    }
+    s
+}
+
 /// Writes a JSON object field by field, for wire types that write themselves.
 pub struct ObjectWriter<'a> {
     out: &'a mut String,
@@ -1564,6 +1687,47 @@ mod tests {
             .unwrap_err()
             .starts_with("unknown field `s`"));
         assert!(Fields::of(&Value::from(1)).is_err());
+    }
+
+    #[test]
+    fn numbers_print_as_javascript_and_python_print_them() {
+        for (x, js, py) in [
+            (0.0, "0", "0.0"),
+            (-0.0, "0", "-0.0"),
+            (1.0, "1", "1.0"),
+            (-5.0, "-5", "-5.0"),
+            (0.5, "0.5", "0.5"),
+            (0.001, "0.001", "0.001"),
+            (1e-4, "0.0001", "0.0001"),
+            (1e-5, "0.00001", "1e-05"),
+            (1e-6, "0.000001", "1e-06"),
+            (1e-7, "1e-7", "1e-07"),
+            (-1e-8, "-1e-8", "-1e-08"),
+            (1.5e-10, "1.5e-10", "1.5e-10"),
+            (123.456, "123.456", "123.456"),
+            (4294967296.0, "4294967296", "4294967296.0"),
+            (1e15, "1000000000000000", "1000000000000000.0"),
+            (1e16, "10000000000000000", "1e+16"),
+            (1.5e16, "15000000000000000", "1.5e+16"),
+            (1e21, "1e+21", "1e+21"),
+            (
+                123456789012345680000.0,
+                "123456789012345680000",
+                "1.2345678901234568e+20",
+            ),
+            (0.1 + 0.2, "0.30000000000000004", "0.30000000000000004"),
+            (
+                f64::MAX,
+                "1.7976931348623157e+308",
+                "1.7976931348623157e+308",
+            ),
+            (5e-324, "5e-324", "5e-324"),
+            (f64::NAN, "NaN", "nan"),
+            (f64::NEG_INFINITY, "-Infinity", "-inf"),
+        ] {
+            assert_eq!(fmt_js(x), js, "js {x:e}");
+            assert_eq!(fmt_py(x), py, "py {x:e}");
+        }
     }
 
     #[test]

@@ -34,7 +34,10 @@ pub fn combine_forward_backward(
 /// The low 64 bits of the exact integer part of `v` (Python `int(v) & 0xFFFF_FFFF_FFFF_FFFF`).
 fn int_low64(v: f64) -> Result<u64, String> {
     if !v.is_finite() {
-        return Err(format!("cannot convert {v} to an integer"));
+        return Err(format!(
+            "cannot convert {} to an integer",
+            crate::types::fmt_num(v)
+        ));
     }
     let t = v.trunc();
     if t == 0.0 {

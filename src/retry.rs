@@ -26,12 +26,12 @@ pub const BILLING_PAUSE_SLEEP: Duration = Duration::from_secs(5);
 pub fn parse_retry_after(headers: &Headers, now_secs: f64) -> Option<f64> {
     if let Some(ms) = headers
         .get("retry-after-ms")
-        .and_then(|v| v.trim().parse::<f64>().ok())
+        .and_then(crate::json::parse_float)
     {
         return Some(ms / 1000.0);
     }
     let ra = headers.get("retry-after")?;
-    if let Ok(secs) = ra.trim().parse::<f64>() {
+    if let Some(secs) = crate::json::parse_float(ra) {
         return Some(secs);
     }
     let when = httpdate::parse_http_date(ra.trim()).ok()?;
@@ -129,7 +129,7 @@ impl SamplingRetryConfig {
         let d =
             (self.retry_delay_base * 2f64.powi(attempt.min(1000) as i32)).min(self.retry_delay_max);
         let jitter = d * self.jitter_factor * (2.0 * random - 1.0);
-        Duration::from_secs_f64((d + jitter).clamp(0.0, self.retry_delay_max))
+        Duration::from_secs_f64((d + jitter).min(self.retry_delay_max).max(0.0))
     }
 }
 

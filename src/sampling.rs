@@ -870,7 +870,7 @@ impl SamplingClient {
             Error::Connection {
                 message: format!(
                     "No progress made in {}s. Requests appear to be stuck.",
-                    rh.config.progress_timeout.as_secs_f64()
+                    crate::types::fmt_num(rh.config.progress_timeout.as_secs_f64())
                 ),
             }
         };

@@ -484,7 +484,7 @@ impl Holder {
                 Err(e) => {
                     let missed = self.now() - last_ok;
                     if missed > HEARTBEAT_WARN_AFTER_SECS {
-                        self.opts.log(LogLevel::Warn, &format!("Session heartbeat failed for {missed:.0} s for session {session_id}: {e}. If this persists, the session will be terminated."));
+                        self.opts.log(LogLevel::Warn, &format!("Session heartbeat failed for {} s for session {session_id}: {e}. If this persists, the session will be terminated.", missed.round() as i64));
                     }
                 }
             }

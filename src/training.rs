@@ -26,7 +26,8 @@ use crate::sampling::{SamplingClient, SamplingOptions};
 use crate::sequencer::{Sequencer, Turn};
 use crate::session::Holder;
 use crate::types::{
-    validate_loss_fn, AdamParams, Datum, InputError, LossFnInputs, TensorData, TensorValues,
+    fmt_num, validate_loss_fn, AdamParams, Datum, InputError, LossFnInputs, TensorData,
+    TensorValues,
 };
 
 /// The body of a `forward_backward` request exactly as `TrainingClient` sends it: the
@@ -142,14 +143,14 @@ fn dimuon_params(m: &Map) -> Result<Value> {
     if lr < 0.0 {
         return Err(InputError::range_error(
             "optim_params.learning_rate",
-            format!("must be >= 0, got {lr}"),
+            format!("must be >= 0, got {}", fmt_num(lr)),
         )
         .into());
     }
     if !(0.0..1.0).contains(&beta1) {
         return Err(InputError::range_error(
             "optim_params.beta1",
-            format!("must be in [0, 1), got {beta1}"),
+            format!("must be in [0, 1), got {}", fmt_num(beta1)),
         )
         .into());
     }
@@ -214,7 +215,7 @@ fn check_config(config: Option<&LossConfig>) -> Result<(), InputError> {
             if !x.is_finite() {
                 return Err(InputError::range_error(
                     format!("loss_fn_config.{k}"),
-                    format!("must be a finite number, got {x}"),
+                    format!("must be a finite number, got {}", fmt_num(*x)),
                 ));
             }
         }
@@ -922,7 +923,7 @@ impl TrainingClient {
             if let Some(j) = g.iter().position(|x| !x.is_finite()) {
                 return Err(InputError::range_error(
                     format!("gradients[{i}][{j}]"),
-                    format!("must be finite, got {}", g[j]),
+                    format!("must be finite, got {}", fmt_num(f64::from(g[j]))),
                 )
                 .into());
             }

@@ -70,19 +70,7 @@ pub const MAX_ELEMENTS: usize = 1 << 24;
 
 /// A number as JavaScript prints it (`NaN`, `Infinity`, `-1e-8`), for error messages.
 pub fn fmt_num(x: f64) -> String {
-    if x.is_nan() {
-        "NaN".into()
-    } else if x.is_infinite() {
-        if x > 0.0 { "Infinity" } else { "-Infinity" }.into()
-    } else if x != 0.0 && !(1e-6..1e21).contains(&x.abs()) {
-        let s = format!("{x:e}");
-        match s.split_once('e') {
-            Some((m, e)) if !e.starts_with('-') => format!("{m}e+{e}"),
-            _ => s,
-        }
-    } else {
-        format!("{x}")
-    }
+    crate::json::fmt_js(x)
 }
 
 #[cfg(test)]

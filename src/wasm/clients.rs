@@ -797,7 +797,7 @@ fn loss_config(o: &Opts) -> Result<Option<BTreeMap<String, LossConfigValue>>, Js
             if !n.is_finite() {
                 return Err(range_error(
                     &format!("lossFnConfig.{k}"),
-                    format!("must be a finite number, got {n}"),
+                    format!("must be a finite number, got {}", crate::types::fmt_num(n)),
                 ));
             }
             LossConfigValue::Number(n)

@@ -780,7 +780,10 @@ fn checked(n: f64) -> Result<usize, InputError> {
     if n > MAX_ELEMENTS as f64 {
         return Err(InputError::range_error(
             "",
-            format!("has {n} elements; at most {MAX_ELEMENTS} are accepted"),
+            format!(
+                "has {} elements; at most {MAX_ELEMENTS} are accepted",
+                fmt_num(n)
+            ),
         ));
     }
     Ok(n as usize)
@@ -1145,7 +1148,7 @@ fn dims_of(nums: Vec<f64>) -> Result<Option<Vec<usize>>, InputError> {
             } else {
                 Err(InputError::range_error(
                     format!("[{i}]"),
-                    format!("dimensions are non-negative integers, got {d}"),
+                    format!("dimensions are non-negative integers, got {}", fmt_num(d)),
                 ))
             }
         })
@@ -1271,7 +1274,7 @@ fn tensor_rel(src: Src, vk: u32, key: Option<&str>) -> Result<TensorData, InputE
             if let Some(i) = nums.iter().position(|x| x.fract() != 0.0) {
                 return Err(InputError::type_error(
                     format!(".data[{i}]"),
-                    format!("dtype int64 needs integers, got {}", nums[i]),
+                    format!("dtype int64 needs integers, got {}", fmt_num(nums[i])),
                 ));
             }
             TensorValues::Int64(nums.into_iter().map(|x| x as i64).collect())
@@ -1952,7 +1955,10 @@ pub fn sampling_params(v: &JsValue) -> Result<crate::types::SamplingParams, JsVa
     }
     if let Some(k) = o.number("top_k")? {
         if k.fract() != 0.0 {
-            return Err(type_error("top_k", format!("must be an integer, got {k}")));
+            return Err(type_error(
+                "top_k",
+                format!("must be an integer, got {}", fmt_num(k)),
+            ));
         }
         p.top_k = k as i64;
     }
