@@ -1,7 +1,7 @@
 //! Client options (what the caller configures) and server flags (what
 //! `/api/v1/client/config` and `/client/dynamic_config` answer).
 
-use std::collections::BTreeMap;
+use crate::map::StrMap;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -54,7 +54,7 @@ pub struct ClientOptions {
     /// Project for new sessions.
     pub project_id: Option<String>,
     /// Metadata for new sessions.
-    pub user_metadata: BTreeMap<String, String>,
+    pub user_metadata: StrMap<String>,
     /// Display name for new sessions.
     pub display_name: Option<String>,
     /// Tags for new sessions.
@@ -80,7 +80,7 @@ impl Default for ClientOptions {
             default_headers: vec![],
             user_agent: None,
             project_id: None,
-            user_metadata: BTreeMap::new(),
+            user_metadata: StrMap::new(),
             display_name: None,
             tags: vec![],
             session: None,

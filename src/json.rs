@@ -451,8 +451,8 @@ impl<T: Clone + Into<Value>> From<&[T]> for Value {
         Value::Array(v.iter().cloned().map(Into::into).collect())
     }
 }
-impl From<&std::collections::BTreeMap<String, String>> for Value {
-    fn from(m: &std::collections::BTreeMap<String, String>) -> Self {
+impl From<&crate::map::StrMap<String>> for Value {
+    fn from(m: &crate::map::StrMap<String>) -> Self {
         Value::Object(m.iter().map(|(k, v)| (k.clone(), Value::from(v))).collect())
     }
 }
@@ -505,7 +505,7 @@ impl<T: ToJson> ToJson for Vec<T> {
         self.as_slice().to_json_value()
     }
 }
-impl ToJson for std::collections::BTreeMap<String, String> {
+impl ToJson for crate::map::StrMap<String> {
     fn to_json_value(&self) -> Value {
         Value::from(self)
     }

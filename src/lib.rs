@@ -21,6 +21,7 @@ pub mod future;
 pub mod handle;
 pub mod http;
 pub mod json;
+pub mod map;
 pub mod metrics;
 pub mod paths;
 pub mod platform;

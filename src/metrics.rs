@@ -3,7 +3,7 @@
 //! the suffix of their `name:reduction` key. Applied to every result, single-chunk
 //! ones included, so unknown reductions are dropped and malformed keys fail.
 
-use std::collections::BTreeMap;
+use crate::map::StrMap;
 
 use crate::proto::ForwardBackwardOutput;
 
@@ -15,7 +15,7 @@ pub fn combine_forward_backward(
         return Ok(ForwardBackwardOutput {
             loss_fn_output_type: String::new(),
             loss_fn_outputs: vec![],
-            metrics: BTreeMap::new(),
+            metrics: StrMap::new(),
         });
     }
     let metrics = reduce_metrics(&results)?;
@@ -94,8 +94,8 @@ fn np_sum(xs: &[f64]) -> f64 {
 }
 
 /// Reduces metrics across chunks, weighted by each chunk's number of outputs.
-pub fn reduce_metrics(results: &[ForwardBackwardOutput]) -> Result<BTreeMap<String, f64>, String> {
-    let mut out = BTreeMap::new();
+pub fn reduce_metrics(results: &[ForwardBackwardOutput]) -> Result<StrMap<f64>, String> {
+    let mut out = StrMap::new();
     let Some(first) = results.first() else {
         return Ok(out);
     };
@@ -192,7 +192,7 @@ mod tests {
         ForwardBackwardOutput {
             loss_fn_output_type: "test".into(),
             loss_fn_outputs: (0..n)
-                .map(|_| BTreeMap::from([("loss".to_string(), TensorData::from_f32(vec![0.0]))]))
+                .map(|_| StrMap::from([("loss".to_string(), TensorData::from_f32(vec![0.0]))]))
                 .collect(),
             metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         }

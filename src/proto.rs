@@ -8,7 +8,7 @@
 //! intermediate messages). The decoders skip unknown fields, as protobuf requires, and
 //! turn any malformed input into an error, never a panic.
 
-use std::collections::BTreeMap;
+use crate::map::StrMap;
 
 use crate::types::{Datum, ModelInputChunk, ProvenanceSpan, TensorData, TensorValues};
 
@@ -133,7 +133,7 @@ pub struct ForwardBackwardRequest<'a> {
     /// The loss function name.
     pub loss_fn: &'a str,
     /// The loss function's config.
-    pub loss_fn_config: Option<&'a BTreeMap<String, LossConfigValue>>,
+    pub loss_fn_config: Option<&'a StrMap<LossConfigValue>>,
     /// Forward only (no gradient accumulation).
     pub forward_only: bool,
 }
@@ -690,7 +690,7 @@ fn decode_tensor(b: &[u8], what: &'static str) -> DResult<TensorData> {
 }
 
 /// Per-datum outputs of a forward/backward pass, by name (`logprobs`, …).
-pub type LossFnOutput = BTreeMap<String, TensorData>;
+pub type LossFnOutput = StrMap<TensorData>;
 
 /// Result of `forward` / `forward_backward`.
 #[derive(Debug, Clone, PartialEq)]
@@ -700,7 +700,7 @@ pub struct ForwardBackwardOutput {
     /// One entry per datum, in input order.
     pub loss_fn_outputs: Vec<LossFnOutput>,
     /// Metrics such as `loss:sum`.
-    pub metrics: BTreeMap<String, f64>,
+    pub metrics: StrMap<f64>,
 }
 
 struct Batched {
@@ -741,14 +741,14 @@ pub fn decode_forward_backward_output(b: &[u8]) -> DResult<ForwardBackwardOutput
     let what = "ForwardBackwardOutput";
     let mut r = R::new(b, what);
     let mut output_type = String::new();
-    let mut records: Vec<(BTreeMap<String, Batched>, i64)> = Vec::new();
-    let mut metrics = BTreeMap::new();
+    let mut records: Vec<(StrMap<Batched>, i64)> = Vec::new();
+    let mut metrics = StrMap::new();
     while let Some((f, v)) = r.next()? {
         match f {
             1 => output_type = as_string(v, what)?,
             2 => {
                 let mut rr = R::new(as_len(v, what)?, "ArrayRecord");
-                let (mut fields, mut num) = (BTreeMap::new(), 0i64);
+                let (mut fields, mut num) = (StrMap::new(), 0i64);
                 while let Some((f, v)) = rr.next()? {
                     match f {
                         2 => {
@@ -819,7 +819,7 @@ pub fn decode_forward_backward_output(b: &[u8]) -> DResult<ForwardBackwardOutput
             return Err(format!("{what}: {n} datums declared without any field"));
         }
         let base = outputs.len();
-        outputs.resize_with(base + n, BTreeMap::new);
+        outputs.resize_with(base + n, StrMap::new);
         for (name, bt) in fields {
             let size = bt.dtype.size();
             for i in 0..n {
@@ -1107,20 +1107,17 @@ pub(crate) mod tests {
 
     fn sft_datum() -> Datum {
         let mut inputs = LossFnInputs::new();
-        inputs.insert(
-            "target_tokens".into(),
-            TensorData::from_i64(vec![102, 103, 104]),
-        );
-        inputs.insert("weights".into(), TensorData::from_f32(vec![0.0, 1.0, 1.0]));
+        inputs.insert("target_tokens", TensorData::from_i64(vec![102, 103, 104]));
+        inputs.insert("weights", TensorData::from_f32(vec![0.0, 1.0, 1.0]));
         Datum::new(ModelInput::from_ints(vec![101, 102, 103]), inputs)
     }
 
     #[test]
     fn encodes_the_documented_layout() {
         let data = vec![sft_datum()];
-        let mut cfg = BTreeMap::new();
-        cfg.insert("clip".to_string(), LossConfigValue::Number(0.5));
-        cfg.insert("mode".to_string(), LossConfigValue::Text("x".into()));
+        let mut cfg = StrMap::new();
+        cfg.insert("clip", LossConfigValue::Number(0.5));
+        cfg.insert("mode", LossConfigValue::Text("x".into()));
         let req = ForwardBackwardRequest {
             model_id: "m:train:0",
             seq_id: 3,

@@ -13,7 +13,6 @@
 //!   dynamic config enables `sample_cancel_enabled`.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeSet, HashMap, HashSet};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -25,6 +24,7 @@ use crate::future::{retrieve, PauseLogger, Payload, Poll, QueueState};
 use crate::http::{decode, FromJson, Req};
 use crate::json;
 use crate::json::{Fields, Map, ObjectWriter, Value};
+use crate::map::{SortedSet, StrMap};
 use crate::proto::{decode_sample_response, SampleResponse};
 use crate::retry::{SamplingRetryConfig, BILLING_PAUSE_SLEEP};
 use crate::session::Holder;
@@ -286,10 +286,10 @@ impl FromJson for FuturesResponse {
 struct PollerState {
     cursor: i64,
     acked: i64,
-    completions: HashMap<String, Completion>,
-    waiters: HashMap<String, Event>,
-    abandoned: HashSet<String>,
-    retrieved: BTreeSet<String>,
+    completions: StrMap<Completion>,
+    waiters: StrMap<Event>,
+    abandoned: SortedSet<String>,
+    retrieved: SortedSet<String>,
     /// Why polling stopped for good: every waiter fails with it, and (as Python's
     /// `TinkerError` there) the sampling retry handler does not retry it.
     failure: Option<Error>,
@@ -324,7 +324,7 @@ impl SessionPoller {
                 return Err(f.clone());
             }
             let e = Event::new();
-            s.waiters.insert(request_id.to_string(), e.clone());
+            s.waiters.insert(request_id, e.clone());
             e
         };
         self.ensure_running();

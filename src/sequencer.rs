@@ -11,20 +11,21 @@
 //! When nothing is abandoned the ids are exactly the Python SDK's.
 
 use std::cell::RefCell;
-use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 use crate::error::{Error, Result};
+use crate::map::SortedSet;
 
 #[derive(Default)]
 struct Inner {
     next_ticket: u64,
     serving: u64,
     next_seq: i64,
-    abandoned: BTreeSet<u64>,
-    waiters: HashMap<u64, Waker>,
+    abandoned: SortedSet<u64>,
+    /// The waker of each ticket waiting for its turn.
+    waiters: Vec<(u64, Waker)>,
     poisoned: Option<String>,
 }
 
@@ -34,12 +35,16 @@ impl Inner {
         while self.abandoned.remove(&self.serving) {
             self.serving += 1;
         }
-        if let Some(w) = self.waiters.remove(&self.serving) {
+        if let Some(w) = self.remove_waiter(self.serving) {
             w.wake();
         }
     }
+    fn remove_waiter(&mut self, id: u64) -> Option<Waker> {
+        let i = self.waiters.iter().position(|(t, _)| *t == id)?;
+        Some(self.waiters.swap_remove(i).1)
+    }
     fn wake_all(&mut self) {
-        for (_, w) in self.waiters.drain() {
+        for (_, w) in self.waiters.drain(..) {
             w.wake();
         }
     }
@@ -125,7 +130,11 @@ impl Ticket {
                     seq: self.seq.clone(),
                 }));
             }
-            i.waiters.insert(self.id, cx.waker().clone());
+            let waker = cx.waker().clone();
+            match i.waiters.iter_mut().find(|(t, _)| *t == self.id) {
+                Some(slot) => slot.1 = waker,
+                None => i.waiters.push((self.id, waker)),
+            }
             Poll::Pending
         })
     }
@@ -136,7 +145,7 @@ impl Ticket {
         }
         self.done = true;
         let mut i = self.seq.borrow_mut();
-        i.waiters.remove(&self.id);
+        i.remove_waiter(self.id);
         if i.serving == self.id {
             i.advance();
         } else if self.id > i.serving {

@@ -2,8 +2,8 @@
 //! session; concurrent first calls share one connection attempt), creates training and
 //! sampling clients, and closes the session.
 
+use crate::map::StrMap;
 use std::cell::Cell;
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use futures_util::future::LocalBoxFuture;
@@ -46,7 +46,7 @@ pub struct LoraOptions {
     /// LoRA configuration.
     pub lora: LoraConfig,
     /// Metadata of the training run.
-    pub user_metadata: Option<BTreeMap<String, String>>,
+    pub user_metadata: Option<StrMap<String>>,
     /// Optimizer family (AdamW by default).
     pub optimizer: Option<OptimizerConfig>,
 }
@@ -61,7 +61,7 @@ pub struct FromStateOptions {
     /// Override the checkpoint's base model (a compatible variant).
     pub base_model: Option<String>,
     /// Metadata of the new training run.
-    pub user_metadata: Option<BTreeMap<String, String>>,
+    pub user_metadata: Option<StrMap<String>>,
     /// Access token of another account that owns the checkpoint.
     pub weights_access_token: Option<String>,
     /// Optimizer family (only without optimizer state).

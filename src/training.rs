@@ -4,7 +4,7 @@
 //! (see [`crate::sequencer`]) at call time, and returns a future; requests are sent in
 //! call order and their results awaited independently.
 
-use std::collections::BTreeMap;
+use crate::map::StrMap;
 use std::rc::Rc;
 
 use futures_util::future::{join_all, LocalBoxFuture};
@@ -46,7 +46,7 @@ pub fn forward_backward_body(
 }
 
 /// A loss function's config (`loss_fn_config`): numbers or strings by name.
-pub type LossConfig = BTreeMap<String, LossConfigValue>;
+pub type LossConfig = StrMap<LossConfigValue>;
 
 /// Model information fetched once when the client is created (`get_info`).
 #[derive(Debug, Clone)]
@@ -165,7 +165,7 @@ pub struct CustomLossOutput {
     /// ∂loss/∂logprobs per datum, shaped like that datum's logprobs.
     pub gradients: Vec<Vec<f32>>,
     /// Extra metrics merged into the result.
-    pub metrics: BTreeMap<String, f64>,
+    pub metrics: StrMap<f64>,
 }
 
 /// A custom loss: (data, per-datum logprobs) → loss, gradients, metrics.
@@ -613,7 +613,7 @@ impl TrainingClient {
         name: &str,
         ttl_seconds: Option<u64>,
         overwrite: bool,
-        user_metadata: Option<BTreeMap<String, String>>,
+        user_metadata: Option<StrMap<String>>,
         opts: CallOptions,
     ) -> Result<LocalBoxFuture<'static, Result<Value>>> {
         check_name(name)?;
@@ -660,7 +660,7 @@ impl TrainingClient {
         &self,
         name: &str,
         ttl_seconds: Option<u64>,
-        user_metadata: Option<BTreeMap<String, String>>,
+        user_metadata: Option<StrMap<String>>,
         opts: CallOptions,
     ) -> Result<LocalBoxFuture<'static, Result<Value>>> {
         check_name(name)?;
@@ -792,8 +792,8 @@ impl TrainingClient {
                     sparse_col_indices: None,
                 });
             let mut inputs = LossFnInputs::new();
-            inputs.insert("target_tokens".into(), tt.clone());
-            inputs.insert("weights".into(), weights);
+            inputs.insert("target_tokens", tt.clone());
+            inputs.insert("weights", weights);
             let fd = Datum {
                 model_input: d.model_input.clone(),
                 loss_fn_inputs: inputs,
@@ -839,8 +839,8 @@ impl TrainingClient {
                                     .into(),
                             })?;
                     out.metrics.extend(ids.user_metrics);
-                    out.metrics.insert("loss:sum".into(), ids.loss);
-                    out.metrics.insert("surrogate_loss:sum".into(), surrogate);
+                    out.metrics.insert("loss:sum", ids.loss);
+                    out.metrics.insert("surrogate_loss:sum", surrogate);
                     Ok(out)
                 });
             if let Err(e) = &out {
@@ -930,7 +930,7 @@ impl TrainingClient {
             let mut bd = d.clone();
             let shape = d.loss_fn_inputs["target_tokens"].shape.clone();
             bd.loss_fn_inputs.insert(
-                "weights".into(),
+                "weights",
                 TensorData {
                     values: TensorValues::Float32(g.iter().map(|x| -x).collect()),
                     shape,
@@ -967,7 +967,7 @@ impl TrainingClient {
 struct CustomIds {
     backward: Vec<String>,
     loss: f64,
-    user_metrics: BTreeMap<String, f64>,
+    user_metrics: StrMap<f64>,
 }
 
 struct FwdBwd<'a> {

@@ -407,8 +407,8 @@ impl Platform for Mock {
 
 fn datum() -> Datum {
     let mut inputs = tinker_wasm::types::LossFnInputs::new();
-    inputs.insert("target_tokens".into(), TensorData::from_i64(vec![2, 3, 4]));
-    inputs.insert("weights".into(), TensorData::from_f32(vec![0.0, 1.0, 1.0]));
+    inputs.insert("target_tokens", TensorData::from_i64(vec![2, 3, 4]));
+    inputs.insert("weights", TensorData::from_f32(vec![0.0, 1.0, 1.0]));
     Datum::new(ModelInput::from_ints(vec![1, 2, 3]), inputs)
 }
 

@@ -16,13 +16,10 @@ use crate::types::{AdamParams, Datum, LossFnInputs, ModelInput, TensorData};
 fn datum(n: u32) -> Datum {
     let mut i = LossFnInputs::new();
     i.insert(
-        "target_tokens".into(),
+        "target_tokens",
         TensorData::from_i64((1..=n as i64).collect()),
     );
-    i.insert(
-        "weights".into(),
-        TensorData::from_f32(vec![1.0; n as usize]),
-    );
+    i.insert("weights", TensorData::from_f32(vec![1.0; n as usize]));
     Datum::new(ModelInput::from_ints((0..n).collect()), i)
 }
 
@@ -365,7 +362,7 @@ fn bad_input_is_rejected_before_anything_is_sent() {
     assert!(e.to_string().contains("unknown loss function"), "{e}");
     let mut bad = datum(3);
     bad.loss_fn_inputs
-        .insert("weights".into(), TensorData::from_f32(vec![1.0; 2]));
+        .insert("weights", TensorData::from_f32(vec![1.0; 2]));
     let e = tc
         .forward_backward(
             vec![datum(2), bad],

@@ -783,7 +783,7 @@ pub fn datum_from_tokens_weights(
     let targets: Vec<i64> = tokens[1..n].iter().map(|&t| i64::from(t)).collect();
     let w = weights[1..n].to_vec();
     let mut inputs = LossFnInputs::new();
-    inputs.insert("target_tokens".into(), TensorData::from_i64(targets));
-    inputs.insert("weights".into(), TensorData::from_f32(w));
+    inputs.insert("target_tokens", TensorData::from_i64(targets));
+    inputs.insert("weights", TensorData::from_f32(w));
     Ok(Datum::new(ModelInput::from_ints(input), inputs))
 }

@@ -1,10 +1,10 @@
-use std::collections::BTreeMap;
+use crate::map::StrMap;
 
 use super::{DType, InputError, ModelInput, TensorData};
 use crate::json::{Fields, Value};
 
 /// Named loss inputs of a [`Datum`] (`target_tokens`, `weights`, `advantages`, …).
-pub type LossFnInputs = BTreeMap<String, TensorData>;
+pub type LossFnInputs = StrMap<TensorData>;
 
 /// Where a run of datum positions came from (provenance for RL training).
 #[derive(Debug, Clone, PartialEq)]
@@ -129,7 +129,7 @@ impl Datum {
             .validate()
             .map_err(|e| e.within("model_input"))?;
         for key in required_inputs(loss_fn) {
-            if !self.loss_fn_inputs.contains_key(*key) {
+            if !self.loss_fn_inputs.contains_key(key) {
                 return Err(InputError::type_error(
                     format!("loss_fn_inputs.{key}"),
                     format!("is required by loss_fn {loss_fn:?}"),
@@ -219,8 +219,8 @@ mod tests {
 
     fn sft(input: Vec<u32>, targets: Vec<i64>, weights: Vec<f32>) -> Datum {
         let mut inputs = LossFnInputs::new();
-        inputs.insert("target_tokens".into(), TensorData::from_i64(targets));
-        inputs.insert("weights".into(), TensorData::from_f32(weights));
+        inputs.insert("target_tokens", TensorData::from_i64(targets));
+        inputs.insert("weights", TensorData::from_f32(weights));
         Datum::new(ModelInput::from_ints(input), inputs)
     }
 
@@ -248,7 +248,7 @@ mod tests {
     fn dtype_and_required_inputs() {
         let mut d = sft(vec![1], vec![2], vec![1.0]);
         d.loss_fn_inputs
-            .insert("weights".into(), TensorData::from_i64(vec![1]));
+            .insert("weights", TensorData::from_i64(vec![1]));
         assert_eq!(
             d.validate("cross_entropy").unwrap_err().field,
             "loss_fn_inputs.weights.dtype"
@@ -266,7 +266,7 @@ mod tests {
         );
         let mut rl = sft(vec![1], vec![2], vec![1.0]);
         rl.loss_fn_inputs
-            .insert("advantages".into(), TensorData::from_f32(vec![0.5]));
+            .insert("advantages", TensorData::from_f32(vec![0.5]));
         assert!(rl.validate("stable_reinforce").is_ok());
         assert_eq!(
             rl.validate("gspo").unwrap_err().field,

@@ -95,13 +95,10 @@ pub fn datum_from_tokens(tokens: JsValue, options: JsValue) -> Result<JsValue, J
     };
     let mut inputs = LossFnInputs::new();
     inputs.insert(
-        "target_tokens".into(),
+        "target_tokens",
         TensorData::from_i64(t[1..].iter().map(|&x| i64::from(x)).collect()),
     );
-    inputs.insert(
-        "weights".into(),
-        TensorData::from_f32(weights[1..].to_vec()),
-    );
+    inputs.insert("weights", TensorData::from_f32(weights[1..].to_vec()));
     Ok(convert::datum_to_js(&Datum::new(
         ModelInput::from_ints(t[..n - 1].to_vec()),
         inputs,

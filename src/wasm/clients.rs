@@ -4,8 +4,8 @@
 //! input and take their place in the request order synchronously, then return a
 //! Promise.
 
+use crate::map::StrMap;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
@@ -776,7 +776,7 @@ pub struct TrainingClient {
     tok: Tok,
 }
 
-fn loss_config(o: &Opts) -> Result<Option<BTreeMap<String, LossConfigValue>>, JsValue> {
+fn loss_config(o: &Opts) -> Result<Option<StrMap<LossConfigValue>>, JsValue> {
     let v = o.get("lossFnConfig");
     if v.is_undefined() || v.is_null() {
         return Ok(None);
@@ -790,7 +790,7 @@ fn loss_config(o: &Opts) -> Result<Option<BTreeMap<String, LossConfigValue>>, Js
             ),
         ));
     }
-    let mut m = BTreeMap::new();
+    let mut m = StrMap::new();
     for k in convert::keys(&v) {
         let x = get(&v, &k);
         let val = if let Some(n) = x.as_f64() {
@@ -1292,7 +1292,7 @@ fn custom_loss_output(out: &JsValue, n: usize) -> Result<CustomLossOutput, JsVal
             TensorValues::Int64(v) => gradients.push(v.into_iter().map(|x| x as f32).collect()),
         }
     }
-    let mut metrics = BTreeMap::new();
+    let mut metrics = StrMap::new();
     let m = get(out, "metrics");
     if m.is_object() {
         for k in convert::keys(&m) {

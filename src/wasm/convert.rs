@@ -12,7 +12,7 @@
 //! errors are made with a path *relative* to the value being converted (`""`, `"[3]"`,
 //! `".data[3]"`) and each caller prepends its own part on the way out ([`pre`]).
 
-use std::collections::BTreeMap;
+use crate::map::StrMap;
 use std::time::Duration;
 
 use js_sys::{Array, Float32Array, Int32Array, Object, Reflect, Uint32Array, Uint8Array};
@@ -642,11 +642,11 @@ impl Opts {
         }
     }
     /// A `{ [key: string]: string }` option.
-    pub fn string_map(&self, k: &str) -> Result<Option<BTreeMap<String, String>>, JsValue> {
+    pub fn string_map(&self, k: &str) -> Result<Option<StrMap<String>>, JsValue> {
         match self.present(k) {
             None => Ok(None),
             Some(v) if is_plain_object(&v) => {
-                let mut m = BTreeMap::new();
+                let mut m = StrMap::new();
                 for key in keys(&v) {
                     let val = get_str(&v, &key);
                     let s = val.as_string().ok_or_else(|| {
@@ -1735,7 +1735,7 @@ pub fn tensor_to_js(t: &TensorData) -> JsValue {
     o.into()
 }
 
-fn metrics_to_js(m: &BTreeMap<String, f64>) -> JsValue {
+fn metrics_to_js(m: &StrMap<f64>) -> JsValue {
     let o = Object::new();
     for (k, v) in m {
         set(&o, k, &JsValue::from_f64(*v));

@@ -17,8 +17,8 @@ const B: u32 = 777;
 
 fn pair_datum() -> Datum {
     let mut i = LossFnInputs::new();
-    i.insert("target_tokens".into(), TensorData::from_i64(vec![B as i64]));
-    i.insert("weights".into(), TensorData::from_f32(vec![1.0]));
+    i.insert("target_tokens", TensorData::from_i64(vec![B as i64]));
+    i.insert("weights", TensorData::from_f32(vec![1.0]));
     Datum::new(ModelInput::from_ints(vec![A]), i)
 }
 
@@ -125,7 +125,7 @@ fn training_a_pattern_makes_sampling_produce_it() {
         assert!(lp[0].is_none());
         let mut i = LossFnInputs::new();
         i.insert(
-            "target_tokens".into(),
+            "target_tokens",
             TensorData::from_i64(seq[1..].iter().map(|&t| t as i64).collect()),
         );
         let fwd = tc

@@ -9,11 +9,11 @@ fn sft(tokens: &[u32], prompt: usize) -> Datum {
     let n = tokens.len();
     let mut i = LossFnInputs::new();
     i.insert(
-        "target_tokens".into(),
+        "target_tokens",
         TensorData::from_i64(tokens[1..].iter().map(|&t| t as i64).collect()),
     );
     i.insert(
-        "weights".into(),
+        "weights",
         TensorData::from_f32((1..n).map(|k| if k < prompt { 0.0 } else { 1.0 }).collect()),
     );
     Datum::new(ModelInput::from_ints(tokens[..n - 1].to_vec()), i)
