@@ -39,6 +39,7 @@ pub mod telemetry;
 pub mod tokenizer;
 pub mod training;
 pub mod types;
+pub mod zstd;
 
 #[cfg(test)]
 mod tests;

@@ -39,7 +39,7 @@ pub fn forward_backward_body(
 ) -> std::result::Result<Vec<u8>, String> {
     let body = encode_forward_backward(req)?;
     Ok(if compress {
-        ruzstd::encoding::compress_to_vec(&body[..], ruzstd::encoding::CompressionLevel::Fastest)
+        crate::zstd::compress(&body)
     } else {
         body
     })

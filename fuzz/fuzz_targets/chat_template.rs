@@ -3,7 +3,9 @@
 //! Input: a flag byte, the template, a NUL, then the messages as JSON.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use tinker_wasm::tokenizer::{ChatTemplateOptions, Message, Renderer, RendererKind, Tokenizer, TrainOnWhat};
+use tinker_wasm::tokenizer::{
+    ChatTemplateOptions, Message, Renderer, RendererKind, Tokenizer, TrainOnWhat,
+};
 
 thread_local! {
     // Loaded once per process (the tokenizer is not Sync; libFuzzer runs on one thread).

@@ -163,7 +163,10 @@ fn fwd_output(n: usize) -> Vec<u8> {
 
 fn sample_output(n: usize) -> Vec<u8> {
     let toks: Vec<u8> = [5i32, 6].iter().flat_map(|v| v.to_le_bytes()).collect();
-    let lps: Vec<u8> = [-0.1f32, -0.2].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let lps: Vec<u8> = [-0.1f32, -0.2]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
     let mut seq = vec![];
     var_field(&mut seq, 1, 0);
     len_field(&mut seq, 2, &toks);
@@ -337,8 +340,12 @@ impl Server {
             // try_again / metadata-only / error answers of a future poll.
             112..=119 => {
                 let v = match input.byte().unwrap_or(0) % 4 {
-                    0 => json!({ "type": "try_again", "queue_state": input.text(), "queue_state_reason": input.text() }),
-                    1 => json!({ "status": "complete_metadata", "response_payload_size": u64::from(input.byte().unwrap_or(0)) << (input.byte().unwrap_or(0) % 64) }),
+                    0 => {
+                        json!({ "type": "try_again", "queue_state": input.text(), "queue_state_reason": input.text() })
+                    }
+                    1 => {
+                        json!({ "status": "complete_metadata", "response_payload_size": u64::from(input.byte().unwrap_or(0)) << (input.byte().unwrap_or(0) % 64) })
+                    }
                     2 => json!({ "error": input.text(), "category": input.text() }),
                     _ => json!({ "detail": input.text() }),
                 };
@@ -369,14 +376,23 @@ struct Mock {
 }
 
 impl Platform for Mock {
-    fn send(&self, req: HttpRequest) -> LocalBoxFuture<'static, Result<HttpResponse, TransportError>> {
+    fn send(
+        &self,
+        req: HttpRequest,
+    ) -> LocalBoxFuture<'static, Result<HttpResponse, TransportError>> {
         let (r, delay) = self.server.answer(&req);
         let clock = self.clock.clone();
-        let timeout = req.timeout.map_or(f64::INFINITY, |t| t.as_secs_f64() * 1000.0);
+        let timeout = req
+            .timeout
+            .map_or(f64::INFINITY, |t| t.as_secs_f64() * 1000.0);
         Box::pin(async move {
             if delay > 0.0 {
                 let wait = delay.min(timeout);
-                Sleep { deadline: clock.now_ms.get() + wait, clock }.await;
+                Sleep {
+                    deadline: clock.now_ms.get() + wait,
+                    clock,
+                }
+                .await;
                 if delay > timeout {
                     return Err(TransportError::Timeout);
                 }
@@ -428,7 +444,10 @@ async fn scenario(svc: ServiceClient, settled: Rc<Cell<u32>>) {
         user_metadata: None,
         optimizer: None,
     };
-    let tc = svc.create_lora_training_client(lora, call()).expect("valid input").await;
+    let tc = svc
+        .create_lora_training_client(lora, call())
+        .expect("valid input")
+        .await;
     done();
     if let Ok(tc) = tc {
         let fb = tc
@@ -445,7 +464,12 @@ async fn scenario(svc: ServiceClient, settled: Rc<Cell<u32>>) {
         let _ = b;
     }
     let sc = svc
-        .create_sampling_client(None, Some("Qwen/Qwen3-8B".into()), SamplingOptions::default(), call())
+        .create_sampling_client(
+            None,
+            Some("Qwen/Qwen3-8B".into()),
+            SamplingOptions::default(),
+            call(),
+        )
         .expect("valid input")
         .await;
     done();
@@ -458,11 +482,17 @@ async fn scenario(svc: ServiceClient, settled: Rc<Cell<u32>>) {
         let (a, _b) = futures_util::future::join(s1, s2).await;
         done();
         if let Ok(r) = a {
-            assert!(r.sequences.len() == 2, "2 sequences asked, {} returned", r.sequences.len());
+            assert!(
+                r.sequences.len() == 2,
+                "2 sequences asked, {} returned",
+                r.sequences.len()
+            );
         }
     }
     if let Ok(rest) = svc.rest_client().await {
-        let _ = rest.list_training_runs(10, 0, AccessScope::Owned, None).await;
+        let _ = rest
+            .list_training_runs(10, 0, AccessScope::Owned, None)
+            .await;
     }
     done();
     let _ = svc.close(FinishStatus::Success, None).await;
@@ -475,7 +505,10 @@ fuzz_target!(|data: &[u8]| {
         let clock = Rc::new(Clock::default());
         clock.now_ms.set(1.7e12);
         let server = Rc::new(Server {
-            input: RefCell::new(Input { data: data.to_vec(), pos: 0 }),
+            input: RefCell::new(Input {
+                data: data.to_vec(),
+                pos: 0,
+            }),
             next_id: Cell::new(0),
             futures: RefCell::new(BTreeMap::new()),
             requests: Cell::new(0),

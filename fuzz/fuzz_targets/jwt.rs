@@ -9,7 +9,11 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let now = f64::from_le_bytes(data[..8].try_into().unwrap());
-    let now = if now.is_finite() { now.abs() % 1e11 } else { 1.7e9 };
+    let now = if now.is_finite() {
+        now.abs() % 1e11
+    } else {
+        1.7e9
+    };
     let token = String::from_utf8_lossy(&data[8..]);
     let _ = jwt_claims(&token);
     let _ = seconds_until_expiry(&token, now);

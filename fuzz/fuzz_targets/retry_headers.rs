@@ -15,8 +15,16 @@ fuzz_target!(|data: &[u8]| {
     let now = f64::from_le_bytes(data[2..10].try_into().unwrap());
     let rnd = f64::from_le_bytes(data[10..18].try_into().unwrap());
     // The platform's clock and random source are well-formed; the headers are not.
-    let now = if now.is_finite() { now.abs() % 1e11 } else { 1.7e9 };
-    let random = if rnd.is_finite() { rnd.abs().fract() } else { 0.5 };
+    let now = if now.is_finite() {
+        now.abs() % 1e11
+    } else {
+        1.7e9
+    };
+    let random = if rnd.is_finite() {
+        rnd.abs().fract()
+    } else {
+        0.5
+    };
     let text = String::from_utf8_lossy(&data[18..]);
     let mut parts = text.split('\n');
     let mut h = Headers::default();

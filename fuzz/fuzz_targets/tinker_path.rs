@@ -14,5 +14,7 @@ fuzz_target!(|data: &[u8]| {
         Err(e) => assert_eq!(e.field, "path"),
     }
     let q = quote(&s);
-    assert!(q.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.~%".contains(&b)));
+    assert!(q
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"-_.~%".contains(&b)));
 });

@@ -20,7 +20,11 @@ fuzz_target!(|data: &[u8]| {
     let Ok(tok) = Tokenizer::from_json(json, config) else {
         return;
     };
-    for text in ["Hello world, tinker!", " \u{00e9}\u{4e2d}\n\n<|im_end|>  x", ""] {
+    for text in [
+        "Hello world, tinker!",
+        " \u{00e9}\u{4e2d}\n\n<|im_end|>  x",
+        "",
+    ] {
         if let Ok(ids) = tok.encode(text, flags & 2 == 2) {
             let _ = tok.decode(&ids, flags & 4 == 4);
         }

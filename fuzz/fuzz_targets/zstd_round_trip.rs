@@ -1,0 +1,30 @@
+//! src/zstd.rs on any bytes: the frame it writes decodes (with ruzstd, an independent
+//! decoder) to exactly the input, and never grows the input by more than its framing.
+//! The first byte repeats the rest that many times, so inputs span several 128 KiB blocks.
+#![no_main]
+use std::io::Read;
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&n, rest)) = data.split_first() else {
+        return;
+    };
+    let input = rest.repeat(if rest.is_empty() {
+        0
+    } else {
+        1 + usize::from(n) * 2000 / rest.len().max(1)
+    });
+    let z = tinker_wasm::zstd::compress(&input);
+    let blocks = input.len().div_ceil(128 * 1024).max(1);
+    assert!(
+        z.len() <= input.len() + 14 + 3 * blocks,
+        "{} -> {}",
+        input.len(),
+        z.len()
+    );
+    let mut d = ruzstd::decoding::StreamingDecoder::new(&z[..]).expect("a zstd frame");
+    let mut out = Vec::new();
+    d.read_to_end(&mut out).expect("decodes");
+    assert!(out == input, "round trip of {} bytes", input.len());
+});

@@ -1,0 +1,449 @@
+//! A small zstd compressor for `forward_backward` bodies (`Content-Encoding: zstd` when
+//! the server sets `proto_compress_fwdbwd`).
+//!
+//! It writes standard zstd frames (RFC 8878) that any decoder reads: 128 KiB blocks,
+//! each compressed with a greedy LZ77 matcher (a 4-byte hash table, and the last offset
+//! tried first, which catches the fixed strides of int64 and float32 arrays), raw
+//! literals, and sequences coded with zstd's predefined FSE tables, so there is no
+//! table or Huffman building; a block that would not shrink is stored raw. That is the
+//! trade this client wants: a few KB of wasm (issue 8's size budget) and a single fast
+//! pass, at a ratio close to zstd's fastest levels on these bodies.
+//!
+//! ```
+//! let body = [0u8, 1, 2, 3].repeat(1000);
+//! let z = tinker_wasm::zstd::compress(&body);
+//! assert!(z.len() < 100);
+//! assert_eq!(&z[..4], &[0x28, 0xB5, 0x2F, 0xFD]); // zstd magic
+//! ```
+
+const MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+const BLOCK: usize = 128 * 1024;
+/// Window: matches reach at most this far back (Window_Descriptor exponent 13: 8 MiB).
+const WINDOW_LOG: u32 = 23;
+const MIN_MATCH: usize = 4;
+const HASH_LOG: u32 = 16;
+
+/// Compresses `input` into one zstd frame (with its content size, no checksum).
+pub fn compress(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len() / 2 + 64);
+    out.extend_from_slice(&MAGIC);
+    // Frame_Header_Descriptor: Frame_Content_Size on 8 bytes (flag 3), no single-segment
+    // flag (a Window_Descriptor follows), no checksum, no dictionary.
+    out.push(3 << 6);
+    out.push(((WINDOW_LOG - 10) << 3) as u8);
+    out.extend_from_slice(&(input.len() as u64).to_le_bytes());
+    let mut m = Matcher {
+        table: vec![0u32; 1 << HASH_LOG],
+        rep: [1, 4, 8],
+    };
+    if input.is_empty() {
+        block_header(&mut out, true, 0, 0);
+        return out;
+    }
+    let mut start = 0;
+    while start < input.len() {
+        let end = (start + BLOCK).min(input.len());
+        let last = end == input.len();
+        let header_at = out.len();
+        out.extend_from_slice(&[0, 0, 0]);
+        let saved_rep = m.rep;
+        let body_at = out.len();
+        m.block(input, start, end, &mut out);
+        let size = out.len() - body_at;
+        if size >= end - start {
+            // Stored instead: nothing of this block's sequences reaches the decoder, so
+            // neither does their effect on the repeat offsets.
+            m.rep = saved_rep;
+            out.truncate(body_at);
+            out.extend_from_slice(&input[start..end]);
+            write_block_header(&mut out[header_at..], last, 0, end - start);
+        } else {
+            write_block_header(&mut out[header_at..], last, 2, size);
+        }
+        start = end;
+    }
+    out
+}
+
+fn block_header(out: &mut Vec<u8>, last: bool, kind: u32, size: usize) {
+    let at = out.len();
+    out.extend_from_slice(&[0, 0, 0]);
+    write_block_header(&mut out[at..], last, kind, size);
+}
+
+fn write_block_header(at: &mut [u8], last: bool, kind: u32, size: usize) {
+    let h = u32::from(last) | (kind << 1) | ((size as u32) << 3);
+    at[..3].copy_from_slice(&h.to_le_bytes()[..3]);
+}
+
+struct Seq {
+    lit_len: u32,
+    match_len: u32,
+    /// Offset_Value: 1 = the last offset, or offset + 3.
+    off_value: u32,
+}
+
+struct Matcher {
+    /// Last position (+1; 0 = none) of each 4-byte hash.
+    table: Vec<u32>,
+    rep: [u32; 3],
+}
+
+fn read4(s: &[u8], i: usize) -> u32 {
+    u32::from_le_bytes([s[i], s[i + 1], s[i + 2], s[i + 3]])
+}
+
+fn hash(v: u32) -> usize {
+    (v.wrapping_mul(2_654_435_761) >> (32 - HASH_LOG)) as usize
+}
+
+impl Matcher {
+    /// Appends one compressed block (literals section, sequences section) for
+    /// `input[start..end]`; matches may reach back before `start` within the window.
+    fn block(&mut self, input: &[u8], start: usize, end: usize, out: &mut Vec<u8>) {
+        let mut seqs: Vec<Seq> = Vec::new();
+        let mut literals: Vec<u8> = Vec::new();
+        let mut anchor = start;
+        let mut i = start;
+        let mut misses = 0usize;
+        let window = 1usize << WINDOW_LOG;
+        while i + MIN_MATCH <= end {
+            let cur = read4(input, i);
+            let h = hash(cur);
+            let cand = self.table[h] as usize;
+            self.table[h] = (i + 1) as u32;
+            let rep0 = self.rep[0] as usize;
+            // The last offset first (cheapest to code), then the hash candidate.
+            let (offset, use_rep) = if i - anchor > 0 && rep0 <= i && read4(input, i - rep0) == cur
+            {
+                (rep0, true)
+            } else if cand > 0 && i - (cand - 1) <= window && read4(input, cand - 1) == cur {
+                (i - (cand - 1), false)
+            } else {
+                misses += 1;
+                i += 1 + (misses >> 5);
+                continue;
+            };
+            misses = 0;
+            let mut len = MIN_MATCH;
+            while i + len < end && input[i + len] == input[i + len - offset] {
+                len += 1;
+            }
+            literals.extend_from_slice(&input[anchor..i]);
+            let lit_len = (i - anchor) as u32;
+            let off_value = if use_rep {
+                1
+            } else {
+                self.rep = [offset as u32, self.rep[0], self.rep[1]];
+                offset as u32 + 3
+            };
+            seqs.push(Seq {
+                lit_len,
+                match_len: len as u32,
+                off_value,
+            });
+            // Index a position inside the match so the next one can find it.
+            if i + len >= 2 && i + len - 2 > i && i + len + 2 <= end {
+                let p = i + len - 2;
+                self.table[hash(read4(input, p))] = (p + 1) as u32;
+            }
+            i += len;
+            anchor = i;
+        }
+        literals.extend_from_slice(&input[anchor..end]);
+        write_literals(out, &literals);
+        write_sequences(out, &seqs);
+    }
+}
+
+/// A raw literals section.
+fn write_literals(out: &mut Vec<u8>, lits: &[u8]) {
+    let n = lits.len() as u32;
+    if n < 32 {
+        out.push((n << 3) as u8);
+    } else if n < 4096 {
+        out.extend_from_slice(&((1 << 2) | (n << 4)).to_le_bytes()[..2]);
+    } else {
+        out.extend_from_slice(&((3 << 2) | (n << 4)).to_le_bytes()[..3]);
+    }
+    out.extend_from_slice(lits);
+}
+
+// Literal-length and match-length codes: baselines and extra bits (RFC 8878 3.1.1.3.2.1.1).
+const LL_BASE: [u32; 36] = [
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 20, 22, 24, 28, 32, 40, 48, 64,
+    128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536,
+];
+const LL_BITS: [u8; 36] = [
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 4, 6, 7, 8, 9, 10, 11,
+    12, 13, 14, 15, 16,
+];
+/// Match-length baselines minus 3 (the minimum match).
+const ML_BASE: [u32; 53] = [
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
+    26, 27, 28, 29, 30, 31, 32, 34, 36, 38, 40, 44, 48, 56, 64, 80, 96, 128, 256, 512, 1024, 2048,
+    4096, 8192, 16384, 32768, 65536,
+];
+const ML_BITS: [u8; 53] = [
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    1, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+];
+
+/// The code whose range holds `v` (the last baseline not above it).
+fn code_of(base: &[u32], v: u32) -> usize {
+    base.partition_point(|&b| b <= v) - 1
+}
+
+// The predefined distributions (RFC 8878 3.1.1.3.2.2), -1 = "less than 1".
+const LL_DIST: [i16; 36] = [
+    4, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 2, 1, 1, 1, 1, 1,
+    -1, -1, -1, -1,
+];
+const ML_DIST: [i16; 53] = [
+    1, 4, 3, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, -1,
+];
+const OF_DIST: [i16; 29] = [
+    1, 1, 1, 1, 1, 1, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1,
+];
+
+/// An FSE encoding table (zstd's `FSE_buildCTable`).
+struct Fse {
+    log: u32,
+    state_table: Vec<u16>,
+    /// Per symbol: (deltaNbBits, deltaFindState).
+    symbols: Vec<(u32, i32)>,
+}
+
+impl Fse {
+    fn new(dist: &[i16], log: u32) -> Fse {
+        let size = 1usize << log;
+        let mut symbol_at = vec![0u8; size];
+        let mut high = size - 1;
+        let mut cumul = vec![0u32; dist.len() + 1];
+        for (s, &c) in dist.iter().enumerate() {
+            cumul[s + 1] = cumul[s]
+                + if c == -1 {
+                    symbol_at[high] = s as u8;
+                    high = high.wrapping_sub(1);
+                    1
+                } else {
+                    c as u32
+                };
+        }
+        let step = (size >> 1) + (size >> 3) + 3;
+        let mut pos = 0usize;
+        for (s, &c) in dist.iter().enumerate() {
+            for _ in 0..c.max(0) {
+                symbol_at[pos] = s as u8;
+                pos = (pos + step) & (size - 1);
+                while pos > high {
+                    pos = (pos + step) & (size - 1);
+                }
+            }
+        }
+        let mut state_table = vec![0u16; size];
+        let mut next = cumul.clone();
+        for (u, &s) in symbol_at.iter().enumerate() {
+            state_table[next[s as usize] as usize] = (size + u) as u16;
+            next[s as usize] += 1;
+        }
+        let mut total = 0i32;
+        let symbols = dist
+            .iter()
+            .map(|&c| {
+                if c == -1 || c == 1 {
+                    let t = ((log << 16) - (1 << log), total - 1);
+                    total += 1;
+                    t
+                } else {
+                    let c = c as u32;
+                    let max_bits_out = log - (31 - (c - 1).leading_zeros());
+                    let min_state_plus = c << max_bits_out;
+                    let t = (
+                        (max_bits_out << 16).wrapping_sub(min_state_plus),
+                        total - c as i32,
+                    );
+                    total += c as i32;
+                    t
+                }
+            })
+            .collect();
+        Fse {
+            log,
+            state_table,
+            symbols,
+        }
+    }
+
+    fn init(&self, symbol: usize) -> u32 {
+        let (delta_bits, find) = self.symbols[symbol];
+        let nb = (delta_bits + (1 << 15)) >> 16;
+        let v = (nb << 16).wrapping_sub(delta_bits);
+        u32::from(self.state_table[((v >> nb) as i32 + find) as usize])
+    }
+
+    fn encode(&self, w: &mut BitWriter, state: &mut u32, symbol: usize) {
+        let (delta_bits, find) = self.symbols[symbol];
+        let nb = (state.wrapping_add(delta_bits)) >> 16;
+        w.add(u64::from(*state), nb);
+        *state = u32::from(self.state_table[((*state >> nb) as i32 + find) as usize]);
+    }
+}
+
+/// Little-endian bit accumulator (the zstd bitstream is read from its end).
+struct BitWriter<'a> {
+    out: &'a mut Vec<u8>,
+    acc: u64,
+    bits: u32,
+}
+
+impl BitWriter<'_> {
+    fn add(&mut self, v: u64, n: u32) {
+        if n == 0 {
+            return;
+        }
+        self.acc |= (v & ((1u64 << n) - 1)) << self.bits;
+        self.bits += n;
+        while self.bits >= 8 {
+            self.out.push(self.acc as u8);
+            self.acc >>= 8;
+            self.bits -= 8;
+        }
+    }
+    /// The end marker (a 1 bit) and the last partial byte.
+    fn close(mut self) {
+        self.add(1, 1);
+        if self.bits > 0 {
+            self.out.push(self.acc as u8);
+        }
+    }
+}
+
+/// The sequences section with the predefined tables (Symbol_Compression_Modes 0).
+fn write_sequences(out: &mut Vec<u8>, seqs: &[Seq]) {
+    let n = seqs.len();
+    if n < 128 {
+        out.push(n as u8);
+    } else if n < 0x7F00 {
+        out.extend_from_slice(&[((n >> 8) + 0x80) as u8, n as u8]);
+    } else {
+        out.push(0xFF);
+        out.extend_from_slice(&((n - 0x7F00) as u16).to_le_bytes());
+    }
+    if n == 0 {
+        return;
+    }
+    out.push(0);
+    let (ll, ml, of) = (
+        Fse::new(&LL_DIST, 6),
+        Fse::new(&ML_DIST, 6),
+        Fse::new(&OF_DIST, 5),
+    );
+    let codes = |s: &Seq| {
+        let llc = code_of(&LL_BASE, s.lit_len);
+        let mlc = code_of(&ML_BASE, s.match_len - 3);
+        let ofc = 31 - s.off_value.leading_zeros();
+        (llc, mlc, ofc as usize)
+    };
+    let mut w = BitWriter {
+        out,
+        acc: 0,
+        bits: 0,
+    };
+    let extras = |w: &mut BitWriter, s: &Seq, (llc, mlc, ofc): (usize, usize, usize)| {
+        w.add(u64::from(s.lit_len - LL_BASE[llc]), u32::from(LL_BITS[llc]));
+        w.add(
+            u64::from(s.match_len - 3 - ML_BASE[mlc]),
+            u32::from(ML_BITS[mlc]),
+        );
+        w.add(u64::from(s.off_value), ofc as u32);
+    };
+    let last = &seqs[n - 1];
+    let c = codes(last);
+    let (mut sml, mut sof, mut sll) = (ml.init(c.1), of.init(c.2), ll.init(c.0));
+    extras(&mut w, last, c);
+    for s in seqs[..n - 1].iter().rev() {
+        let c = codes(s);
+        of.encode(&mut w, &mut sof, c.2);
+        ml.encode(&mut w, &mut sml, c.1);
+        ll.encode(&mut w, &mut sll, c.0);
+        extras(&mut w, s, c);
+    }
+    w.add(u64::from(sml), ml.log);
+    w.add(u64::from(sof), of.log);
+    w.add(u64::from(sll), ll.log);
+    w.close();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compress;
+    use std::io::Read;
+
+    fn decompress(z: &[u8]) -> Vec<u8> {
+        let mut d = ruzstd::decoding::StreamingDecoder::new(z).expect("a zstd frame");
+        let mut out = Vec::new();
+        d.read_to_end(&mut out).expect("decodes");
+        out
+    }
+
+    fn inputs() -> Vec<(&'static str, Vec<u8>)> {
+        let mut rng = 0x2545F4914F6CDD1Du64;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let random: Vec<u8> = (0..300_000).map(|_| next() as u8).collect();
+        // int64 token ids and float32 weights, as a forward_backward body holds them.
+        let tokens: Vec<u8> = (0..200_000)
+            .flat_map(|_| ((next() % 151_000) as i64).to_le_bytes())
+            .collect();
+        let weights: Vec<u8> = (0..100_000)
+            .flat_map(|i| if i % 7 == 0 { 0f32 } else { 1f32 }.to_le_bytes())
+            .collect();
+        let text: Vec<u8> = "the quick brown fox jumps over the lazy dog; "
+            .repeat(5_000)
+            .into_bytes();
+        vec![
+            ("empty", vec![]),
+            ("one byte", vec![7]),
+            ("short", b"abcabcabcab".to_vec()),
+            ("zeros", vec![0; 1_000_000]),
+            ("random", random),
+            ("tokens", tokens),
+            ("weights", weights),
+            ("text", text),
+            ("block edge", vec![1; super::BLOCK]),
+            (
+                "block edge + 1",
+                (0..super::BLOCK + 1).map(|i| (i % 251) as u8).collect(),
+            ),
+        ]
+    }
+
+    #[test]
+    fn every_frame_decodes_to_its_input() {
+        for (name, data) in inputs() {
+            let z = compress(&data);
+            assert_eq!(decompress(&z), data, "{name}");
+        }
+    }
+
+    #[test]
+    fn repetitive_data_shrinks_and_random_data_barely_grows() {
+        for (name, data) in inputs() {
+            let z = compress(&data);
+            let ratio = z.len() as f64 / data.len().max(1) as f64;
+            match name {
+                "zeros" | "text" | "weights" => assert!(ratio < 0.05, "{name}: {ratio}"),
+                "tokens" => assert!(ratio < 0.75, "{name}: {ratio}"),
+                // Stored blocks: 3 bytes per 128 KiB, plus the frame header.
+                "random" => assert!(z.len() <= data.len() + 3 * 3 + 18, "{name}"),
+                _ => {}
+            }
+        }
+    }
+}
