@@ -17,8 +17,6 @@
 //! assert_eq!(h.sampling_session_id, "s:sample:0");
 //! assert_eq!(h.holder.base_url, "http://127.0.0.1:80");
 //! ```
-use base64::Engine as _;
-
 use crate::config::{DynamicConfig, ServerConfig};
 use crate::error::Error;
 use crate::http::FromJson;
@@ -58,11 +56,19 @@ pub struct SamplerHandle {
     pub record_stability_info: bool,
 }
 
-const ENGINE: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
-    &base64::alphabet::URL_SAFE,
-    base64::engine::GeneralPurposeConfig::new()
-        .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
-);
+/// URL-safe base64 with padding (read with or without it).
+struct Engine;
+
+const ENGINE: Engine = Engine;
+
+impl Engine {
+    fn encode(&self, text: impl AsRef<[u8]>) -> String {
+        crate::base64::encode(text.as_ref(), true, true)
+    }
+    fn decode(&self, text: impl AsRef<str>) -> Result<Vec<u8>, String> {
+        crate::base64::decode(text.as_ref(), true, crate::base64::Padding::Optional)
+    }
+}
 
 impl SamplerHandle {
     /// The handle string.

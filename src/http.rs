@@ -12,8 +12,6 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
 
-use base64::Engine as _;
-
 use crate::config::{join_url, ClientOptions, LogLevel, PROTOCOL_SDK_VERSION};
 use crate::error::{Error, Result};
 use crate::json;
@@ -401,9 +399,12 @@ pub fn parse_json(body: &[u8], what: &str) -> Result<Value> {
 /// Python SDK does for tokens it received from the server).
 pub fn jwt_claims(jwt: &str) -> std::result::Result<Map, String> {
     let payload = jwt.split('.').nth(1).ok_or("not a JWT (no payload)")?;
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(payload.trim_end_matches('='))
-        .map_err(|e| format!("bad JWT payload: {e}"))?;
+    let bytes = crate::base64::decode(
+        payload.trim_end_matches('='),
+        true,
+        crate::base64::Padding::Forbidden,
+    )
+    .map_err(|e| format!("bad JWT payload: {e}"))?;
     match json::from_slice(&bytes) {
         Ok(Value::Object(m)) => Ok(m),
         _ => Err("JWT payload is not a JSON object".into()),
@@ -621,7 +622,7 @@ mod tests {
     use super::*;
 
     fn jwt(claims: &str) -> String {
-        let b = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        let b = |s: &str| crate::base64::encode(s.as_bytes(), true, false);
         format!("{}.{}.sig", b(r#"{"alg":"none"}"#), b(claims))
     }
 

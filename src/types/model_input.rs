@@ -1,5 +1,3 @@
-use base64::Engine as _;
-
 use super::InputError;
 use crate::json;
 use crate::json::ObjectWriter;
@@ -129,7 +127,7 @@ impl ModelInputChunk {
     pub fn write_json(&self, out: &mut String) {
         let mut w = ObjectWriter::new(out);
         w.str("type", self.type_name());
-        let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+        let b64 = |b: &[u8]| crate::base64::encode(b, false, true);
         match self {
             ModelInputChunk::EncodedText { tokens } => json::write_u32s(w.key("tokens"), tokens),
             ModelInputChunk::Image {

@@ -951,17 +951,12 @@ fn tokens_of(v: Src, k: u32, n: usize) -> Result<Vec<u32>, InputError> {
 
 fn bytes(v: &JsValue) -> Result<Vec<u8>, InputError> {
     if let Some(s) = v.as_string() {
-        use base64::Engine as _;
-        return base64::engine::general_purpose::STANDARD
-            .decode(s.as_bytes())
-            .map_err(|e| {
-                InputError::type_error(
-                    "",
-                    format!(
-                        "must be bytes (Uint8Array) or base64, got an invalid base64 string: {e}"
-                    ),
-                )
-            });
+        return crate::base64::decode(&s, false, crate::base64::Padding::Required).map_err(|e| {
+            InputError::type_error(
+                "",
+                format!("must be bytes (Uint8Array) or base64, got an invalid base64 string: {e}"),
+            )
+        });
     }
     match kind(v) {
         K_U8 => Ok(v.unchecked_ref::<Uint8Array>().to_vec()),
