@@ -88,9 +88,8 @@ pub fn decode(text: &str, url_safe: bool, padding: Padding) -> Result<Vec<u8>, S
     for (g, group) in b[..data].chunks(4).enumerate() {
         let mut n = 0u32;
         for (i, &c) in group.iter().enumerate() {
-            let v = value(url_safe, c).ok_or_else(|| {
-                format!("invalid symbol {:?} at offset {}", char::from(c), g * 4 + i)
-            })?;
+            let v = value(url_safe, c)
+                .ok_or_else(|| format!("invalid symbol at offset {}", g * 4 + i))?;
             n |= v << (18 - 6 * i);
         }
         let bytes = group.len() * 6 / 8;

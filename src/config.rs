@@ -122,7 +122,10 @@ impl ClientOptions {
         if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
             return Err(InputError::type_error(
                 "baseURL",
-                format!("must be an http(s) URL, got {:?}", self.base_url),
+                format!(
+                    "must be an http(s) URL, got {}",
+                    json::quote(&self.base_url)
+                ),
             ));
         }
         if self.timeout.is_zero() {

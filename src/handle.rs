@@ -140,7 +140,8 @@ impl SamplerHandle {
         let base_url = text(&holder, "base_url", "holder.")?;
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
             return Err(bad(format!(
-                "`holder.base_url` must be an http(s) URL, got {base_url:?}"
+                "`holder.base_url` must be an http(s) URL, got {}",
+                json::quote(&base_url)
             )));
         }
         Ok(SamplerHandle {

@@ -612,6 +612,13 @@ pub fn write_str(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// `s` as a JSON string literal (`"a\"b"`), for quoting values in messages.
+pub fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    write_str(&mut out, s);
+    out
+}
+
 /// Appends an unsigned integer.
 pub fn write_u64(out: &mut String, mut n: u64) {
     let mut buf = [0u8; 20];

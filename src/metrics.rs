@@ -107,7 +107,8 @@ pub fn reduce_metrics(results: &[ForwardBackwardOutput]) -> Result<StrMap<f64>, 
         let parts: Vec<&str> = key.split(':').collect();
         if parts.len() != 2 {
             return Err(format!(
-                "metric key {key:?} must be \"name:reduction\" with exactly one ':'"
+                "metric key {} must be \"name:reduction\" with exactly one ':'",
+                crate::json::quote(key)
             ));
         }
         let reduction = parts[1];
@@ -128,7 +129,10 @@ pub fn reduce_metrics(results: &[ForwardBackwardOutput]) -> Result<StrMap<f64>, 
             // numpy.average: sum(values * weights) / sum(weights), both pairwise.
             let total = np_sum(&weights);
             if total == 0.0 {
-                return Err(format!("metric {key:?}: weights sum to zero"));
+                return Err(format!(
+                    "metric {}: weights sum to zero",
+                    crate::json::quote(key)
+                ));
             }
             let products: Vec<f64> = values.iter().zip(&weights).map(|(v, w)| v * w).collect();
             Ok(np_sum(&products) / total)
@@ -167,8 +171,10 @@ pub fn reduce_metrics(results: &[ForwardBackwardOutput]) -> Result<StrMap<f64>, 
             "hash2" => {
                 let mut acc = 0u64;
                 for v in &values {
-                    acc = acc
-                        .wrapping_add(int_low64(*v).map_err(|e| format!("metric {key:?}: {e}"))?);
+                    acc = acc.wrapping_add(
+                        int_low64(*v)
+                            .map_err(|e| format!("metric {}: {e}", crate::json::quote(key)))?,
+                    );
                 }
                 out.insert(key.clone(), acc as f64);
             }

@@ -65,7 +65,10 @@ impl TinkerPath {
     /// Parses `tinker://{run}/{kind}/{name}`; errors name the problem and the value.
     pub fn parse(path: &str) -> Result<Self, InputError> {
         let bad = |why: &str| {
-            InputError::type_error("path", format!("invalid tinker path {path:?}: {why}"))
+            InputError::type_error(
+                "path",
+                format!("invalid tinker path {}: {why}", crate::json::quote(path)),
+            )
         };
         let rest = path
             .strip_prefix(SCHEME)

@@ -41,7 +41,10 @@ impl AccessScope {
             "accessible" => Ok(AccessScope::Accessible),
             other => Err(InputError::range_error(
                 "accessScope",
-                format!("must be \"owned\" or \"accessible\", got {other:?}"),
+                format!(
+                    "must be \"owned\" or \"accessible\", got {}",
+                    json::quote(other)
+                ),
             )),
         }
     }
@@ -98,7 +101,10 @@ fn check_id(field: &str, v: &str) -> Result<(), InputError> {
     if v.is_empty() || v.contains('/') || v.contains('?') || v.contains('#') {
         return Err(InputError::type_error(
             field,
-            format!("must be a non-empty id without '/', '?' or '#', got {v:?}"),
+            format!(
+                "must be a non-empty id without '/', '?' or '#', got {}",
+                json::quote(v)
+            ),
         ));
     }
     Ok(())
@@ -371,7 +377,7 @@ impl RestClient {
     pub async fn get_external_weights_urls(&self, path: &str) -> Result<Value> {
         let p = TinkerPath::parse(path)?;
         if p.checkpoint_type != CheckpointType::External {
-            return Err(InputError::type_error("path", format!("get_external_weights_urls only accepts external weights checkpoints (tinker://<run>/external_weights/<name>), got {path:?}")).into());
+            return Err(InputError::type_error("path", format!("get_external_weights_urls only accepts external weights checkpoints (tinker://<run>/external_weights/<name>), got {}", json::quote(path))).into());
         }
         self.get(
             "external_weights_urls",
@@ -570,14 +576,21 @@ impl RestClient {
             event_type,
             "all" | "checkpoints" | "projects" | "teams" | "organizations"
         ) {
-            return Err(InputError::range_error("eventType", format!("must be all, checkpoints, projects, teams or organizations, got {event_type:?}")).into());
+            return Err(InputError::range_error(
+                "eventType",
+                format!(
+                    "must be all, checkpoints, projects, teams or organizations, got {}",
+                    json::quote(event_type)
+                ),
+            )
+            .into());
         }
         let mut q = vec![("event_type".into(), event_type.into())];
         if let Some(d) = day {
             if !is_iso_date(d) {
                 return Err(InputError::range_error(
                     "day",
-                    format!("must be a date like \"2026-01-15\", got {d:?}"),
+                    format!("must be a date like \"2026-01-15\", got {}", json::quote(d)),
                 )
                 .into());
             }

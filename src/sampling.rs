@@ -1171,7 +1171,7 @@ pub fn check_sampler_target(
         )),
         (Some(p), _) if !p.starts_with("tinker://") => Err(InputError::type_error(
             "modelPath",
-            format!("must start with tinker://, got {p:?}"),
+            format!("must start with tinker://, got {}", json::quote(p)),
         )),
         (Some(p), _) => crate::paths::TinkerPath::parse(p)
             .map(|_| ())

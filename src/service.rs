@@ -239,8 +239,8 @@ impl ServiceClient {
             return Err(InputError::type_error(
                 "path",
                 format!(
-                    "needs a training checkpoint (tinker://<run>/weights/<name>), got {:?}",
-                    o.path
+                    "needs a training checkpoint (tinker://<run>/weights/<name>), got {}",
+                    json::quote(&o.path)
                 ),
             )
             .into());

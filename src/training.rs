@@ -723,7 +723,10 @@ impl TrainingClient {
         if kind != "snapshot" && kind != "inflight" {
             return Err(InputError::range_error(
                 "kind",
-                format!("must be \"snapshot\" or \"inflight\", got {kind:?}"),
+                format!(
+                    "must be \"snapshot\" or \"inflight\", got {}",
+                    json::quote(kind)
+                ),
             )
             .into());
         }
@@ -982,7 +985,10 @@ fn check_name(name: &str) -> Result<(), InputError> {
     if name.is_empty() || name.contains('/') || name.len() > 256 {
         return Err(InputError::range_error(
             "name",
-            format!("must be 1-256 characters without '/', got {name:?}"),
+            format!(
+                "must be 1-256 characters without '/', got {}",
+                json::quote(name)
+            ),
         ));
     }
     Ok(())

@@ -132,7 +132,7 @@ impl Datum {
             if !self.loss_fn_inputs.contains_key(key) {
                 return Err(InputError::type_error(
                     format!("loss_fn_inputs.{key}"),
-                    format!("is required by loss_fn {loss_fn:?}"),
+                    format!("is required by loss_fn {}", crate::json::quote(loss_fn)),
                 ));
             }
         }
@@ -206,7 +206,8 @@ pub fn validate_loss_fn(loss_fn: &str) -> Result<(), InputError> {
         Err(InputError::range_error(
             "loss_fn",
             format!(
-                "unknown loss function {loss_fn:?}; expected one of {}",
+                "unknown loss function {}; expected one of {}",
+                crate::json::quote(loss_fn),
                 LOSS_FNS.join(", ")
             ),
         ))

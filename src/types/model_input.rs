@@ -228,7 +228,7 @@ impl ModelInputChunk {
                 if format != "png" && format != "jpeg" {
                     return Err(InputError::range_error(
                         "format",
-                        format!("must be \"png\" or \"jpeg\", got {format:?}"),
+                        format!("must be \"png\" or \"jpeg\", got {}", json::quote(format)),
                     ));
                 }
                 Ok(())

@@ -225,7 +225,10 @@ fn client_options(v: &JsValue, what: &str) -> Result<(ClientOptions, Option<Func
         Some(other) => {
             return Err(range_error(
                 "logLevel",
-                format!("must be 'debug', 'info', 'warn', 'error' or 'off', got {other:?}"),
+                format!(
+                    "must be 'debug', 'info', 'warn', 'error' or 'off', got {}",
+                    crate::json::quote(other)
+                ),
             ))
         }
     };

@@ -1119,7 +1119,10 @@ fn other_chunk(c: &JsValue) -> Result<ModelInputChunk, InputError> {
         other => {
             return Err(InputError::type_error(
                 ".type",
-                format!("must be \"encoded_text\", \"image\", \"image_asset_pointer\" or \"dmel\", got {other:?}"),
+                format!(
+                "must be \"encoded_text\", \"image\", \"image_asset_pointer\" or \"dmel\", got {}",
+                crate::json::quote(other)
+            ),
             ))
         }
     })
@@ -1224,8 +1227,8 @@ fn tensor_rel(src: Src, vk: u32, key: Option<&str>) -> Result<TensorData, InputE
             return Err(InputError::type_error(
                 ".dtype",
                 format!(
-                    "must be \"float32\" or \"int64\", got {:?}",
-                    taken(9).as_string().unwrap_or_default()
+                    "must be \"float32\" or \"int64\", got {}",
+                    crate::json::quote(&taken(9).as_string().unwrap_or_default())
                 ),
             ))
         }

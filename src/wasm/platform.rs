@@ -314,7 +314,8 @@ async fn do_fetch(fetch: Function, req: HttpRequest) -> Result<HttpResponse, Tra
             .any(|s| s.bytes().any(|b| b == b'\n' || b == b'\r'))
         {
             return Err(TransportError::Connection(format!(
-                "invalid header {k:?}: names and values cannot contain line breaks"
+                "invalid header {}: names and values cannot contain line breaks",
+                crate::json::quote(k)
             )));
         }
         lines.push_str(k);
