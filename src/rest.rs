@@ -7,6 +7,8 @@
 use std::rc::Rc;
 use std::time::Duration;
 
+use futures_util::future::LocalBoxFuture;
+
 use crate::json;
 use crate::json::Value;
 
@@ -125,198 +127,228 @@ fn is_iso_date(s: &str) -> bool {
         && (1..=31).contains(&num(8..10))
 }
 
-impl RestClient {
-    /// A REST client over `holder`.
-    pub fn new(holder: Rc<Holder>) -> Self {
-        RestClient {
-            holder,
-            outer_method: None,
+/// What a [`RestCall`] answers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Answer {
+    /// The response JSON.
+    Json,
+    /// Nothing (the call succeeded).
+    Nothing,
+    /// An offset-paged list whose items are under `key`.
+    Page {
+        key: &'static str,
+        offset: u64,
+        limit: u64,
+    },
+    /// A cursor-paged session search.
+    Search,
+    /// The `tinker_path` of a copy.
+    CopiedPath,
+    /// A trace export's URL, polled until ready.
+    TraceUrl,
+    /// The JWT's claims (no request).
+    WhoAmI,
+}
+
+/// One REST call, checked and built before anything is sent; [`RestClient::call`] runs
+/// it. Every REST method is a constructor here, so bad input fails before any request
+/// (and every call shares one request state machine: issue 8's size budget).
+#[derive(Debug, Clone)]
+pub struct RestCall {
+    what: &'static str,
+    method: &'static str,
+    http: Method,
+    path: String,
+    query: Vec<(String, String)>,
+    body: Option<Value>,
+    /// `X-Tinker-Weights-Access-Token` (copies).
+    token: Option<String>,
+    answer: Answer,
+}
+
+/// What a REST call answered.
+#[derive(Debug, Clone)]
+pub enum RestOutput {
+    /// The server's JSON.
+    Json(Value),
+    /// One page of a list.
+    Page(Page),
+    /// A path or URL.
+    Text(String),
+    /// Nothing (success).
+    Nothing,
+}
+
+impl RestOutput {
+    /// The JSON answer (a page's whole response, text as a string, `null` for nothing).
+    pub fn json(self) -> Value {
+        match self {
+            RestOutput::Json(v) => v,
+            RestOutput::Page(p) => p.raw,
+            RestOutput::Text(s) => Value::String(s),
+            RestOutput::Nothing => Value::Null,
         }
     }
-
-    /// This client with its calls attributed to `method` (unless already attributed to
-    /// an outer one).
-    pub fn attributed_to(&self, method: &'static str) -> RestClient {
-        RestClient {
-            holder: self.holder.clone(),
-            outer_method: Some(self.outer_method.unwrap_or(method)),
+    /// The page, for list calls.
+    pub fn page(self) -> Option<Page> {
+        match self {
+            RestOutput::Page(p) => Some(p),
+            _ => None,
         }
     }
-
-    /// The `x-sdk-method` of a call named `method`.
-    fn method(&self, method: &'static str) -> &'static str {
-        self.outer_method.unwrap_or(method)
+    /// The text, for calls that answer a path or URL.
+    pub fn text(self) -> Option<String> {
+        match self {
+            RestOutput::Text(s) => Some(s),
+            _ => None,
+        }
     }
+}
 
-    /// The holder.
-    pub fn holder(&self) -> &Rc<Holder> {
-        &self.holder
+fn paging(limit: u64, offset: u64) -> Vec<(String, String)> {
+    vec![
+        ("limit".into(), limit.to_string()),
+        ("offset".into(), offset.to_string()),
+    ]
+}
+
+fn checkpoint_base(path: &str) -> Result<String> {
+    let p = TinkerPath::parse(path)?;
+    Ok(format!(
+        "/api/v1/training_runs/{}/checkpoints/{}",
+        p.training_run_id,
+        p.checkpoint_id()
+    ))
+}
+
+impl RestCall {
+    fn get(what: &'static str, method: &'static str, path: String) -> Self {
+        RestCall {
+            what,
+            method,
+            http: Method::Get,
+            path,
+            query: vec![],
+            body: None,
+            token: None,
+            answer: Answer::Json,
+        }
     }
-
-    async fn get(
-        &self,
-        what: &'static str,
-        method: &'static str,
-        path: String,
-        query: Vec<(String, String)>,
-    ) -> Result<Value> {
-        self.holder.ensure_open()?;
-        self.holder
-            .request_json(what, path, query, None, Some(self.method(method)))
-            .await
+    fn send(what: &'static str, method: &'static str, http: Method, path: String) -> Self {
+        RestCall {
+            http,
+            answer: Answer::Nothing,
+            ..Self::get(what, method, path)
+        }
     }
-
-    async fn send(
-        &self,
-        what: &'static str,
-        method: &'static str,
-        m: Method,
-        path: String,
-        body: Option<Value>,
-    ) -> Result<Value> {
-        self.holder.ensure_open()?;
-        let h = &self.holder;
-        let r = h
-            .with_retries_no_conflict(what, || {
-                // A 409 is a final answer here: no HTTP-layer retries of it either.
-                let mut r = Req::new(m, path.clone()).method_name(Some(self.method(method)));
-                r.final_conflicts = true;
-                if let Some(b) = &body {
-                    r = r.json(b);
-                }
-                h.http.send(r)
-            })
-            .await?;
-        Ok(if r.body.is_empty() {
-            Value::Null
-        } else {
-            json::from_slice(&r.body).unwrap_or(Value::Null)
-        })
+    fn query(mut self, q: Vec<(String, String)>) -> Self {
+        self.query = q;
+        self
+    }
+    fn body(mut self, b: Value) -> Self {
+        self.body = Some(b);
+        self
+    }
+    fn answer(mut self, a: Answer) -> Self {
+        self.answer = a;
+        self
+    }
+    fn scope(self, s: AccessScope) -> Self {
+        self.query(vec![("access_scope".into(), s.as_str().into())])
     }
 
     /// Models the server offers.
-    pub async fn get_server_capabilities(&self) -> Result<Value> {
-        self.get(
+    pub fn get_server_capabilities() -> Self {
+        Self::get(
             "get_server_capabilities",
             "RestClient.get_server_capabilities",
             "/api/v1/get_server_capabilities".into(),
-            vec![],
         )
-        .await
     }
 
     /// One training run.
-    pub async fn get_training_run(
-        &self,
-        training_run_id: &str,
-        scope: AccessScope,
-    ) -> Result<Value> {
+    pub fn get_training_run(training_run_id: &str, scope: AccessScope) -> Result<Self> {
         check_id("trainingRunId", training_run_id)?;
-        self.get(
+        Ok(Self::get(
             "get_training_run",
             "RestClient.get_training_run",
             format!("/api/v1/training_runs/{training_run_id}"),
-            vec![("access_scope".into(), scope.as_str().into())],
         )
-        .await
+        .scope(scope))
     }
 
     /// The training run a `tinker://` path belongs to.
-    pub async fn get_training_run_by_tinker_path(
-        &self,
-        path: &str,
-        scope: AccessScope,
-    ) -> Result<Value> {
+    pub fn get_training_run_by_tinker_path(path: &str, scope: AccessScope) -> Result<Self> {
         let p = TinkerPath::parse(path)?;
-        self.attributed_to("RestClient.get_training_run_by_tinker_path")
-            .get_training_run(&p.training_run_id, scope)
-            .await
+        let mut c = Self::get_training_run(&p.training_run_id, scope)?;
+        c.method = "RestClient.get_training_run_by_tinker_path";
+        Ok(c)
     }
 
     /// A page of training runs (newest first).
-    pub async fn list_training_runs(
-        &self,
+    pub fn list_training_runs(
         limit: u64,
         offset: u64,
         scope: AccessScope,
         project_id: Option<&str>,
-    ) -> Result<Page> {
+    ) -> Result<Self> {
         check_limit(limit, 1000)?;
-        let mut q = vec![
-            ("limit".into(), limit.to_string()),
-            ("offset".into(), offset.to_string()),
-            ("access_scope".into(), scope.as_str().into()),
-        ];
+        let mut q = paging(limit, offset);
+        q.push(("access_scope".into(), scope.as_str().into()));
         if let Some(p) = project_id {
             q.push(("project_id".into(), p.into()));
         }
-        let raw = self
-            .get(
-                "list_training_runs",
-                "RestClient.list_training_runs",
-                "/api/v1/training_runs".into(),
-                q,
-            )
-            .await?;
-        Ok(offset_page(raw, "training_runs", offset, limit))
+        Ok(Self::get(
+            "list_training_runs",
+            "RestClient.list_training_runs",
+            "/api/v1/training_runs".into(),
+        )
+        .query(q)
+        .answer(Answer::Page {
+            key: "training_runs",
+            offset,
+            limit,
+        }))
     }
 
     /// Checkpoints of one training run.
-    pub async fn list_checkpoints(&self, training_run_id: &str) -> Result<Value> {
+    pub fn list_checkpoints(training_run_id: &str) -> Result<Self> {
         check_id("trainingRunId", training_run_id)?;
-        self.get(
+        Ok(Self::get(
             "list_checkpoints",
             "RestClient.list_checkpoints",
             format!("/api/v1/training_runs/{training_run_id}/checkpoints"),
-            vec![],
-        )
-        .await
+        ))
     }
 
     /// A page of all the caller's checkpoints (newest first).
-    pub async fn list_user_checkpoints(&self, limit: u64, offset: u64) -> Result<Page> {
+    pub fn list_user_checkpoints(limit: u64, offset: u64) -> Result<Self> {
         check_limit(limit, 1000)?;
-        let raw = self
-            .get(
-                "list_user_checkpoints",
-                "RestClient.list_user_checkpoints",
-                "/api/v1/checkpoints".into(),
-                vec![
-                    ("limit".into(), limit.to_string()),
-                    ("offset".into(), offset.to_string()),
-                ],
-            )
-            .await?;
-        Ok(offset_page(raw, "checkpoints", offset, limit))
-    }
-
-    fn checkpoint_path(path: &str) -> Result<(TinkerPath, String)> {
-        let p = TinkerPath::parse(path)?;
-        let base = format!(
-            "/api/v1/training_runs/{}/checkpoints/{}",
-            p.training_run_id,
-            p.checkpoint_id()
-        );
-        Ok((p, base))
+        Ok(Self::get(
+            "list_user_checkpoints",
+            "RestClient.list_user_checkpoints",
+            "/api/v1/checkpoints".into(),
+        )
+        .query(paging(limit, offset))
+        .answer(Answer::Page {
+            key: "checkpoints",
+            offset,
+            limit,
+        }))
     }
 
     /// Deletes a checkpoint.
-    pub async fn delete_checkpoint(&self, path: &str) -> Result<()> {
-        let (_, base) = Self::checkpoint_path(path)?;
-        self.send(
+    pub fn delete_checkpoint(path: &str) -> Result<Self> {
+        Ok(Self::send(
             "delete_checkpoint",
             "RestClient.delete_checkpoint_from_tinker_path",
             Method::Delete,
-            base,
-            None,
-        )
-        .await
-        .map(|_| ())
+            checkpoint_base(path)?,
+        ))
     }
 
     /// Makes a checkpoint public (`true`) or private (`false`).
-    pub async fn set_published(&self, path: &str, public: bool) -> Result<()> {
-        let (_, base) = Self::checkpoint_path(path)?;
+    pub fn set_published(path: &str, public: bool) -> Result<Self> {
         let (m, name) = if public {
             (
                 Method::Post,
@@ -328,19 +360,16 @@ impl RestClient {
                 "RestClient.unpublish_checkpoint_from_tinker_path",
             )
         };
-        self.send(
+        Ok(Self::send(
             "publish_checkpoint",
             name,
             m,
-            format!("{base}/publish"),
-            None,
-        )
-        .await
-        .map(|_| ())
+            format!("{}/publish", checkpoint_base(path)?),
+        ))
     }
 
     /// Sets (or, with `None`, removes) a checkpoint's time to live.
-    pub async fn set_checkpoint_ttl(&self, path: &str, ttl_seconds: Option<u64>) -> Result<()> {
+    pub fn set_checkpoint_ttl(path: &str, ttl_seconds: Option<u64>) -> Result<Self> {
         if ttl_seconds == Some(0) {
             return Err(InputError::range_error(
                 "ttlSeconds",
@@ -348,57 +377,52 @@ impl RestClient {
             )
             .into());
         }
-        let (_, base) = Self::checkpoint_path(path)?;
-        self.send(
+        Ok(Self::send(
             "set_checkpoint_ttl",
             "RestClient.set_checkpoint_ttl_from_tinker_path",
             Method::Put,
-            format!("{base}/ttl"),
-            Some(json!({ "ttl_seconds": ttl_seconds })),
+            format!("{}/ttl", checkpoint_base(path)?),
         )
-        .await
-        .map(|_| ())
+        .body(json!({ "ttl_seconds": ttl_seconds })))
     }
 
     /// Public information about any readable checkpoint.
-    pub async fn get_weights_info(&self, path: &str) -> Result<Value> {
+    pub fn get_weights_info(path: &str) -> Result<Self> {
         TinkerPath::parse(path)?;
-        self.send(
+        Ok(Self::send(
             "weights_info",
             "RestClient.get_weights_info_by_tinker_path",
             Method::Post,
             "/api/v1/weights_info".into(),
-            Some(json!({ "tinker_path": path })),
         )
-        .await
+        .body(json!({ "tinker_path": path }))
+        .answer(Answer::Json))
     }
 
     /// Signed per-file download URLs of an `external_weights` checkpoint.
-    pub async fn get_external_weights_urls(&self, path: &str) -> Result<Value> {
+    pub fn get_external_weights_urls(path: &str) -> Result<Self> {
         let p = TinkerPath::parse(path)?;
         if p.checkpoint_type != CheckpointType::External {
             return Err(InputError::type_error("path", format!("get_external_weights_urls only accepts external weights checkpoints (tinker://<run>/external_weights/<name>), got {}", json::quote(path))).into());
         }
-        self.get(
+        Ok(Self::get(
             "external_weights_urls",
             "RestClient.get_external_weights_urls",
             format!(
                 "/api/v1/training_runs/{}/checkpoints/external_weights/{}/external_weights_urls",
                 p.training_run_id, p.name
             ),
-            vec![],
-        )
-        .await
+        ))
     }
 
-    /// Copies a checkpoint into a project. One idempotency key covers every retry.
-    pub async fn copy_weights(
-        &self,
+    /// Copies a checkpoint into a project (answers the copy's path). One idempotency
+    /// key covers every retry.
+    pub fn copy_weights(
         path: &str,
         destination_project_id: &str,
         ttl_seconds: Option<u64>,
         weights_access_token: Option<&str>,
-    ) -> Result<String> {
+    ) -> Result<Self> {
         TinkerPath::parse(path)?;
         if destination_project_id.is_empty() {
             return Err(InputError::type_error(
@@ -407,67 +431,55 @@ impl RestClient {
             )
             .into());
         }
-        self.holder.ensure_open()?;
-        let h = &self.holder;
-        let key = uuid4(&*h.env);
         let mut body =
             json!({ "source_path": path, "destination_project_id": destination_project_id });
         if let Some(t) = ttl_seconds {
             body["ttl_seconds"] = t.into();
         }
-        let r: Value = h
-            .with_retries("copy_weights", || {
-                let mut r = Req::post_json("/api/v1/copy_weights", &body)
-                    .method_name(Some(self.method("RestClient.copy_weights")));
-                r.idempotency_key = Some(key.clone());
-                if let Some(t) = weights_access_token {
-                    r = r.header("X-Tinker-Weights-Access-Token", t);
-                }
-                h.http.json(r)
-            })
-            .await?;
-        r.get("tinker_path")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .ok_or_else(|| Error::InvalidResponse {
-                message: format!("copy_weights response without tinker_path: {r}"),
-            })
+        let mut c = Self::send(
+            "copy_weights",
+            "RestClient.copy_weights",
+            Method::Post,
+            "/api/v1/copy_weights".into(),
+        )
+        .body(body)
+        .answer(Answer::CopiedPath);
+        c.token = weights_access_token.map(str::to_string);
+        Ok(c)
     }
 
     /// One session: its training runs and samplers.
-    pub async fn get_session(&self, session_id: &str, scope: AccessScope) -> Result<Value> {
+    pub fn get_session(session_id: &str, scope: AccessScope) -> Result<Self> {
         check_id("sessionId", session_id)?;
-        self.get(
+        Ok(Self::get(
             "get_session",
             "RestClient.get_session",
             format!("/api/v1/sessions/{session_id}"),
-            vec![("access_scope".into(), scope.as_str().into())],
         )
-        .await
+        .scope(scope))
     }
 
     /// A page of session ids.
-    pub async fn list_sessions(&self, limit: u64, offset: u64, scope: AccessScope) -> Result<Page> {
+    pub fn list_sessions(limit: u64, offset: u64, scope: AccessScope) -> Result<Self> {
         check_limit(limit, 1000)?;
-        let q = vec![
-            ("limit".into(), limit.to_string()),
-            ("offset".into(), offset.to_string()),
-            ("access_scope".into(), scope.as_str().into()),
-        ];
-        let raw = self
-            .get(
-                "list_sessions",
-                "RestClient.list_sessions",
-                "/api/v1/sessions".into(),
-                q,
-            )
-            .await?;
-        Ok(offset_page(raw, "sessions", offset, limit))
+        let mut q = paging(limit, offset);
+        q.push(("access_scope".into(), scope.as_str().into()));
+        Ok(Self::get(
+            "list_sessions",
+            "RestClient.list_sessions",
+            "/api/v1/sessions".into(),
+        )
+        .query(q)
+        .answer(Answer::Page {
+            key: "sessions",
+            offset,
+            limit,
+        }))
     }
 
     /// Searches sessions (experimental); `request` is the wire body, `cursor` the
     /// previous page's `next_cursor`.
-    pub async fn search_sessions(&self, mut request: Value, cursor: Option<Value>) -> Result<Page> {
+    pub fn search_sessions(mut request: Value, cursor: Option<Value>) -> Result<Self> {
         if !request.is_object() {
             return Err(InputError::type_error("request", "must be an object").into());
         }
@@ -483,95 +495,52 @@ impl RestClient {
         if let Some(c) = cursor {
             request["cursor"] = c;
         }
-        let raw = self
-            .send(
-                "search_sessions",
-                "RestClient.search_sessions",
-                Method::Post,
-                "/api/v1/sessions/search".into(),
-                Some(request),
-            )
-            .await?;
-        let items = raw
-            .get("sessions")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let next_cursor = raw.get("next_cursor").filter(|c| !c.is_null()).cloned();
-        Ok(Page {
-            items,
-            raw,
-            next_offset: None,
-            next_cursor,
-        })
+        Ok(Self::send(
+            "search_sessions",
+            "RestClient.search_sessions",
+            Method::Post,
+            "/api/v1/sessions/search".into(),
+        )
+        .body(request)
+        .answer(Answer::Search))
     }
 
     /// Moves a session into a project.
-    pub async fn assign_session_project(&self, session_id: &str, project_id: &str) -> Result<()> {
+    pub fn assign_session_project(session_id: &str, project_id: &str) -> Result<Self> {
         check_id("sessionId", session_id)?;
         check_id("projectId", project_id)?;
-        self.send(
+        Ok(Self::send(
             "assign_session_project",
             "RestClient.assign_session_project",
             Method::Put,
             format!("/api/v1/sessions/{session_id}/project"),
-            Some(json!({ "project_id": project_id })),
         )
-        .await
-        .map(|_| ())
+        .body(json!({ "project_id": project_id })))
     }
 
-    /// Exports a session's Perfetto trace; polls every 5 s until ready; returns its URL.
-    pub async fn export_session_trace(&self, session_id: &str) -> Result<String> {
+    /// Exports a session's Perfetto trace; polls every 5 s until ready; answers its URL.
+    pub fn export_session_trace(session_id: &str) -> Result<Self> {
         check_id("sessionId", session_id)?;
-        loop {
-            let r = self
-                .get(
-                    "trace_export",
-                    "RestClient.export_session_trace",
-                    format!("/api/v1/sessions/{session_id}/trace_export"),
-                    vec![],
-                )
-                .await?;
-            match r.get("status").and_then(Value::as_str) {
-                Some("ready") => {
-                    return r
-                        .get("url")
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                        .ok_or_else(|| Error::InvalidResponse {
-                            message: "trace export ready without url".into(),
-                        })
-                }
-                Some("failed") => {
-                    return Err(Error::RequestFailed {
-                        message: format!(
-                            "Trace export failed for session {session_id}: {}",
-                            r.get("error").map(Value::to_string).unwrap_or_default()
-                        ),
-                        request_id: session_id.into(),
-                        category: crate::error::ErrorCategory::Unknown,
-                    })
-                }
-                _ => self.holder.env.sleep(Duration::from_secs(5)).await,
-            }
-        }
+        Ok(Self::get(
+            "trace_export",
+            "RestClient.export_session_trace",
+            format!("/api/v1/sessions/{session_id}/trace_export"),
+        )
+        .answer(Answer::TraceUrl))
     }
 
     /// One sampler: its base model and weights path.
-    pub async fn get_sampler(&self, sampler_id: &str) -> Result<Value> {
+    pub fn get_sampler(sampler_id: &str) -> Result<Self> {
         check_id("samplerId", sampler_id)?;
-        self.get(
+        Ok(Self::get(
             "get_sampler",
             "RestClient.get_sampler",
             format!("/api/v1/samplers/{sampler_id}"),
-            vec![],
-        )
-        .await
+        ))
     }
 
     /// The organisation's audit log (admins).
-    pub async fn get_audit_log(&self, event_type: &str, day: Option<&str>) -> Result<Value> {
+    pub fn get_audit_log(event_type: &str, day: Option<&str>) -> Result<Self> {
         if !matches!(
             event_type,
             "all" | "checkpoints" | "projects" | "teams" | "organizations"
@@ -596,49 +565,173 @@ impl RestClient {
             }
             q.push(("day".into(), d.into()));
         }
-        self.get(
+        Ok(Self::get(
             "get_audit_log",
             "AdminClient.get_audit_log",
             "/api/v1/audit".into(),
-            q,
         )
-        .await
+        .query(q))
     }
 
     /// Billing usage events between two RFC 3339 times.
-    pub async fn get_billing_usage(&self, starting_on: &str, ending_before: &str) -> Result<Value> {
-        let q = vec![
-            ("starting_on".into(), starting_on.into()),
-            ("ending_before".into(), ending_before.into()),
-        ];
-        self.get(
+    pub fn get_billing_usage(starting_on: &str, ending_before: &str) -> Self {
+        Self::get(
             "get_billing_usage",
             "AdminClient.get_billing_usage",
             "/api/v1/billing/usage/events".into(),
-            q,
         )
-        .await
+        .query(vec![
+            ("starting_on".into(), starting_on.into()),
+            ("ending_before".into(), ending_before.into()),
+        ])
     }
 
     /// Current checkpoint storage usage.
-    pub async fn get_current_checkpoint_storage_usage(
-        &self,
-        project_id: Option<&str>,
-    ) -> Result<Value> {
-        let q = project_id
-            .map(|p| vec![("project_id".to_string(), p.to_string())])
-            .unwrap_or_default();
-        self.get(
+    pub fn get_current_checkpoint_storage_usage(project_id: Option<&str>) -> Self {
+        Self::get(
             "checkpoint_storage_usage",
             "AdminClient.get_current_checkpoint_storage_usage",
             "/api/v1/billing/usage/checkpoints/current".into(),
-            q,
         )
-        .await
+        .query(
+            project_id
+                .map(|p| vec![("project_id".to_string(), p.to_string())])
+                .unwrap_or_default(),
+        )
     }
 
     /// Who the credentials belong to, from the held JWT's claims (no request).
-    pub async fn whoami(&self) -> Result<Value> {
+    pub fn whoami() -> Self {
+        Self::get("whoami", "RestClient.whoami", String::new()).answer(Answer::WhoAmI)
+    }
+}
+
+impl RestClient {
+    /// A REST client over `holder`.
+    pub fn new(holder: Rc<Holder>) -> Self {
+        RestClient {
+            holder,
+            outer_method: None,
+        }
+    }
+
+    /// This client with its calls attributed to `method` (unless already attributed to
+    /// an outer one).
+    pub fn attributed_to(&self, method: &'static str) -> RestClient {
+        RestClient {
+            holder: self.holder.clone(),
+            outer_method: Some(self.outer_method.unwrap_or(method)),
+        }
+    }
+
+    /// The holder.
+    pub fn holder(&self) -> &Rc<Holder> {
+        &self.holder
+    }
+
+    /// Runs `c` under the holder's retries.
+    pub fn call(&self, c: RestCall) -> LocalBoxFuture<'static, Result<RestOutput>> {
+        let me = self.clone();
+        Box::pin(async move { me.run(c).await })
+    }
+
+    async fn run(&self, c: RestCall) -> Result<RestOutput> {
+        if c.answer == Answer::WhoAmI {
+            return self.whoami().await.map(RestOutput::Json);
+        }
+        let h = &self.holder;
+        h.ensure_open()?;
+        let method = Some(self.outer_method.unwrap_or(c.method));
+        loop {
+            let raw = if c.http == Method::Get {
+                h.request_json(c.what, c.path.clone(), c.query.clone(), None, method)
+                    .await?
+            } else if c.answer == Answer::CopiedPath {
+                let key = uuid4(&*h.env);
+                h.with_retries(c.what, || {
+                    let mut r =
+                        Req::post_json(c.path.clone(), c.body.as_ref().unwrap_or(&Value::Null))
+                            .method_name(method);
+                    r.idempotency_key = Some(key.clone());
+                    if let Some(t) = &c.token {
+                        r = r.header("X-Tinker-Weights-Access-Token", t.clone());
+                    }
+                    h.http.json_value(r)
+                })
+                .await?
+            } else {
+                let r = h
+                    .with_retries_no_conflict(c.what, || {
+                        // A 409 is a final answer here: no HTTP-layer retries of it either.
+                        let mut r = Req::new(c.http, c.path.clone()).method_name(method);
+                        r.final_conflicts = true;
+                        if let Some(b) = &c.body {
+                            r = r.json(b);
+                        }
+                        h.http.send(r)
+                    })
+                    .await?;
+                json::from_slice(&r.body).unwrap_or(Value::Null)
+            };
+            return Ok(match c.answer {
+                Answer::Json | Answer::WhoAmI => RestOutput::Json(raw),
+                Answer::Nothing => RestOutput::Nothing,
+                Answer::Page { key, offset, limit } => {
+                    RestOutput::Page(offset_page(raw, key, offset, limit))
+                }
+                Answer::Search => {
+                    let items = raw
+                        .get("sessions")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
+                    let next_cursor = raw.get("next_cursor").filter(|c| !c.is_null()).cloned();
+                    RestOutput::Page(Page {
+                        items,
+                        raw,
+                        next_offset: None,
+                        next_cursor,
+                    })
+                }
+                Answer::CopiedPath => RestOutput::Text(
+                    raw.get("tinker_path")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                        .ok_or_else(|| Error::InvalidResponse {
+                            message: format!("copy_weights response without tinker_path: {raw}"),
+                        })?,
+                ),
+                Answer::TraceUrl => match raw.get("status").and_then(Value::as_str) {
+                    Some("ready") => RestOutput::Text(
+                        raw.get("url")
+                            .and_then(Value::as_str)
+                            .map(str::to_string)
+                            .ok_or_else(|| Error::InvalidResponse {
+                                message: "trace export ready without url".into(),
+                            })?,
+                    ),
+                    Some("failed") => {
+                        let session = c.path.rsplit('/').nth(1).unwrap_or_default();
+                        return Err(Error::RequestFailed {
+                            message: format!(
+                                "Trace export failed for session {session}: {}",
+                                raw.get("error").map(Value::to_string).unwrap_or_default()
+                            ),
+                            request_id: session.into(),
+                            category: crate::error::ErrorCategory::Unknown,
+                        });
+                    }
+                    _ => {
+                        h.env.sleep(Duration::from_secs(5)).await;
+                        continue;
+                    }
+                },
+            });
+        }
+    }
+
+    /// Who the credentials belong to, from the held JWT's claims (no request).
+    async fn whoami(&self) -> Result<Value> {
         let jwt = match self.holder.http.credential() {
             Credential::Jwt(j) => j.get_token().await?,
             Credential::Key(k) if k.starts_with("eyJ") && jwt_claims(k).ok().and_then(|c| c.get("iss").and_then(Value::as_str).map(|s| s.starts_with("passport-"))).unwrap_or(false) => k.clone(),

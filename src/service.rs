@@ -17,7 +17,7 @@ use crate::json;
 use crate::json::Value;
 use crate::paths::{console, TinkerPath};
 use crate::platform::Env;
-use crate::rest::RestClient;
+use crate::rest::{RestCall, RestClient, RestOutput};
 use crate::sampling::{
     check_sampler_target, create_sampling_client, SamplingClient, SamplingOptions,
 };
@@ -383,8 +383,9 @@ impl ServiceClient {
         self.rest_client()
             .await?
             .attributed_to("ServiceClient.get_server_capabilities")
-            .get_server_capabilities()
+            .call(RestCall::get_server_capabilities())
             .await
+            .map(RestOutput::json)
     }
 
     /// Copies weights into this client's project (`projectId`).
@@ -395,11 +396,14 @@ impl ServiceClient {
         weights_access_token: Option<&str>,
     ) -> Result<String> {
         let project = self.0.opts.project_id.clone().ok_or_else(|| Error::Input(InputError::type_error("projectId", "copyWeights copies into this client's project: construct the ServiceClient with projectId")))?;
-        self.rest_client()
+        let call = RestCall::copy_weights(path, &project, ttl_seconds, weights_access_token)?;
+        let out = self
+            .rest_client()
             .await?
             .attributed_to("ServiceClient.copy_weights")
-            .copy_weights(path, &project, ttl_seconds, weights_access_token)
-            .await
+            .call(call)
+            .await?;
+        Ok(out.text().unwrap_or_default())
     }
 
     /// Sends one heartbeat (for callers that disabled background timers).

@@ -17,7 +17,7 @@ use wasm_bindgen::JsCast;
 use crate::config::{ClientOptions, LogLevel, SessionState};
 use crate::error::Error;
 use crate::proto::LossConfigValue;
-use crate::rest::{AccessScope, Page};
+use crate::rest::{AccessScope, Page, RestCall, RestOutput};
 use crate::retry::SamplingRetryConfig;
 use crate::sampling::{SampleRequest, SamplingOptions};
 use crate::service::{FromStateOptions, LoraOptions};
@@ -1567,32 +1567,21 @@ impl RestClient {
         }
     }
 
-    /// Runs `f` on the REST client once connected.
-    fn run<F, Fut>(&self, f: F) -> Promise
-    where
-        F: FnOnce(crate::rest::RestClient) -> Fut + 'static,
-        Fut: Future<Output = Result<JsValue, Error>> + 'static,
-    {
-        self.run_erased(Box::new(move |r| Box::pin(f(r))))
-    }
-
-    /// The one connect-then-run state machine behind every REST method (type-erased: a
-    /// generic one per method cost ~1.5 KB of wasm each).
-    fn run_erased(&self, f: RestCall) -> Promise {
+    /// Runs a checked call once connected: one state machine behind every REST method.
+    fn run(&self, call: Result<RestCall, Error>) -> Promise {
+        let call = try_or_reject!(call.map_err(core_err));
         let s = self.service();
         to_promise(Box::pin(async move {
             let rest = s.rest_client().await.map_err(core_err)?;
-            f(rest).await.map_err(core_err)
+            Ok(match rest.call(call).await.map_err(core_err)? {
+                RestOutput::Json(v) => json_to_js(&v),
+                RestOutput::Page(p) => page_to_js(p),
+                RestOutput::Text(t) => JsValue::from_str(&t),
+                RestOutput::Nothing => JsValue::UNDEFINED,
+            })
         }))
     }
 }
-
-/// A REST method's body, given the connected core client.
-type RestCall = Box<
-    dyn FnOnce(
-        crate::rest::RestClient,
-    ) -> futures_util::future::LocalBoxFuture<'static, Result<JsValue, Error>>,
->;
 
 #[wasm_bindgen]
 impl RestClient {
@@ -1612,7 +1601,7 @@ impl RestClient {
     /// Models the server offers.
     #[wasm_bindgen(js_name = getServerCapabilities, unchecked_return_type = "Promise<ServerCapabilities>")]
     pub fn get_server_capabilities(&self) -> Promise {
-        self.run(|r| async move { r.get_server_capabilities().await.map(|v| json_to_js(&v)) })
+        self.run(Ok(RestCall::get_server_capabilities()))
     }
 
     /// One training run.
@@ -1631,7 +1620,7 @@ impl RestClient {
             &["accessScope"]
         ));
         let sc = try_or_reject!(scope(&o));
-        self.run(move |r| async move { r.get_training_run(&id, sc).await.map(|v| json_to_js(&v)) })
+        self.run(RestCall::get_training_run(&id, sc))
     }
 
     /// The training run of a `tinker://` path.
@@ -1643,18 +1632,13 @@ impl RestClient {
         options: JsValue,
     ) -> Promise {
         let path = try_or_reject!(string_arg(&path, "path"));
-        try_or_reject!(crate::paths::TinkerPath::parse(&path).map_err(|e| input_error(&e)));
         let o = try_or_reject!(Opts::new(
             &options,
             "getTrainingRunByTinkerPath options",
             &["accessScope"]
         ));
         let sc = try_or_reject!(scope(&o));
-        self.run(move |r| async move {
-            r.get_training_run_by_tinker_path(&path, sc)
-                .await
-                .map(|v| json_to_js(&v))
-        })
+        self.run(RestCall::get_training_run_by_tinker_path(&path, sc))
     }
 
     /// One page of training runs: `{ items, response, nextOffset }`.
@@ -1674,11 +1658,12 @@ impl RestClient {
             try_or_reject!(scope(&o)),
             try_or_reject!(o.string("projectId")),
         );
-        self.run(move |r| async move {
-            r.list_training_runs(limit, offset, sc, project.as_deref())
-                .await
-                .map(page_to_js)
-        })
+        self.run(RestCall::list_training_runs(
+            limit,
+            offset,
+            sc,
+            project.as_deref(),
+        ))
     }
 
     /// The checkpoints of one training run.
@@ -1689,7 +1674,7 @@ impl RestClient {
         training_run_id: JsValue,
     ) -> Promise {
         let id = try_or_reject!(string_arg(&training_run_id, "trainingRunId"));
-        self.run(move |r| async move { r.list_checkpoints(&id).await.map(|v| json_to_js(&v)) })
+        self.run(RestCall::list_checkpoints(&id))
     }
 
     /// One page of all the caller's checkpoints: `{ items, response, nextOffset }`.
@@ -1708,9 +1693,7 @@ impl RestClient {
             try_or_reject!(limit(&o, 100, 1000)),
             try_or_reject!(o.uint("offset", u64::MAX)).unwrap_or(0),
         );
-        self.run(
-            move |r| async move { r.list_user_checkpoints(limit, offset).await.map(page_to_js) },
-        )
+        self.run(RestCall::list_user_checkpoints(limit, offset))
     }
 
     /// Deletes a checkpoint.
@@ -1720,10 +1703,7 @@ impl RestClient {
         #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
     ) -> Promise {
         let path = try_or_reject!(string_arg(&path, "path"));
-        try_or_reject!(crate::paths::TinkerPath::parse(&path).map_err(|e| input_error(&e)));
-        self.run(
-            move |r| async move { r.delete_checkpoint(&path).await.map(|_| JsValue::UNDEFINED) },
-        )
+        self.run(RestCall::delete_checkpoint(&path))
     }
 
     /// Makes a checkpoint public.
@@ -1733,12 +1713,7 @@ impl RestClient {
         #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
     ) -> Promise {
         let path = try_or_reject!(string_arg(&path, "path"));
-        try_or_reject!(crate::paths::TinkerPath::parse(&path).map_err(|e| input_error(&e)));
-        self.run(move |r| async move {
-            r.set_published(&path, true)
-                .await
-                .map(|_| JsValue::UNDEFINED)
-        })
+        self.run(RestCall::set_published(&path, true))
     }
 
     /// Makes a checkpoint private.
@@ -1748,12 +1723,7 @@ impl RestClient {
         #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
     ) -> Promise {
         let path = try_or_reject!(string_arg(&path, "path"));
-        try_or_reject!(crate::paths::TinkerPath::parse(&path).map_err(|e| input_error(&e)));
-        self.run(move |r| async move {
-            r.set_published(&path, false)
-                .await
-                .map(|_| JsValue::UNDEFINED)
-        })
+        self.run(RestCall::set_published(&path, false))
     }
 
     /// Sets a checkpoint's time to live in seconds (`null` removes the expiry).
@@ -1782,11 +1752,7 @@ impl RestClient {
                 }
             }
         };
-        self.run(move |r| async move {
-            r.set_checkpoint_ttl(&path, ttl)
-                .await
-                .map(|_| JsValue::UNDEFINED)
-        })
+        self.run(RestCall::set_checkpoint_ttl(&path, ttl))
     }
 
     /// Public information about a checkpoint (base model, LoRA rank, …).
@@ -1796,8 +1762,7 @@ impl RestClient {
         #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
     ) -> Promise {
         let path = try_or_reject!(string_arg(&path, "path"));
-        try_or_reject!(crate::paths::TinkerPath::parse(&path).map_err(|e| input_error(&e)));
-        self.run(move |r| async move { r.get_weights_info(&path).await.map(|v| json_to_js(&v)) })
+        self.run(RestCall::get_weights_info(&path))
     }
 
     /// Signed download URLs of an `external_weights` checkpoint's files.
@@ -1807,12 +1772,7 @@ impl RestClient {
         #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
     ) -> Promise {
         let path = try_or_reject!(string_arg(&path, "path"));
-        try_or_reject!(crate::paths::TinkerPath::parse(&path).map_err(|e| input_error(&e)));
-        self.run(move |r| async move {
-            r.get_external_weights_urls(&path)
-                .await
-                .map(|v| json_to_js(&v))
-        })
+        self.run(RestCall::get_external_weights_urls(&path))
     }
 
     /// Copies a checkpoint into a project; resolves to the copy's path.
@@ -1844,11 +1804,12 @@ impl RestClient {
             try_or_reject!(o.uint("ttlSeconds", u64::MAX)),
             try_or_reject!(o.string("weightsAccessToken")),
         );
-        self.run(move |r| async move {
-            r.copy_weights(&path, &project, ttl, token.as_deref())
-                .await
-                .map(|p| JsValue::from_str(&p))
-        })
+        self.run(RestCall::copy_weights(
+            &path,
+            &project,
+            ttl,
+            token.as_deref(),
+        ))
     }
 
     /// One session: its training runs and samplers.
@@ -1862,7 +1823,7 @@ impl RestClient {
         let id = try_or_reject!(string_arg(&session_id, "sessionId"));
         let o = try_or_reject!(Opts::new(&options, "getSession options", &["accessScope"]));
         let sc = try_or_reject!(scope(&o));
-        self.run(move |r| async move { r.get_session(&id, sc).await.map(|v| json_to_js(&v)) })
+        self.run(RestCall::get_session(&id, sc))
     }
 
     /// One page of session ids: `{ items, response, nextOffset }`.
@@ -1884,7 +1845,7 @@ impl RestClient {
             try_or_reject!(o.uint("offset", u64::MAX)).unwrap_or(0),
             try_or_reject!(scope(&o)),
         );
-        self.run(move |r| async move { r.list_sessions(limit, offset, sc).await.map(page_to_js) })
+        self.run(RestCall::list_sessions(limit, offset, sc))
     }
 
     /// One page of a session search (experimental): `{ items, response, nextCursor }`.
@@ -1904,7 +1865,7 @@ impl RestClient {
         } else {
             Some(try_or_reject!(convert::to_json(&cursor, "cursor")))
         };
-        self.run(move |r| async move { r.search_sessions(req, cursor).await.map(page_to_js) })
+        self.run(RestCall::search_sessions(req, cursor))
     }
 
     /// Moves a session into a project.
@@ -1918,11 +1879,7 @@ impl RestClient {
             try_or_reject!(string_arg(&session_id, "sessionId")),
             try_or_reject!(string_arg(&project_id, "projectId")),
         );
-        self.run(move |r| async move {
-            r.assign_session_project(&s, &p)
-                .await
-                .map(|_| JsValue::UNDEFINED)
-        })
+        self.run(RestCall::assign_session_project(&s, &p))
     }
 
     /// Exports a session's Perfetto trace; resolves to a signed download URL.
@@ -1932,11 +1889,7 @@ impl RestClient {
         #[wasm_bindgen(js_name = sessionId, unchecked_param_type = "string")] session_id: JsValue,
     ) -> Promise {
         let s = try_or_reject!(string_arg(&session_id, "sessionId"));
-        self.run(move |r| async move {
-            r.export_session_trace(&s)
-                .await
-                .map(|u| JsValue::from_str(&u))
-        })
+        self.run(RestCall::export_session_trace(&s))
     }
 
     /// One sampler: its base model and weights path.
@@ -1946,7 +1899,7 @@ impl RestClient {
         #[wasm_bindgen(js_name = samplerId, unchecked_param_type = "string")] sampler_id: JsValue,
     ) -> Promise {
         let s = try_or_reject!(string_arg(&sampler_id, "samplerId"));
-        self.run(move |r| async move { r.get_sampler(&s).await.map(|v| json_to_js(&v)) })
+        self.run(RestCall::get_sampler(&s))
     }
 
     /// Who the credentials belong to, from the JWT's claims (no request).
@@ -1954,7 +1907,7 @@ impl RestClient {
         unchecked_return_type = "Promise<{ user_urn: string; org_urn: string | null; email: string | null }>"
     )]
     pub fn whoami(&self) -> Promise {
-        self.run(|r| async move { r.whoami().await.map(|v| json_to_js(&v)) })
+        self.run(Ok(RestCall::whoami()))
     }
 
     /// The organisation's audit log (admins).
@@ -1976,11 +1929,7 @@ impl RestClient {
                 None => try_or_reject!(o.string("day")),
             },
         );
-        self.run(move |r| async move {
-            r.get_audit_log(&et, day.as_deref())
-                .await
-                .map(|v| json_to_js(&v))
-        })
+        self.run(RestCall::get_audit_log(&et, day.as_deref()))
     }
 
     /// Billing usage events between two RFC 3339 times.
@@ -2008,7 +1957,7 @@ impl RestClient {
             try_or_reject!(iso(&starting_on, "startingOn")),
             try_or_reject!(iso(&ending_before, "endingBefore")),
         );
-        self.run(move |r| async move { r.get_billing_usage(&a, &b).await.map(|v| json_to_js(&v)) })
+        self.run(Ok(RestCall::get_billing_usage(&a, &b)))
     }
 
     /// Current checkpoint storage usage.
@@ -2017,11 +1966,9 @@ impl RestClient {
         &self,
         #[wasm_bindgen(js_name = projectId)] project_id: Option<String>,
     ) -> Promise {
-        self.run(move |r| async move {
-            r.get_current_checkpoint_storage_usage(project_id.as_deref())
-                .await
-                .map(|v| json_to_js(&v))
-        })
+        self.run(Ok(RestCall::get_current_checkpoint_storage_usage(
+            project_id.as_deref(),
+        )))
     }
 
     /// Closes a `RestClient` you constructed (stops its timers). Does nothing for one

@@ -1,9 +1,19 @@
 use tinker_wasm::call::CallOptions;
-use tinker_wasm::rest::AccessScope;
+use tinker_wasm::error::Result;
+use tinker_wasm::json::Value;
+use tinker_wasm::rest::{AccessScope, Page, RestCall, RestClient, RestOutput};
 use tinker_wasm::service::{LoraOptions, ServiceClient};
 use tinker_wasm::types::LoraConfig;
 
 use crate::native::{run, Native, Sim};
+
+async fn json(rest: &RestClient, call: Result<RestCall>) -> Result<Value> {
+    rest.call(call?).await.map(RestOutput::json)
+}
+
+async fn page(rest: &RestClient, call: Result<RestCall>) -> Page {
+    rest.call(call.unwrap()).await.unwrap().page().unwrap()
+}
 
 #[test]
 fn runs_checkpoints_and_sessions_through_rest() {
@@ -39,10 +49,11 @@ fn runs_checkpoints_and_sessions_through_rest() {
         let mut offset = 0;
         let mut pages = 0;
         loop {
-            let p = rest
-                .list_training_runs(2, offset, AccessScope::Owned, None)
-                .await
-                .unwrap();
+            let p = page(
+                &rest,
+                RestCall::list_training_runs(2, offset, AccessScope::Owned, None),
+            )
+            .await;
             pages += 1;
             seen.extend(
                 p.items
@@ -58,10 +69,12 @@ fn runs_checkpoints_and_sessions_through_rest() {
         for r in &runs {
             assert!(seen.contains(&r.model_id().to_string()), "{seen:?}");
         }
-        let run0 = rest
-            .get_training_run(runs[0].model_id(), AccessScope::Owned)
-            .await
-            .unwrap();
+        let run0 = json(
+            &rest,
+            RestCall::get_training_run(runs[0].model_id(), AccessScope::Owned),
+        )
+        .await
+        .unwrap();
         assert_eq!(run0["base_model"], "Qwen/Qwen3-8B");
         // Checkpoints: save, list, publish, ttl, info, delete.
         let saved = runs[0]
@@ -75,7 +88,9 @@ fn runs_checkpoints_and_sessions_through_rest() {
             .unwrap()
             .await
             .unwrap();
-        let list = rest.list_checkpoints(runs[0].model_id()).await.unwrap();
+        let list = json(&rest, RestCall::list_checkpoints(runs[0].model_id()))
+            .await
+            .unwrap();
         let ids: Vec<&str> = list["checkpoints"]
             .as_array()
             .unwrap()
@@ -86,34 +101,51 @@ fn runs_checkpoints_and_sessions_through_rest() {
             ids.contains(&"weights/c1") && ids.contains(&"sampler_weights/s1"),
             "{ids:?}"
         );
-        rest.set_published(&path, true).await.unwrap();
+        json(&rest, RestCall::set_published(&path, true))
+            .await
+            .unwrap();
         assert_eq!(
-            rest.set_published(&path, true).await.unwrap_err().status(),
+            json(&rest, RestCall::set_published(&path, true))
+                .await
+                .unwrap_err()
+                .status(),
             Some(409),
             "already public"
         );
-        rest.set_checkpoint_ttl(&path, Some(7200)).await.unwrap();
-        let info = rest.get_weights_info(&path).await.unwrap();
+        json(&rest, RestCall::set_checkpoint_ttl(&path, Some(7200)))
+            .await
+            .unwrap();
+        let info = json(&rest, RestCall::get_weights_info(&path))
+            .await
+            .unwrap();
         assert_eq!(info["base_model"], "Qwen/Qwen3-8B");
-        let user = rest.list_user_checkpoints(100, 0).await.unwrap();
+        let user = page(&rest, RestCall::list_user_checkpoints(100, 0)).await;
         assert!(user.items.iter().any(|c| c["tinker_path"] == path.as_str()));
         let copy = rest
-            .copy_weights(sw["path"].as_str().unwrap(), "proj-2", None, None)
+            .call(
+                RestCall::copy_weights(sw["path"].as_str().unwrap(), "proj-2", None, None).unwrap(),
+            )
             .await
+            .unwrap()
+            .text()
             .unwrap();
         assert!(
             copy.starts_with("tinker://") && copy.contains("/sampler_weights/"),
             "{copy}"
         );
-        rest.delete_checkpoint(&path).await.unwrap();
+        json(&rest, RestCall::delete_checkpoint(&path))
+            .await
+            .unwrap();
         assert_eq!(
-            rest.delete_checkpoint(&path).await.unwrap_err().status(),
+            json(&rest, RestCall::delete_checkpoint(&path))
+                .await
+                .unwrap_err()
+                .status(),
             Some(404)
         );
         // Sessions and samplers.
         let session = svc.session_state().unwrap().session_id;
-        let s = rest
-            .get_session(&session, AccessScope::Owned)
+        let s = json(&rest, RestCall::get_session(&session, AccessScope::Owned))
             .await
             .unwrap();
         assert_eq!(s["training_run_ids"].as_array().unwrap().len(), 5);
@@ -126,22 +158,26 @@ fn runs_checkpoints_and_sessions_through_rest() {
             .unwrap()
             .await
             .unwrap();
-        let si = rest
-            .get_sampler(sampler.sampling_session_id())
+        let si = json(&rest, RestCall::get_sampler(sampler.sampling_session_id()))
             .await
             .unwrap();
         assert_eq!(si["base_model"], "Qwen/Qwen3-8B");
-        let caps = rest.get_server_capabilities().await.unwrap();
+        let caps = json(&rest, Ok(RestCall::get_server_capabilities()))
+            .await
+            .unwrap();
         assert!(caps["supported_models"]
             .as_array()
             .unwrap()
             .iter()
             .any(|m| m["model_name"] == "meta-llama/Llama-3.2-1B"));
         assert_eq!(
-            rest.get_training_run("no-such-run", AccessScope::Owned)
-                .await
-                .unwrap_err()
-                .status(),
+            json(
+                &rest,
+                RestCall::get_training_run("no-such-run", AccessScope::Owned)
+            )
+            .await
+            .unwrap_err()
+            .status(),
             Some(404)
         );
     });
