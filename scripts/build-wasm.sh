@@ -21,7 +21,10 @@ build_variant() {
 }
 pids=()
 
-# wasm-opt -Oz in place, cached by the hash of the input.
+# wasm-opt -Oz in place, cached by the hash of the input. --low-memory-unused lets it
+# fold address additions into load/store offsets (about 0.7 % of the module): safe
+# because rustc's wasm32 layout puts the 1 MiB stack first, growing down towards 0, so
+# no valid address is below 1 KiB unless the stack has overflowed anyway.
 optimize() {
   local variant=$1 wasm=$2
   local key cache
@@ -30,7 +33,7 @@ optimize() {
   if [ ! -f "$cache" ]; then
     log "wasm-opt -Oz ($variant)"
     mkdir -p target/wasm-opt-cache
-    "$WASM_OPT" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+    "$WASM_OPT" -Oz --low-memory-unused --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
       --enable-mutable-globals --strip-debug --strip-producers "$wasm" -o "$cache.tmp"
     mv "$cache.tmp" "$cache"
   fi

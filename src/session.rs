@@ -577,7 +577,7 @@ impl Holder {
                     }
                 }
             });
-            futures_util::future::join_all(sends).await;
+            crate::sync::join_all(sends).await;
         }
     }
 

@@ -10,7 +10,62 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-use futures_util::future::poll_fn;
+use std::future::poll_fn;
+
+// ---------------------------------------------------------------------------------
+// Joining
+
+/// Runs `futs` concurrently and gives their outputs in order. (futures_util's
+/// `join_all` without its `FuturesOrdered` machinery, which cost the wasm module
+/// kilobytes: the SDK joins a handful of futures at a time, so polling each pending one
+/// on every wake is cheap.)
+pub async fn join_all<F: Future>(futs: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+    let mut futs: Vec<Pin<Box<F>>> = futs.into_iter().map(Box::pin).collect();
+    let mut outs: Vec<Option<F::Output>> = futs.iter().map(|_| None).collect();
+    std::future::poll_fn(move |cx| {
+        let mut pending = false;
+        for (f, out) in futs.iter_mut().zip(outs.iter_mut()) {
+            if out.is_none() {
+                match f.as_mut().poll(cx) {
+                    Poll::Ready(v) => *out = Some(v),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            return Poll::Pending;
+        }
+        Poll::Ready(outs.iter_mut().filter_map(Option::take).collect())
+    })
+    .await
+}
+
+/// Like [`join_all`] for fallible futures: the outputs in order, or the first error
+/// (the others are dropped then).
+pub async fn try_join_all<T, E, F>(futs: impl IntoIterator<Item = F>) -> Result<Vec<T>, E>
+where
+    F: Future<Output = Result<T, E>>,
+{
+    let mut futs: Vec<Pin<Box<F>>> = futs.into_iter().map(Box::pin).collect();
+    let mut outs: Vec<Option<T>> = futs.iter().map(|_| None).collect();
+    std::future::poll_fn(move |cx| {
+        let mut pending = false;
+        for (f, out) in futs.iter_mut().zip(outs.iter_mut()) {
+            if out.is_none() {
+                match f.as_mut().poll(cx) {
+                    Poll::Ready(Ok(v)) => *out = Some(v),
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            return Poll::Pending;
+        }
+        Poll::Ready(Ok(outs.iter_mut().filter_map(Option::take).collect()))
+    })
+    .await
+}
 
 // ---------------------------------------------------------------------------------
 // Cancellation
@@ -394,9 +449,54 @@ impl<T: Clone> AsyncOnce<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use futures_util::future::{join, join_all, select, Either};
+    use futures_util::future::{join, select, Either};
     use futures_util::task::noop_waker;
     use std::cell::Cell;
+
+    #[test]
+    fn join_all_keeps_order_and_try_join_all_stops_at_the_first_error() {
+        let gate = Event::new();
+        let g = gate.clone();
+        let dropped = Rc::new(Cell::new(0));
+        struct Count(Rc<Cell<u32>>);
+        impl Drop for Count {
+            fn drop(&mut self) {
+                self.0.set(self.0.get() + 1);
+            }
+        }
+        // The second future finishes first; the outputs keep the input order.
+        let futs: Vec<Pin<Box<dyn Future<Output = u32>>>> = vec![
+            Box::pin(async move {
+                g.wait().await;
+                1
+            }),
+            Box::pin(async { 2 }),
+        ];
+        let mut all = Box::pin(join_all(futs));
+        assert!(poll_once(&mut all).is_pending());
+        gate.set();
+        assert_eq!(poll_once(&mut all), Poll::Ready(vec![1, 2]));
+        // An error ends the join at once and drops the futures still pending.
+        let d = dropped.clone();
+        type Fallible<E> = Pin<Box<dyn Future<Output = Result<u32, E>>>>;
+        let futs: Vec<Fallible<&str>> = vec![
+            Box::pin(async move {
+                let _c = Count(d);
+                std::future::pending::<()>().await;
+                Ok(1)
+            }),
+            Box::pin(async { Err("bad") }),
+        ];
+        let mut all = Box::pin(try_join_all(futs));
+        assert_eq!(poll_once(&mut all), Poll::Ready(Err("bad")));
+        drop(all);
+        assert_eq!(dropped.get(), 1);
+        let ok: Vec<Fallible<()>> = vec![Box::pin(async { Ok(3) }), Box::pin(async { Ok(4) })];
+        assert_eq!(
+            poll_once(&mut Box::pin(try_join_all(ok))),
+            Poll::Ready(Ok(vec![3, 4]))
+        );
+    }
 
     fn poll_once<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
         let w = noop_waker();

@@ -7,7 +7,7 @@
 use crate::map::StrMap;
 use std::rc::Rc;
 
-use futures_util::future::{join_all, LocalBoxFuture};
+use futures_util::future::LocalBoxFuture;
 
 use crate::call::{CallOptions, Guard};
 use crate::chunking::{plan_chunks, Chunk};
@@ -390,7 +390,7 @@ impl TrainingClient {
         let started = h.env.now_ms();
         let submit = |i: usize| self.submit_chunk(first_seq + i as i64, spec, &chunks[i], started);
         if h.config.parallel_fwdbwd_chunks && chunks.len() > 1 {
-            let rest = join_all((1..chunks.len()).map(submit)).await;
+            let rest = crate::sync::join_all((1..chunks.len()).map(submit)).await;
             let head = submit(0).await;
             let mut out = vec![head?.0];
             for r in rest {
@@ -484,7 +484,7 @@ impl TrainingClient {
                 Payload::Json(_) => unreachable!("retrieve rejects JSON for protobuf results"),
             }
         });
-        let results = futures_util::future::try_join_all(polls).await?;
+        let results = crate::sync::try_join_all(polls).await?;
         combine_forward_backward(results).map_err(|m| Error::InvalidResponse { message: m })
     }
 
