@@ -34,12 +34,77 @@ pub fn parse_retry_after(headers: &Headers, now_secs: f64) -> Option<f64> {
     if let Some(secs) = crate::json::parse_float(ra) {
         return Some(secs);
     }
-    let when = httpdate::parse_http_date(ra.trim()).ok()?;
-    let epoch = when
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()?
-        .as_secs_f64();
-    Some(epoch - now_secs)
+    Some(parse_http_date(ra)? - now_secs)
+}
+
+/// Seconds since the Unix epoch of an HTTP date, in any of its three forms (RFC 9110
+/// 5.6.7: `Sun, 06 Nov 1994 08:49:37 GMT`, `Sunday, 06-Nov-94 08:49:37 GMT`,
+/// `Sun Nov  6 08:49:37 1994`), also with a numeric zone (`+0100`) as Python's
+/// `email.utils.parsedate_tz` reads it. `None` if it is not a date.
+pub fn parse_http_date(text: &str) -> Option<f64> {
+    const MONTHS: [&str; 12] = [
+        "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+    ];
+    let mut toks: Vec<&str> = Vec::new();
+    for t in text.split([' ', ',']).filter(|t| !t.is_empty()) {
+        if t.len() == 5 && (t.starts_with('+') || t.starts_with('-')) {
+            toks.push(t); // a zone offset
+        } else {
+            toks.extend(t.split('-').filter(|x| !x.is_empty()));
+        }
+    }
+    let (mut day, mut month, mut year, mut time, mut zone) = (None, None, None, 0i64, 0i64);
+    for t in toks {
+        let lower = t.to_ascii_lowercase();
+        if t.bytes().all(|b| b.is_ascii_digit()) {
+            let n: i64 = t.parse().ok()?;
+            if day.is_none() && t.len() <= 2 {
+                day = Some(n);
+            } else if year.is_none() {
+                year = Some(match (t.len(), n) {
+                    (1 | 2, n) if n > 68 => 1900 + n,
+                    (1 | 2, n) => 2000 + n,
+                    _ => n,
+                });
+            } else {
+                return None;
+            }
+        } else if t.contains(':') {
+            let mut p = t.split(':').map(|x| x.parse::<i64>().ok());
+            let (h, m, s) = (p.next()??, p.next()??, p.next().unwrap_or(Some(0))?);
+            if p.next().is_some() || h > 23 || m > 59 || s > 60 {
+                return None;
+            }
+            time = h * 3600 + m * 60 + s;
+        } else if let Some(off) = t.strip_prefix('+') {
+            zone = -zone_secs(off)?;
+        } else if let Some(off) = t.strip_prefix('-') {
+            zone = zone_secs(off)?;
+        } else if let Some(m) = MONTHS.iter().position(|m| lower.starts_with(m)) {
+            month = Some(m as i64 + 1);
+        }
+    }
+    let (d, m, y) = (day?, month?, year?);
+    if !(1..=31).contains(&d) {
+        return None;
+    }
+    // Days from 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+    let (y2, m2) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let doy = (153 * m2 + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some((days * 86_400 + time + zone) as f64)
+}
+
+/// The seconds of a `hhmm` zone offset.
+fn zone_secs(hhmm: &str) -> Option<i64> {
+    if hhmm.len() != 4 || !hhmm.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let v: i64 = hhmm.parse().ok()?;
+    Some((v / 100) * 3600 + (v % 100) * 60)
 }
 
 /// Whether the HTTP layer retries a response: `x-should-retry: true|false` wins,
@@ -169,6 +234,46 @@ impl BillingPause {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn http_dates_in_every_form() {
+        for t in [0u64, 784_111_777, 1_700_000_000, 4_102_444_800] {
+            let when = std::time::UNIX_EPOCH + Duration::from_secs(t);
+            let imf = httpdate::fmt_http_date(when);
+            assert_eq!(parse_http_date(&imf), Some(t as f64), "{imf}");
+        }
+        let t = 784_111_777.0; // Sun, 06 Nov 1994 08:49:37 GMT
+        for form in [
+            "Sun, 06 Nov 1994 08:49:37 GMT",
+            "Sunday, 06-Nov-94 08:49:37 GMT",
+            "Sun Nov  6 08:49:37 1994",
+            "06 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 09:49:37 +0100",
+            "Sun, 06 Nov 1994 03:49:37 -0500",
+        ] {
+            assert_eq!(parse_http_date(form), Some(t), "{form}");
+            assert_eq!(
+                httpdate::parse_http_date(form)
+                    .ok()
+                    .map(|d| d
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap()
+                        .as_secs_f64())
+                    .unwrap_or(t),
+                t,
+                "{form}"
+            );
+        }
+        for bad in [
+            "",
+            "soon",
+            "Sun, 32 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 25:00:00 GMT",
+            "1.5",
+        ] {
+            assert_eq!(parse_http_date(bad), None, "{bad}");
+        }
+    }
 
     fn h(pairs: &[(&str, &str)]) -> Headers {
         Headers(
