@@ -54,6 +54,40 @@ fn to_promise(
     crate::wasm::panic::future_to_promise(f)
 }
 
+/// Settles a core future as a Promise, converting its value with `to_js`; `call` (the
+/// abort listener) lives until then. (A small poll function per value type, where an
+/// async block per method cost a state machine and its drop glue each.)
+fn settle<T: 'static>(
+    fut: futures_util::future::LocalBoxFuture<'static, Result<T, Error>>,
+    call: Option<convert::Call>,
+    to_js: impl FnOnce(T) -> JsValue + 'static,
+) -> Promise {
+    struct Settle<T> {
+        fut: futures_util::future::LocalBoxFuture<'static, Result<T, Error>>,
+        to_js: Option<Box<dyn FnOnce(T) -> JsValue>>,
+        _call: Option<convert::Call>,
+    }
+    impl<T> Future for Settle<T> {
+        type Output = Result<JsValue, JsValue>;
+        fn poll(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Self::Output> {
+            let r = std::task::ready!(self.fut.as_mut().poll(cx));
+            std::task::Poll::Ready(match (r, self.to_js.take()) {
+                (Ok(v), Some(f)) => Ok(f(v)),
+                (Ok(_), None) => Ok(JsValue::UNDEFINED),
+                (Err(e), _) => Err(core_err(e)),
+            })
+        }
+    }
+    to_promise(Box::pin(Settle {
+        fut,
+        to_js: Some(Box::new(to_js)),
+        _call: call,
+    }))
+}
+
 /// A rejected Promise (for errors found before any work starts).
 fn reject(e: JsValue) -> Promise {
     Promise::reject(&e)
@@ -455,11 +489,8 @@ impl ServiceClient {
             .create_lora_training_client(lora, call.options.clone())
             .map_err(core_err));
         let tok = self.tok.clone(); // Rc (full build) or a unit marker (lite)
-        promise(async move {
-            let _call = call;
-            fut.await
-                .map(|inner| TrainingClient { inner, tok }.into())
-                .map_err(core_err)
+        settle(fut, Some(call), move |inner| {
+            TrainingClient { inner, tok }.into()
         })
     }
 
@@ -538,11 +569,8 @@ impl ServiceClient {
             .create_training_client_from_state(from, call.options.clone())
             .map_err(core_err));
         let tok = self.tok.clone(); // Rc (full build) or a unit marker (lite)
-        promise(async move {
-            let _call = call;
-            fut.await
-                .map(|inner| TrainingClient { inner, tok }.into())
-                .map_err(core_err)
+        settle(fut, Some(call), move |inner| {
+            TrainingClient { inner, tok }.into()
         })
     }
 
@@ -576,11 +604,8 @@ impl ServiceClient {
             .create_sampling_client(model_path, base_model, sampling, call.options.clone())
             .map_err(core_err));
         let tok = self.tok.clone(); // Rc (full build) or a unit marker (lite)
-        promise(async move {
-            let _call = call;
-            fut.await
-                .map(|inner| SamplingClient { inner, tok }.into())
-                .map_err(core_err)
+        settle(fut, Some(call), move |inner| {
+            SamplingClient { inner, tok }.into()
         })
     }
 
@@ -604,11 +629,7 @@ impl ServiceClient {
         let next = try_or_reject!(o.uint("nextSeqId", i32::MAX as u64)).unwrap_or(1) as i64;
         let fut = try_or_reject!(self.inner.training_client(&id, next).map_err(core_err));
         let tok = self.tok.clone(); // Rc (full build) or a unit marker (lite)
-        promise(async move {
-            fut.await
-                .map(|inner| TrainingClient { inner, tok }.into())
-                .map_err(core_err)
-        })
+        settle(fut, None, move |inner| TrainingClient { inner, tok }.into())
     }
 
     /// A client on an existing sampling session (one another process, request or client
@@ -641,24 +662,18 @@ impl ServiceClient {
             .sampling_client(&id, base, sampling)
             .map_err(core_err));
         let tok = self.tok.clone(); // Rc (full build) or a unit marker (lite)
-        promise(async move {
-            fut.await
-                .map(|inner| SamplingClient { inner, tok }.into())
-                .map_err(core_err)
-        })
+        settle(fut, None, move |inner| SamplingClient { inner, tok }.into())
     }
 
     /// Models the server offers.
     #[wasm_bindgen(js_name = getServerCapabilities, unchecked_return_type = "Promise<ServerCapabilities>")]
     pub fn get_server_capabilities(&self) -> Promise {
         let inner = self.inner.clone();
-        promise(async move {
-            inner
-                .get_server_capabilities()
-                .await
-                .map(|v| json_to_js(&v))
-                .map_err(core_err)
-        })
+        settle(
+            Box::pin(async move { inner.get_server_capabilities().await }),
+            None,
+            |v| json_to_js(&v),
+        )
     }
 
     /// Copies a checkpoint into this client's project (`projectId`); resolves to the
@@ -684,13 +699,11 @@ impl ServiceClient {
         let ttl = try_or_reject!(o.uint("ttlSeconds", u64::MAX));
         let token = try_or_reject!(o.string("weightsAccessToken"));
         let inner = self.inner.clone();
-        promise(async move {
-            inner
-                .copy_weights(&path, ttl, token.as_deref())
-                .await
-                .map(|p| JsValue::from_str(&p))
-                .map_err(core_err)
-        })
+        settle(
+            Box::pin(async move { inner.copy_weights(&path, ttl, token.as_deref()).await }),
+            None,
+            |p| JsValue::from_str(&p),
+        )
     }
 
     /// A REST client sharing this client's credentials (no session needed).
@@ -706,13 +719,11 @@ impl ServiceClient {
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn heartbeat(&self) -> Promise {
         let inner = self.inner.clone();
-        promise(async move {
-            inner
-                .heartbeat()
-                .await
-                .map(|_| JsValue::UNDEFINED)
-                .map_err(core_err)
-        })
+        settle(
+            Box::pin(async move { inner.heartbeat().await }),
+            None,
+            |_| JsValue::UNDEFINED,
+        )
     }
 
     /// The session's state (`{ sessionId, nextModelSeqId, nextSamplingSessionSeqId }`),
@@ -757,13 +768,11 @@ impl ServiceClient {
         };
         let status = try_or_reject!(finish_status(&status));
         let inner = self.inner.clone();
-        promise(async move {
-            inner
-                .close(status, detail.as_deref())
-                .await
-                .map(|_| JsValue::UNDEFINED)
-                .map_err(core_err)
-        })
+        settle(
+            Box::pin(async move { inner.close(status, detail.as_deref()).await }),
+            None,
+            |_| JsValue::UNDEFINED,
+        )
     }
 }
 
@@ -879,12 +888,7 @@ impl TrainingClient {
                 .forward_backward(data, &loss_fn, config, call.options.clone())
         };
         let fut = try_or_reject!(fut.map_err(core_err));
-        promise(async move {
-            let _call = call;
-            fut.await
-                .map(|o| convert::forward_backward_to_js(&o))
-                .map_err(core_err)
-        })
+        settle(fut, Some(call), |o| convert::forward_backward_to_js(&o))
     }
 
     /// The loss and per-datum outputs (`logprobs`) without accumulating gradients.
@@ -1021,10 +1025,7 @@ impl TrainingClient {
             .inner
             .optim_step(p, call.options.clone())
             .map_err(core_err));
-        promise(async move {
-            let _call = call;
-            fut.await.map(|v| json_to_js(&v)).map_err(core_err)
-        })
+        settle(fut, Some(call), |v| json_to_js(&v))
     }
 
     /// Saves weights and optimizer state; resolves to `{ path }`.
@@ -1056,10 +1057,7 @@ impl TrainingClient {
             .inner
             .save_state(&name, ttl, overwrite, meta, call.options.clone())
             .map_err(core_err));
-        promise(async move {
-            let _call = call;
-            fut.await.map(|v| json_to_js(&v)).map_err(core_err)
-        })
+        settle(fut, Some(call), |v| json_to_js(&v))
     }
 
     fn load(&self, path: JsValue, options: JsValue, optimizer: bool) -> Promise {
@@ -1075,10 +1073,7 @@ impl TrainingClient {
             .inner
             .load_state(&path, optimizer, token, call.options.clone())
             .map_err(core_err));
-        promise(async move {
-            let _call = call;
-            fut.await.map(|v| json_to_js(&v)).map_err(core_err)
-        })
+        settle(fut, Some(call), |v| json_to_js(&v))
     }
 
     /// Loads a checkpoint's weights into this model (not its optimizer state).
@@ -1132,10 +1127,7 @@ impl TrainingClient {
             .inner
             .save_weights_for_sampler(&name, ttl, meta, call.options.clone())
             .map_err(core_err));
-        promise(async move {
-            let _call = call;
-            fut.await.map(|v| json_to_js(&v)).map_err(core_err)
-        })
+        settle(fut, Some(call), |v| json_to_js(&v))
     }
 
     /// Exports weights (HuggingFace-style files) as `tinker://…/external_weights/{name}`.
@@ -1179,10 +1171,7 @@ impl TrainingClient {
             .inner
             .save_weights_external(&name, ttl, recipients, call.options.clone())
             .map_err(core_err));
-        promise(async move {
-            let _call = call;
-            fut.await.map(|v| json_to_js(&v)).map_err(core_err)
-        })
+        settle(fut, Some(call), |v| json_to_js(&v))
     }
 
     /// Saves the current weights for sampling and resolves to a client on them.
@@ -1213,11 +1202,8 @@ impl TrainingClient {
             .save_weights_and_get_sampling_client(&kind, sampling, call.options.clone())
             .map_err(core_err));
         let tok = self.tok.clone(); // Rc (full build) or a unit marker (lite)
-        promise(async move {
-            let _call = call;
-            fut.await
-                .map(|inner| SamplingClient { inner, tok }.into())
-                .map_err(core_err)
+        settle(fut, Some(call), move |inner| {
+            SamplingClient { inner, tok }.into()
         })
     }
 
@@ -1243,11 +1229,7 @@ impl TrainingClient {
             .create_sampling_client(&path, sampling)
             .map_err(core_err));
         let tok = self.tok.clone(); // Rc (full build) or a unit marker (lite)
-        promise(async move {
-            fut.await
-                .map(|inner| SamplingClient { inner, tok }.into())
-                .map_err(core_err)
-        })
+        settle(fut, None, move |inner| SamplingClient { inner, tok }.into())
     }
 }
 
@@ -1378,10 +1360,14 @@ impl SamplingClient {
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn close(&self) -> Promise {
         let inner = self.inner.clone();
-        promise(async move {
-            inner.close().await;
-            Ok(JsValue::UNDEFINED)
-        })
+        settle(
+            Box::pin(async move {
+                inner.close().await;
+                Ok(())
+            }),
+            None,
+            |_| JsValue::UNDEFINED,
+        )
     }
 
     /// The sampling session id.
@@ -1461,12 +1447,7 @@ impl SamplingClient {
             .inner
             .sample(req, call.options.clone())
             .map_err(core_err));
-        promise(async move {
-            let _call = call;
-            fut.await
-                .map(|r| convert::sample_response_to_js(&r))
-                .map_err(core_err)
-        })
+        settle(fut, Some(call), |r| convert::sample_response_to_js(&r))
     }
 
     /// The logprob of each prompt token (`null` for the first, which has no context).
@@ -1493,16 +1474,11 @@ impl SamplingClient {
             .inner
             .compute_logprobs(prompt, last_n, call.options.clone())
             .map_err(core_err));
-        promise(async move {
-            let _call = call;
-            fut.await
-                .map(|v| {
-                    v.into_iter()
-                        .map(|x| x.map_or(JsValue::NULL, |x| JsValue::from_f64(f64::from(x))))
-                        .collect::<Array>()
-                        .into()
-                })
-                .map_err(core_err)
+        settle(fut, Some(call), |v: Vec<Option<f32>>| {
+            v.into_iter()
+                .map(|x| x.map_or(JsValue::NULL, |x| JsValue::from_f64(f64::from(x))))
+                .collect::<Array>()
+                .into()
         })
     }
 }
@@ -1979,12 +1955,11 @@ impl RestClient {
             RestSource::Service(_) => Promise::resolve(&JsValue::UNDEFINED),
             RestSource::Own(s) => {
                 let s = s.clone();
-                promise(async move {
-                    s.close(FinishStatus::Success, None)
-                        .await
-                        .map(|_| JsValue::UNDEFINED)
-                        .map_err(core_err)
-                })
+                settle(
+                    Box::pin(async move { s.close(FinishStatus::Success, None).await }),
+                    None,
+                    |_| JsValue::UNDEFINED,
+                )
             }
         }
     }
