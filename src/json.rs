@@ -7,10 +7,11 @@
 //!
 //! It keeps serde_json's observable behaviour, so bodies stay byte-for-byte what they
 //! were: objects keep insertion order (a repeated key replaces the value in place),
-//! integers stay exact as `u64`/`i64`, floats are written shortest-round-trip (the same
-//! `zmij` digits serde_json writes, `1.0` for whole floats, `null` for NaN and
-//! infinities), strings escape `"`, `\` and control characters only, and numbers parse
-//! with serde_json's default (non-`float_roundtrip`) algorithm.
+//! integers stay exact as `u64`/`i64`, floats are written shortest-round-trip (the
+//! digits serde_json writes, `1.0` for whole floats, `null` for NaN and infinities),
+//! strings escape `"`, `\` and control characters only, and numbers parse with
+//! serde_json's default (non-`float_roundtrip`) algorithm ([`crate::float`] does the
+//! exact decimal work).
 //!
 //! ```
 //! use tinker_wasm::json::{self, Value};
@@ -643,50 +644,64 @@ pub fn write_i64(out: &mut String, n: i64) {
     write_u64(out, n.unsigned_abs());
 }
 
-/// Appends a float: shortest round-trip digits (`1.0`, `0.0001`, `1e-7`), `null` if
-/// not finite.
+/// Appends a float: shortest round-trip digits (`1.0`, `0.0001`, `1e-7`, `1e+21`, as
+/// serde_json writes them), `null` if not finite.
 pub fn write_f64(out: &mut String, f: f64) {
-    if f.is_finite() {
-        out.push_str(zmij::Buffer::new().format_finite(f));
-    } else {
-        out.push_str("null");
-    }
+    write_float(out, f, false);
 }
 
 /// Appends a single-precision float with its own shortest digits (`0.1`, not the
 /// `f64` widening's `0.10000000149011612`), `null` if not finite.
 pub fn write_f32(out: &mut String, f: f32) {
-    if f.is_finite() {
-        out.push_str(zmij::Buffer::new().format_finite(f));
-    } else {
+    write_float(out, f64::from(f), true);
+}
+
+/// serde_json's float text: fixed notation for decimal exponents in -5..=15 (-6..=12
+/// for `f32`) with `.0` on whole numbers, else `d.ddde±x`.
+fn write_float(out: &mut String, f: f64, single: bool) {
+    if !f.is_finite() {
         out.push_str("null");
+        return;
+    }
+    if f.is_sign_negative() {
+        out.push('-');
+    }
+    if f == 0.0 {
+        out.push_str("0.0");
+        return;
+    }
+    let (d, point) = digits(f, single);
+    let (n, e) = (d.len() as i32, point - 1);
+    let fixed = if single { -6..=12 } else { -5..=15 };
+    if fixed.contains(&e) {
+        if e >= n - 1 {
+            out.push_str(&d);
+            push_zeros(out, e - (n - 1));
+            out.push_str(".0");
+        } else if e >= 0 {
+            out.push_str(&d[..point as usize]);
+            out.push('.');
+            out.push_str(&d[point as usize..]);
+        } else {
+            out.push_str("0.");
+            push_zeros(out, -point);
+            out.push_str(&d);
+        }
+    } else {
+        out.push_str(&d[..1]);
+        if n > 1 {
+            out.push('.');
+            out.push_str(&d[1..]);
+        }
+        out.push_str(if e < 0 { "e-" } else { "e+" });
+        write_u64(out, u64::from(e.unsigned_abs()));
     }
 }
 
-/// The shortest round-trip decimal digits of a finite non-zero `|x|` (no leading or
-/// trailing zeros) and the decimal point's position: `|x| = 0.d₁d₂…dₖ × 10^point`.
-fn shortest_digits(x: f64) -> (String, i32) {
-    let mut buf = zmij::Buffer::new();
-    let text = buf.format_finite(x.abs());
-    let (mantissa, exp) = match text.split_once(['e', 'E']) {
-        Some((m, e)) => {
-            let (negative, digits) = match e.strip_prefix('-') {
-                Some(d) => (true, d),
-                None => (false, e.trim_start_matches('+')),
-            };
-            let v = digits
-                .bytes()
-                .fold(0i32, |a, b| a * 10 + i32::from(b - b'0'));
-            (m, if negative { -v } else { v })
-        }
-        None => (text, 0),
-    };
-    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    let mut point = int.len() as i32 + exp;
-    let all: String = int.chars().chain(frac.chars()).collect();
-    let trimmed = all.trim_start_matches('0');
-    point -= (all.len() - trimmed.len()) as i32;
-    (trimmed.trim_end_matches('0').to_string(), point)
+/// [`crate::float::shortest`] of `|x|` as text, and its point position.
+fn digits(x: f64, single: bool) -> (String, i32) {
+    let (d, point) = crate::float::shortest(x.abs(), single);
+    (d.iter().map(|&c| char::from(b'0' + c)).collect(), point)
 }
 
 fn push_zeros(s: &mut String, n: i32) {
@@ -707,7 +722,7 @@ pub fn fmt_js(x: f64) -> String {
     if x == 0.0 {
         return "0".into();
     }
-    let (d, n) = shortest_digits(x);
+    let (d, n) = digits(x, false);
     let k = d.len() as i32;
     let mut s = String::new();
     if x < 0.0 {
@@ -754,7 +769,7 @@ pub fn fmt_py(x: f64) -> String {
         s.push_str("0.0");
         return s;
     }
-    let (d, n) = shortest_digits(x);
+    let (d, n) = digits(x, false);
     let k = d.len() as i32;
     if -4 < n && n <= 16 {
         if n <= 0 {
@@ -1276,8 +1291,9 @@ fn decimal_to_number(
 fn f64_from_parts(significand: u64, mut exponent: i32) -> Option<f64> {
     let mut f = significand as f64;
     loop {
-        match POW10.get(exponent.unsigned_abs() as usize) {
-            Some(&pow) => {
+        match (exponent.unsigned_abs() <= 308).then(|| crate::float::pow10(exponent.unsigned_abs()))
+        {
+            Some(pow) => {
                 if exponent >= 0 {
                     f *= pow;
                     if f.is_infinite() {
@@ -1354,41 +1370,6 @@ pub fn parse_float(text: &str) -> Option<f64> {
     };
     Some(if negative { -f } else { f })
 }
-
-#[rustfmt::skip]
-static POW10: [f64; 309] = [
-    1e000, 1e001, 1e002, 1e003, 1e004, 1e005, 1e006, 1e007, 1e008, 1e009,
-    1e010, 1e011, 1e012, 1e013, 1e014, 1e015, 1e016, 1e017, 1e018, 1e019,
-    1e020, 1e021, 1e022, 1e023, 1e024, 1e025, 1e026, 1e027, 1e028, 1e029,
-    1e030, 1e031, 1e032, 1e033, 1e034, 1e035, 1e036, 1e037, 1e038, 1e039,
-    1e040, 1e041, 1e042, 1e043, 1e044, 1e045, 1e046, 1e047, 1e048, 1e049,
-    1e050, 1e051, 1e052, 1e053, 1e054, 1e055, 1e056, 1e057, 1e058, 1e059,
-    1e060, 1e061, 1e062, 1e063, 1e064, 1e065, 1e066, 1e067, 1e068, 1e069,
-    1e070, 1e071, 1e072, 1e073, 1e074, 1e075, 1e076, 1e077, 1e078, 1e079,
-    1e080, 1e081, 1e082, 1e083, 1e084, 1e085, 1e086, 1e087, 1e088, 1e089,
-    1e090, 1e091, 1e092, 1e093, 1e094, 1e095, 1e096, 1e097, 1e098, 1e099,
-    1e100, 1e101, 1e102, 1e103, 1e104, 1e105, 1e106, 1e107, 1e108, 1e109,
-    1e110, 1e111, 1e112, 1e113, 1e114, 1e115, 1e116, 1e117, 1e118, 1e119,
-    1e120, 1e121, 1e122, 1e123, 1e124, 1e125, 1e126, 1e127, 1e128, 1e129,
-    1e130, 1e131, 1e132, 1e133, 1e134, 1e135, 1e136, 1e137, 1e138, 1e139,
-    1e140, 1e141, 1e142, 1e143, 1e144, 1e145, 1e146, 1e147, 1e148, 1e149,
-    1e150, 1e151, 1e152, 1e153, 1e154, 1e155, 1e156, 1e157, 1e158, 1e159,
-    1e160, 1e161, 1e162, 1e163, 1e164, 1e165, 1e166, 1e167, 1e168, 1e169,
-    1e170, 1e171, 1e172, 1e173, 1e174, 1e175, 1e176, 1e177, 1e178, 1e179,
-    1e180, 1e181, 1e182, 1e183, 1e184, 1e185, 1e186, 1e187, 1e188, 1e189,
-    1e190, 1e191, 1e192, 1e193, 1e194, 1e195, 1e196, 1e197, 1e198, 1e199,
-    1e200, 1e201, 1e202, 1e203, 1e204, 1e205, 1e206, 1e207, 1e208, 1e209,
-    1e210, 1e211, 1e212, 1e213, 1e214, 1e215, 1e216, 1e217, 1e218, 1e219,
-    1e220, 1e221, 1e222, 1e223, 1e224, 1e225, 1e226, 1e227, 1e228, 1e229,
-    1e230, 1e231, 1e232, 1e233, 1e234, 1e235, 1e236, 1e237, 1e238, 1e239,
-    1e240, 1e241, 1e242, 1e243, 1e244, 1e245, 1e246, 1e247, 1e248, 1e249,
-    1e250, 1e251, 1e252, 1e253, 1e254, 1e255, 1e256, 1e257, 1e258, 1e259,
-    1e260, 1e261, 1e262, 1e263, 1e264, 1e265, 1e266, 1e267, 1e268, 1e269,
-    1e270, 1e271, 1e272, 1e273, 1e274, 1e275, 1e276, 1e277, 1e278, 1e279,
-    1e280, 1e281, 1e282, 1e283, 1e284, 1e285, 1e286, 1e287, 1e288, 1e289,
-    1e290, 1e291, 1e292, 1e293, 1e294, 1e295, 1e296, 1e297, 1e298, 1e299,
-    1e300, 1e301, 1e302, 1e303, 1e304, 1e305, 1e306, 1e307, 1e308,
-];
 
 // ---------------------------------------------------------------------------------
 // Reading wire types
@@ -1631,6 +1612,21 @@ mod tests {
             let mut s = String::new();
             write_f32(&mut s, f);
             assert_eq!(s, serde_json::to_string(&f).unwrap());
+        }
+        let mut rng = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..50_000 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let (x, y) = (f64::from_bits(rng), f32::from_bits((rng >> 17) as u32));
+            if x.is_finite() {
+                assert_eq!(Value::from(x).to_string(), serde_json::json!(x).to_string());
+            }
+            if y.is_finite() {
+                let mut s = String::new();
+                write_f32(&mut s, y);
+                assert_eq!(s, serde_json::to_string(&y).unwrap(), "{y:e}");
+            }
         }
         assert_eq!(Value::from(f64::NAN).to_string(), "null");
         let s: String = (0u8..0x80).map(char::from).chain("é😀".chars()).collect();

@@ -19,6 +19,7 @@ pub mod call;
 pub mod chunking;
 pub mod config;
 pub mod error;
+pub mod float;
 pub mod future;
 pub mod handle;
 pub mod http;
