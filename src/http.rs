@@ -8,7 +8,9 @@
 //! (0, 60] s) or `min(0.5·2ⁿ, 10)` s less up to 25 % jitter. Non-GET requests carry one
 //! `X-Idempotency-Key` across all retries.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
+
+use crate::sync::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 

@@ -12,7 +12,9 @@
 //!   `sample_use_retrieve_futures`, and `cancel_future` for abandoned polls when the
 //!   dynamic config enables `sample_cancel_enabled`.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
+
+use crate::sync::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 

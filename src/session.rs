@@ -7,7 +7,9 @@
 //! `client/dynamic_config` → `create_session` (unless session-less or resumed) →
 //! background heartbeat and config refresh (unless `background` is off).
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
+
+use crate::sync::RefCell;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::rc::{Rc, Weak};
@@ -714,7 +716,7 @@ where
     Fut: Future<Output = Result<T>>,
 {
     // Generic only in this thin wrapper; the loop itself is one type-erased copy.
-    let slot = std::cell::RefCell::new(None);
+    let slot = crate::sync::RefCell::new(None);
     let mut attempt = || -> futures_util::future::LocalBoxFuture<'_, Result<()>> {
         let fut = f();
         let slot = &slot;

@@ -4,7 +4,9 @@
 //! are allowed and always on close. Session-less clients report under
 //! `sessionless-<uuid>` without start/end events. Events never carry credentials.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
+
+use crate::sync::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::Duration;

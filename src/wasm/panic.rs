@@ -26,7 +26,9 @@
 //! synchronous panic traps without the message (`RuntimeError: unreachable`); later
 //! panics inside promises are still rejected, with a generic message.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
+
+use crate::sync::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
