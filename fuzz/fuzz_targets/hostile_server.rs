@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 use tinker_wasm::call::CallOptions;
 use tinker_wasm::config::ClientOptions;
 use tinker_wasm::platform::{Headers, HttpRequest, HttpResponse, Platform, TransportError};
-use tinker_wasm::rest::AccessScope;
+use tinker_wasm::rest::{AccessScope, RestCall};
 use tinker_wasm::sampling::{SampleRequest, SamplingOptions};
 use tinker_wasm::service::{LoraOptions, ServiceClient};
 use tinker_wasm::session::FinishStatus;
@@ -490,9 +490,8 @@ async fn scenario(svc: ServiceClient, settled: Rc<Cell<u32>>) {
         }
     }
     if let Ok(rest) = svc.rest_client().await {
-        let _ = rest
-            .list_training_runs(10, 0, AccessScope::Owned, None)
-            .await;
+        let call = RestCall::list_training_runs(10, 0, AccessScope::Owned, None);
+        let _ = rest.call(call.expect("valid input")).await;
     }
     done();
     let _ = svc.close(FinishStatus::Success, None).await;

@@ -25,8 +25,13 @@ fuzz_target!(|data: &[u8]| {
             // unit in the last place off for long decimals.)
             let text = v.to_vec();
             let again = json::from_slice(&text).expect("our output parses");
-            let oracle = serde_json::from_slice::<serde_json::Value>(&text).expect("serde_json reads it");
-            assert_eq!(again.to_string(), oracle.to_string(), "our output, read by both");
+            let oracle =
+                serde_json::from_slice::<serde_json::Value>(&text).expect("serde_json reads it");
+            assert_eq!(
+                again.to_string(),
+                oracle.to_string(),
+                "our output, read by both"
+            );
         }
         (Err(_), Err(_)) => {}
         (Ok(v), Err(e)) => panic!("accepted what serde_json rejects ({e}): {v}"),
