@@ -85,7 +85,10 @@ pub fn parse_http_date(text: &str) -> Option<f64> {
         }
     }
     let (d, m, y) = (day?, month?, year?);
-    if !(1..=31).contains(&d) {
+    // Python's `calendar.timegm` (via `email.utils.mktime_tz`) only knows years
+    // 1..=9999; beyond them the header is ignored (and the arithmetic below stays
+    // far from i64 overflow).
+    if !(1..=31).contains(&d) || !(1..=9999).contains(&y) {
         return None;
     }
     // Days from 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
@@ -270,6 +273,11 @@ mod tests {
             "Sun, 32 Nov 1994 08:49:37 GMT",
             "Sun, 06 Nov 1994 25:00:00 GMT",
             "1.5",
+            // Found by the retry_headers fuzz target: a year so large that the
+            // seconds overflowed i64.
+            "d?, 21 Oct ct 4033333304304 ",
+            "Sun, 06 Nov 99999999999999999 08:49:37 GMT",
+            "Sun, 06 Nov 10000 08:49:37 GMT",
         ] {
             assert_eq!(parse_http_date(bad), None, "{bad}");
         }
