@@ -73,6 +73,33 @@ test('sends method, headers and body bytes; exposes status and headers like a Re
   assert.equal(got.headers['content-length'], '5');
 });
 
+test('frames every request as node:http would: host, content-length, no chunking; the caller\'s own headers win', async () => {
+  const port = new URL(base).port;
+  await nodeFetch(`${base}/plain`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"é":1}' });
+  let got = seen.at(-1);
+  assert.equal(got.headers.host, `127.0.0.1:${port}`);
+  assert.equal(got.headers['content-length'], '8'); // bytes, not characters
+  assert.equal(got.headers['transfer-encoding'], undefined);
+  assert.equal(got.body.toString(), '{"é":1}');
+  await nodeFetch(`${base}/plain`, { method: 'POST' });
+  got = seen.at(-1);
+  assert.equal(got.headers['content-length'], '0');
+  assert.equal(got.headers['transfer-encoding'], undefined);
+  for (const method of ['GET', 'DELETE']) {
+    await nodeFetch(`${base}/plain`, { method });
+    got = seen.at(-1);
+    assert.equal(got.method, method);
+    assert.equal(got.headers['content-length'], undefined);
+    assert.equal(got.headers['transfer-encoding'], undefined);
+  }
+  await nodeFetch(`${base}/plain`, { method: 'PUT', headers: { Host: 'api.example', 'Content-Length': '2' }, body: 'ok' });
+  got = seen.at(-1);
+  assert.equal(got.headers.host, 'api.example');
+  assert.equal(got.headers['content-length'], '2');
+  await assert.rejects(nodeFetch(`${base}/plain`, { headers: { 'bad name': 'x' } }), (e) => e.code === 'ERR_INVALID_HTTP_TOKEN');
+  await assert.rejects(nodeFetch(`${base}/plain`, { headers: { 'x-a': 'line\nbreak' } }), (e) => e.code === 'ERR_INVALID_CHAR');
+});
+
 test('asks for and decodes gzip and deflate bodies, as fetch and the Python SDK do', async () => {
   assert.equal(await text(await nodeFetch(`${base}/gzip`)), 'gzip body, accept-encoding gzip, deflate');
   assert.equal(await text(await nodeFetch(`${base}/deflate`)), 'deflate body');
