@@ -262,13 +262,7 @@ mod tests {
 
     #[test]
     fn shortest_digits_match_zmij() {
-        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut next = crate::tests::xorshift(0x9E37_79B9_7F4A_7C15u64);
         let mut buf = zmij::Buffer::new();
         let mut check = |x: f64| {
             if x.is_finite() && x > 0.0 {

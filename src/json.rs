@@ -671,31 +671,8 @@ fn write_float(out: &mut String, f: f64, single: bool) {
         return;
     }
     let (d, point) = digits(f, single);
-    let (n, e) = (d.len() as i32, point - 1);
     let fixed = if single { -6..=12 } else { -5..=15 };
-    if fixed.contains(&e) {
-        if e >= n - 1 {
-            out.push_str(&d);
-            push_zeros(out, e - (n - 1));
-            out.push_str(".0");
-        } else if e >= 0 {
-            out.push_str(&d[..point as usize]);
-            out.push('.');
-            out.push_str(&d[point as usize..]);
-        } else {
-            out.push_str("0.");
-            push_zeros(out, -point);
-            out.push_str(&d);
-        }
-    } else {
-        out.push_str(&d[..1]);
-        if n > 1 {
-            out.push('.');
-            out.push_str(&d[1..]);
-        }
-        out.push_str(if e < 0 { "e-" } else { "e+" });
-        write_u64(out, u64::from(e.unsigned_abs()));
-    }
+    place(out, &d, point, fixed, ".0", 1);
 }
 
 /// [`crate::float::shortest`] of `|x|` as text, and its point position.
@@ -707,6 +684,49 @@ fn digits(x: f64, single: bool) -> (String, i32) {
 fn push_zeros(s: &mut String, n: i32) {
     for _ in 0..n.max(0) {
         s.push('0');
+    }
+}
+
+/// Writes the digits `d` of a number whose point comes after `n` of them: in fixed
+/// notation when its exponent (`n - 1`) is in `fixed`, a whole number followed by
+/// `whole` (`".0"` or nothing); otherwise as `d.ddde±x` with at least `exp_digits`
+/// exponent digits. The three printers (serde_json's, JavaScript's, Python's) differ
+/// only in these parameters and in their special values.
+fn place(
+    out: &mut String,
+    d: &str,
+    n: i32,
+    fixed: std::ops::RangeInclusive<i32>,
+    whole: &str,
+    exp_digits: u32,
+) {
+    let k = d.len() as i32;
+    if fixed.contains(&(n - 1)) {
+        if n >= k {
+            out.push_str(d);
+            push_zeros(out, n - k);
+            out.push_str(whole);
+        } else if n > 0 {
+            out.push_str(&d[..n as usize]);
+            out.push('.');
+            out.push_str(&d[n as usize..]);
+        } else {
+            out.push_str("0.");
+            push_zeros(out, -n);
+            out.push_str(d);
+        }
+    } else {
+        out.push_str(&d[..1]);
+        if k > 1 {
+            out.push('.');
+            out.push_str(&d[1..]);
+        }
+        let e = n - 1;
+        out.push_str(if e < 0 { "e-" } else { "e+" });
+        if exp_digits > 1 && e.unsigned_abs() < 10 {
+            out.push('0');
+        }
+        write_u64(out, u64::from(e.unsigned_abs()));
     }
 }
 
@@ -723,32 +743,12 @@ pub fn fmt_js(x: f64) -> String {
         return "0".into();
     }
     let (d, n) = digits(x, false);
-    let k = d.len() as i32;
     let mut s = String::new();
     if x < 0.0 {
         s.push('-');
     }
-    if k <= n && n <= 21 {
-        s.push_str(&d);
-        push_zeros(&mut s, n - k);
-    } else if 0 < n && n <= 21 {
-        s.push_str(&d[..n as usize]);
-        s.push('.');
-        s.push_str(&d[n as usize..]);
-    } else if -6 < n && n <= 0 {
-        s.push_str("0.");
-        push_zeros(&mut s, -n);
-        s.push_str(&d);
-    } else {
-        s.push_str(&d[..1]);
-        if k > 1 {
-            s.push('.');
-            s.push_str(&d[1..]);
-        }
-        s.push('e');
-        s.push(if n > 0 { '+' } else { '-' });
-        write_u64(&mut s, u64::from((n - 1).unsigned_abs()));
-    }
+    // Fixed from 1e-6 to below 1e21, whole numbers without a point.
+    place(&mut s, &d, n, -6..=20, "", 1);
     s
 }
 
@@ -770,34 +770,9 @@ pub fn fmt_py(x: f64) -> String {
         return s;
     }
     let (d, n) = digits(x, false);
-    let k = d.len() as i32;
-    if -4 < n && n <= 16 {
-        if n <= 0 {
-            s.push_str("0.");
-            push_zeros(&mut s, -n);
-            s.push_str(&d);
-        } else if n >= k {
-            s.push_str(&d);
-            push_zeros(&mut s, n - k);
-            s.push_str(".0");
-        } else {
-            s.push_str(&d[..n as usize]);
-            s.push('.');
-            s.push_str(&d[n as usize..]);
-        }
-    } else {
-        s.push_str(&d[..1]);
-        if k > 1 {
-            s.push('.');
-            s.push_str(&d[1..]);
-        }
-        let e = n - 1;
-        s.push_str(if e < 0 { "e-" } else { "e+" });
-        if e.unsigned_abs() < 10 {
-            s.push('0');
-        }
-        write_u64(&mut s, u64::from(e.unsigned_abs()));
-    }
+    // repr's rule: fixed from 1e-4 to below 1e16, whole numbers with `.0`, exponents of
+    // at least two digits.
+    place(&mut s, &d, n, -4..=15, ".0", 2);
     s
 }
 
@@ -1613,11 +1588,9 @@ mod tests {
             write_f32(&mut s, f);
             assert_eq!(s, serde_json::to_string(&f).unwrap());
         }
-        let mut rng = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = crate::tests::xorshift(0x2545_F491_4F6C_DD1D);
         for _ in 0..50_000 {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
+            let rng = next();
             let (x, y) = (f64::from_bits(rng), f32::from_bits((rng >> 17) as u32));
             if x.is_finite() {
                 assert_eq!(Value::from(x).to_string(), serde_json::json!(x).to_string());

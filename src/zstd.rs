@@ -389,13 +389,7 @@ mod tests {
     }
 
     fn inputs() -> Vec<(&'static str, Vec<u8>)> {
-        let mut rng = 0x2545F4914F6CDD1Du64;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut next = crate::tests::xorshift(0x2545F4914F6CDD1Du64);
         let random: Vec<u8> = (0..300_000).map(|_| next() as u8).collect();
         // int64 token ids and float32 weights, as a forward_backward body holds them.
         let tokens: Vec<u8> = (0..200_000)

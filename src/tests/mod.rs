@@ -4,6 +4,16 @@
 
 mod scripted;
 
+/// A xorshift64 stream: deterministic pseudo-random test inputs from `seed` (non-zero).
+pub(crate) fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}
+
 mod http_retries;
 mod pauses;
 mod polling;
