@@ -604,6 +604,26 @@ pub(crate) fn py_json_dumps(v: &serde_json::Value) -> String {
     out
 }
 
+/// Python's `json.dumps(v, separators=seps, ensure_ascii=…, indent=…)`.
+pub(crate) fn py_json_dumps_with(
+    v: &serde_json::Value,
+    seps: (&str, &str),
+    ensure_ascii: bool,
+    indent: Option<usize>,
+) -> String {
+    let pad = indent.map(|n| " ".repeat(n));
+    let mut out = String::new();
+    let style = JsonStyle {
+        indent: pad.as_deref(),
+        seps,
+        sort: false,
+        ensure_ascii,
+    };
+    // Serializing a JSON value cannot fail.
+    let _ = py_json(&Value::from(minijinja::value::Serde(v)), &mut out, style, 0);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,7 +27,7 @@
 mod cache;
 mod chat;
 mod fast;
-mod renderer;
+pub mod renderers;
 mod scan;
 #[cfg(test)]
 mod tests;
@@ -37,7 +37,10 @@ use std::fmt;
 
 pub use cache::{resolve_tokenizer_id, tokenizer_revision, SingleFlight};
 pub use chat::{ChatTemplateOptions, ChatTemplates};
-pub use renderer::{datum_from_tokens_weights, Message, Renderer, RendererKind, Role, TrainOnWhat};
+pub use renderers::{
+    conversation_to_datum, datum_from_model_input_weights, Message, Reduction, Renderer,
+    RendererOptions, StopSequences, Supervised, Termination, TrainOnWhat,
+};
 
 use crate::types::InputError;
 
@@ -53,6 +56,8 @@ pub enum TokenizerError {
     GeneralUnavailable(String),
     /// A chat template failed to compile or render.
     Template(String),
+    /// A conversation cannot be rendered as asked (the cookbook's `RendererError`).
+    Renderer(String),
 }
 
 impl fmt::Display for TokenizerError {
@@ -62,6 +67,7 @@ impl fmt::Display for TokenizerError {
             TokenizerError::Load(m) => write!(f, "cannot load tokenizer: {m}"),
             TokenizerError::GeneralUnavailable(m) => f.write_str(m),
             TokenizerError::Template(m) => write!(f, "chat template: {m}"),
+            TokenizerError::Renderer(m) => f.write_str(m),
         }
     }
 }
@@ -341,6 +347,14 @@ impl Tokenizer {
         };
         v.sort_by_key(|x| x.1);
         v
+    }
+
+    /// The id of the config's `eos_token` (transformers' `eos_token_id`).
+    pub fn eos_token_id(&self) -> Option<u32> {
+        self.special
+            .eos
+            .as_deref()
+            .and_then(|t| self.token_to_id(t))
     }
 
     /// The special token names from `tokenizer_config.json` (empty without one).

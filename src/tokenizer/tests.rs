@@ -283,10 +283,6 @@ fn other_files_use_the_general_path() {
     assert_eq!(t.encode("hello world foo", false).unwrap(), [0, 1, 2]);
 }
 
-fn msgs(v: serde_json::Value) -> Vec<Message> {
-    Message::list_from_json(&v).unwrap()
-}
-
 #[test]
 fn chat_template_matches_transformers_output() {
     let q = qwen3();
@@ -358,141 +354,6 @@ fn chat_template_options_and_errors() {
 }
 
 #[test]
-fn renderer_prompts_equal_the_template_tokens() {
-    let q = qwen3();
-    let conv = serde_json::json!([
-        {"role": "system", "content": "You are terse."},
-        {"role": "user", "content": "2+2?"},
-        {"role": "assistant", "content": "<think>\nadd\n</think>\n\n4"},
-        {"role": "user", "content": "Times 3?"}
-    ]);
-    let want = q
-        .encode(
-            &q.apply_chat_template(
-                &conv,
-                &ChatTemplateOptions {
-                    add_generation_prompt: true,
-                    ..Default::default()
-                },
-            )
-            .unwrap(),
-            false,
-        )
-        .unwrap();
-    let r = Renderer::new(RendererKind::parse("qwen3").unwrap());
-    let got = r
-        .build_generation_prompt(q, &msgs(conv.clone()), "assistant", None)
-        .unwrap();
-    assert_eq!(got.to_ints().unwrap(), want);
-    let l = llama3();
-    let want = l
-        .encode(
-            &l.apply_chat_template(&conv, &ChatTemplateOptions::default())
-                .unwrap(),
-            false,
-        )
-        .unwrap();
-    let r = Renderer::new(RendererKind::Llama3);
-    assert_eq!(
-        r.build_generation_prompt(l, &msgs(conv), "assistant", None)
-            .unwrap()
-            .to_ints()
-            .unwrap(),
-        want
-    );
-    assert_eq!(r.stop_sequences(l).unwrap(), [128_009]);
-    assert_eq!(
-        Renderer::new(RendererKind::Qwen3DisableThinking)
-            .stop_sequences(q)
-            .unwrap(),
-        [151_645]
-    );
-}
-
-#[test]
-fn supervised_examples_weight_the_right_tokens() {
-    let q = qwen3();
-    let r = Renderer::new(RendererKind::Qwen3 {
-        strip_thinking_from_history: true,
-    });
-    let conv = msgs(serde_json::json!([
-        {"role": "system", "content": "S"},
-        {"role": "user", "content": "U1"},
-        {"role": "assistant", "content": "A1"},
-        {"role": "user", "content": "U2"},
-        {"role": "assistant", "content": "A2"}
-    ]));
-    let text_of = |train: TrainOnWhat| {
-        let (ids, w) = r.build_supervised_example(q, &conv, train).unwrap();
-        assert_eq!(ids.len(), w.len());
-        let kept: Vec<u32> = ids
-            .iter()
-            .zip(&w)
-            .filter(|(_, w)| **w > 0.0)
-            .map(|(i, _)| *i)
-            .collect();
-        q.decode(&kept, false)
-    };
-    assert_eq!(
-        text_of(TrainOnWhat::LastAssistantMessage),
-        "<think>\n\n</think>\n\nA2<|im_end|>"
-    );
-    assert_eq!(
-        text_of(TrainOnWhat::AllAssistantMessages),
-        "A1<|im_end|><think>\n\n</think>\n\nA2<|im_end|>"
-    );
-    assert_eq!(
-        text_of(TrainOnWhat::AllUserAndSystemMessages),
-        "S<|im_end|>U1<|im_end|>U2<|im_end|>"
-    );
-    assert_eq!(
-        text_of(TrainOnWhat::AllTokens),
-        q.decode(
-            &r.build_supervised_example(q, &conv, TrainOnWhat::AllTokens)
-                .unwrap()
-                .0,
-            false
-        )
-    );
-    assert!(matches!(
-        r.build_supervised_example(q, &conv, TrainOnWhat::Customized),
-        Err(TokenizerError::Input(e)) if e.field == "messages[0].trainable"
-    ));
-    let custom = msgs(serde_json::json!([
-        {"role": "user", "content": "U", "trainable": true},
-        {"role": "assistant", "content": "A", "trainable": false}
-    ]));
-    let (ids, w) = r
-        .build_supervised_example(q, &custom, TrainOnWhat::Customized)
-        .unwrap();
-    let kept: Vec<u32> = ids
-        .iter()
-        .zip(&w)
-        .filter(|(_, w)| **w > 0.0)
-        .map(|(i, _)| *i)
-        .collect();
-    assert_eq!(q.decode(&kept, false), "U<|im_end|>");
-
-    let d = datum_from_tokens_weights(&ids, &w, None).unwrap();
-    assert_eq!(d.model_input.to_ints().unwrap(), ids[..ids.len() - 1]);
-    d.validate("cross_entropy").unwrap();
-    let t = datum_from_tokens_weights(&ids, &w, Some(3)).unwrap();
-    assert_eq!(t.model_input.length().unwrap(), 2);
-    assert_eq!(
-        datum_from_tokens_weights(&[1], &[1.0], None)
-            .unwrap_err()
-            .field,
-        "tokens"
-    );
-    assert_eq!(
-        datum_from_tokens_weights(&[1, 2], &[1.0], None)
-            .unwrap_err()
-            .field,
-        "weights"
-    );
-}
-
-#[test]
 fn messages_are_validated_with_field_paths() {
     let err = |v: serde_json::Value| Message::list_from_json(&v).unwrap_err().field;
     assert_eq!(err(serde_json::json!({})), "messages");
@@ -502,62 +363,26 @@ fn messages_are_validated_with_field_paths() {
         "messages[0].content"
     );
     assert_eq!(
-        err(serde_json::json!([{"role": "user", "content": [{"type": "image"}]}])),
+        err(serde_json::json!([{"role": "user", "content": [{"type": "video"}]}])),
         "messages[0].content[0].type"
     );
     assert_eq!(
         err(
             serde_json::json!([{"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f", "arguments": 3}}]}])
         ),
-        "messages[0].tool_calls[0].arguments"
-    );
-    assert_eq!(TrainOnWhat::parse("x").unwrap_err().field, "trainOn");
-    assert_eq!(RendererKind::parse("x").unwrap_err().field, "renderer");
-    assert_eq!(
-        RendererKind::for_model("Qwen/Qwen3-8B"),
-        Some(RendererKind::Qwen3 {
-            strip_thinking_from_history: true
-        })
+        "messages[0].tool_calls[0].function.arguments"
     );
     assert_eq!(
-        RendererKind::for_model("meta-llama/Llama-3.3-70B-Instruct"),
-        Some(RendererKind::Llama3)
+        TrainOnWhat::parse("x", "train_on_what").unwrap_err().field,
+        "train_on_what"
     );
-    assert_eq!(
-        RendererKind::for_model("Qwen/Qwen3-30B-A3B-Instruct-2507"),
-        Some(RendererKind::Qwen3Instruct)
-    );
-    assert_eq!(RendererKind::for_model("deepseek-ai/DeepSeek-V3.1"), None);
-}
-
-#[test]
-fn qwen3_tool_calls_render_like_the_template() {
-    let q = qwen3();
-    let conv = serde_json::json!([
-        {"role": "user", "content": "Weather in Paris?"},
-        {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
-        {"role": "tool", "content": "sunny"},
-    ]);
-    let want = q
-        .encode(
-            &q.apply_chat_template(
-                &conv,
-                &ChatTemplateOptions {
-                    add_generation_prompt: true,
-                    ..Default::default()
-                },
-            )
-            .unwrap(),
-            false,
-        )
-        .unwrap();
-    let r = Renderer::new(RendererKind::parse("qwen3").unwrap());
-    let got = r
-        .build_generation_prompt(q, &msgs(conv), "assistant", None)
-        .unwrap()
-        .to_ints()
-        .unwrap();
-    assert_eq!(q.decode(&got, false), q.decode(&want, false));
+    let opts = RendererOptions::default();
+    assert_eq!(Renderer::new("x", &opts).unwrap_err().field, "name");
+    // An unknown model names what is known, for its organisation or overall.
+    let e = Renderer::for_model("Qwen/Qwen9", &opts).unwrap_err();
+    assert!(e.message.contains("Qwen3-8B"), "{e}");
+    let e = Renderer::for_model("acme/x", &opts).unwrap_err();
+    assert!(e.message.contains("deepseek-ai"), "{e}");
 }
 
 mod single_flight {
@@ -677,40 +502,4 @@ mod single_flight {
         }
         assert_eq!(b.as_mut().poll(&mut cx), Poll::Ready(Ok(5)));
     }
-}
-
-#[test]
-fn parses_responses_back_into_messages() {
-    let q = qwen3();
-    let r = Renderer::new(RendererKind::parse("qwen3").unwrap());
-    let ids = q
-        .encode("<think>\nplan\n</think>\n\nHi!\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}\n</tool_call><|im_end|>junk", false)
-        .unwrap();
-    let (m, ok) = r.parse_response(q, &ids).unwrap();
-    assert!(ok);
-    assert_eq!(
-        m,
-        serde_json::json!({
-            "role": "assistant",
-            "content": [{"type": "thinking", "thinking": "plan"}, {"type": "text", "text": "Hi!\n"}],
-            "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{\"x\": 1}"}}]
-        })
-    );
-    // Parsed messages render again (round trip through the renderer's input shape).
-    Message::from_json(&m, "m").unwrap();
-    let (m, ok) = r
-        .parse_response(q, &q.encode("cut off", false).unwrap())
-        .unwrap();
-    assert!(!ok);
-    assert_eq!(m["content"], "cut off");
-    let l = llama3();
-    let lr = Renderer::new(RendererKind::Llama3);
-    let (m, ok) = lr
-        .parse_response(l, &l.encode("Hello<|eot_id|>", false).unwrap())
-        .unwrap();
-    assert!(ok);
-    assert_eq!(
-        m,
-        serde_json::json!({"role": "assistant", "content": "Hello"})
-    );
 }

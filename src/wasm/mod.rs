@@ -10,6 +10,8 @@ mod general;
 mod panic;
 mod platform;
 #[cfg(feature = "tokenizer")]
+mod renderer;
+#[cfg(feature = "tokenizer")]
 mod tokenizer;
 #[cfg(feature = "tokenizer")]
 mod tokenizer_loader;

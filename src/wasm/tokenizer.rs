@@ -12,21 +12,33 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
 use crate::tokenizer as core;
-use crate::types::{Datum, InputError, InputErrorKind, ModelInput, ModelInputChunk, TensorValues};
+use crate::types::{InputError, InputErrorKind};
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &'static str = r#"
 /** A chat message, as transformers' chat templates and tinker-cookbook renderers take it. */
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | 'tool' | (string & {});
-  /** Text, or parts (`{ type: 'text', text }`, `{ type: 'thinking', thinking }`). */
-  content: string | Array<{ type: 'text'; text: string } | { type: 'thinking'; thinking: string }> | null;
-  /** Tool calls of an assistant message (OpenAI shape; `arguments` a JSON string or object). */
-  tool_calls?: Array<{ type?: 'function'; id?: string; function: { name: string; arguments: string | Record<string, unknown> } }>;
-  /** Per-message training flag, for `trainOn: 'customized'`. */
+  /** Text, or parts: `{ type: 'text', text }`, `{ type: 'thinking', thinking }`, `{ type: 'image', image }` (a `data:` URL, or the PNG/JPEG bytes). */
+  content: string | ContentPart[] | null;
+  /** Tool calls of an assistant message (`arguments` a JSON string, or an object). */
+  tool_calls?: Array<{ type?: 'function'; id?: string | null; function: { name: string; arguments: string | Record<string, unknown> } }>;
+  /** Tool calls the model wrote that could not be parsed (from `parseResponse`). */
+  unparsed_tool_calls?: Array<{ raw_text: string; error: string }>;
+  /** Per-message training flag, for `train_on_what: 'customized'`. */
   trainable?: boolean;
+  /** Tool results: the id of the call answered. */
+  tool_call_id?: string;
+  /** Tool results: the function name. */
+  name?: string;
   [key: string]: unknown;
 }
+
+/** One part of structured message content. */
+export type ContentPart =
+  | { type: 'text'; text: string }
+  | { type: 'thinking'; thinking: string }
+  | { type: 'image'; image: string | Uint8Array | number[] };
 
 export interface TokenizerLoadOptions {
   /** `tokenizer_config.json` (text, bytes or the parsed object): special token names and chat templates. */
@@ -81,62 +93,12 @@ export interface ChatTemplateOptions {
 
 export interface AddedToken { id: number; content: string; special: boolean }
 
-/** A model input made of one text chunk (the wire shape of `ModelInput`). */
-export interface TextModelInput {
-  chunks: Array<{ type: 'encoded_text'; tokens: Uint32Array }>;
-}
-
-/** A `cross_entropy` datum (the wire shape of `Datum`). */
-export interface SupervisedDatum {
-  model_input: TextModelInput;
-  loss_fn_inputs: {
-    target_tokens: { data: Int32Array; dtype: 'int64'; shape: [number] };
-    weights: { data: Float32Array; dtype: 'float32'; shape: [number] };
-  };
-}
-
-export type RendererName = 'qwen3' | 'qwen3_disable_thinking' | 'qwen3_instruct' | 'llama3';
-
-export type TrainOnWhat =
-  | 'last_assistant_message'
-  | 'all_assistant_messages'
-  | 'all_messages'
-  | 'all_tokens'
-  | 'all_user_and_system_messages'
-  | 'customized';
-
-export interface RendererOptions {
-  /** Qwen3: drop reasoning from assistant turns before the last user message. Default `true`. */
-  stripThinkingFromHistory?: boolean;
-}
-
-export interface GenerationPromptOptions {
-  /** The role of the turn to sample. Default `'assistant'`. */
-  role?: string;
-  /** Text the model continues from. */
-  prefill?: string;
-}
-
-/** A sampled response parsed back into a message. */
-export interface ParsedResponse {
-  /** The assistant message, in the shape renderers take as input. */
-  message: ChatMessage;
-  /** `'stop_sequence'` when the response ended with the stop token, else `'malformed'`. */
-  termination: 'stop_sequence' | 'malformed';
-}
-
-export interface SupervisedExampleOptions {
-  /** Which tokens get weight 1. Default `'last_assistant_message'`. */
-  trainOn?: TrainOnWhat;
-  /** Right-truncate the example to this many tokens (before the shift by one). */
-  maxLength?: number;
-}
 "#;
 
 // ---------------------------------------------------------------------------------
 // Errors and option reading
 
-fn input_err(e: InputError) -> JsValue {
+pub(super) fn input_err(e: InputError) -> JsValue {
     let msg = e.to_string();
     match e.kind {
         InputErrorKind::Type => js_sys::TypeError::new(&msg).into(),
@@ -144,22 +106,22 @@ fn input_err(e: InputError) -> JsValue {
     }
 }
 
-fn tok_err(e: core::TokenizerError) -> JsValue {
+pub(super) fn tok_err(e: core::TokenizerError) -> JsValue {
     match e {
         core::TokenizerError::Input(i) => input_err(i),
         other => js_sys::Error::new(&other.to_string()).into(),
     }
 }
 
-fn type_err(field: &str, msg: impl AsRef<str>) -> JsValue {
+pub(super) fn type_err(field: &str, msg: impl AsRef<str>) -> JsValue {
     input_err(InputError::type_error(field, msg.as_ref()))
 }
 
-fn range_err(field: &str, msg: impl AsRef<str>) -> JsValue {
+pub(super) fn range_err(field: &str, msg: impl AsRef<str>) -> JsValue {
     input_err(InputError::range_error(field, msg.as_ref()))
 }
 
-fn show(v: &JsValue) -> String {
+pub(super) fn show(v: &JsValue) -> String {
     if v.is_undefined() {
         return "undefined".into();
     }
@@ -174,13 +136,13 @@ fn show(v: &JsValue) -> String {
 
 /// A validated options object: unknown keys are a `TypeError` (a misspelt option
 /// must not be ignored silently).
-struct Opts {
+pub(super) struct Opts {
     obj: Option<Object>,
     what: &'static str,
 }
 
 impl Opts {
-    fn new(v: &JsValue, what: &'static str, allowed: &[&str]) -> Result<Opts, JsValue> {
+    pub(super) fn new(v: &JsValue, what: &'static str, allowed: &[&str]) -> Result<Opts, JsValue> {
         if v.is_undefined() || v.is_null() {
             return Ok(Opts { obj: None, what });
         }
@@ -205,16 +167,16 @@ impl Opts {
             what,
         })
     }
-    fn get(&self, key: &str) -> JsValue {
+    pub(super) fn get(&self, key: &str) -> JsValue {
         match &self.obj {
             Some(o) => Reflect::get(o, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED),
             None => JsValue::UNDEFINED,
         }
     }
-    fn field(&self, key: &str) -> String {
+    pub(super) fn field(&self, key: &str) -> String {
         format!("{}.{key}", self.what)
     }
-    fn bool(&self, key: &str) -> Result<Option<bool>, JsValue> {
+    pub(super) fn bool(&self, key: &str) -> Result<Option<bool>, JsValue> {
         let v = self.get(key);
         if v.is_undefined() {
             return Ok(None);
@@ -226,7 +188,7 @@ impl Opts {
             )
         })
     }
-    fn string(&self, key: &str) -> Result<Option<String>, JsValue> {
+    pub(super) fn string(&self, key: &str) -> Result<Option<String>, JsValue> {
         let v = self.get(key);
         if v.is_undefined() {
             return Ok(None);
@@ -240,7 +202,7 @@ impl Opts {
     }
 }
 
-fn to_json(v: &JsValue, field: &str) -> Result<serde_json::Value, JsValue> {
+pub(super) fn to_json(v: &JsValue, field: &str) -> Result<serde_json::Value, JsValue> {
     // Through JSON text: keys keep their order, `undefined` fields drop out (as in JSON).
     let text = js_sys::JSON::stringify(v)
         .map_err(|e| type_err(field, format!("cannot be serialised to JSON: {}", show(&e))))?
@@ -271,7 +233,7 @@ fn bytes_of(v: &JsValue, field: &str) -> Result<Vec<u8>, JsValue> {
 }
 
 /// Token ids from a `Uint32Array` or any array-like of integers in 0..2^32.
-fn ids_of(v: &JsValue, field: &str) -> Result<Vec<u32>, JsValue> {
+pub(super) fn ids_of(v: &JsValue, field: &str) -> Result<Vec<u32>, JsValue> {
     if let Some(a) = v.dyn_ref::<Uint32Array>() {
         return Ok(a.to_vec());
     }
@@ -316,54 +278,7 @@ fn ArrayBuffer_is_view(v: &JsValue) -> bool {
     js_sys::ArrayBuffer::is_view(v)
 }
 
-// ---------------------------------------------------------------------------------
-// Data converters (the wire shapes; to be replaced by the shared ones in convert.rs)
-
-fn model_input_to_js(m: &ModelInput) -> JsValue {
-    let chunks = Array::new();
-    for c in &m.chunks {
-        if let ModelInputChunk::EncodedText { tokens } = c {
-            let o = Object::new();
-            set(&o, "type", &"encoded_text".into());
-            set(&o, "tokens", &Uint32Array::from(tokens.as_slice()).into());
-            chunks.push(&o);
-        }
-    }
-    let o = Object::new();
-    set(&o, "chunks", &chunks.into());
-    o.into()
-}
-
-fn datum_to_js(d: &Datum) -> JsValue {
-    let inputs = Object::new();
-    for (key, t) in &d.loss_fn_inputs {
-        let o = Object::new();
-        let (data, dtype): (JsValue, &str) = match &t.values {
-            // int64 values travel as Int32Array in JS (token ids fit).
-            TensorValues::Int64(v) => {
-                let v32: Vec<i32> = v.iter().map(|&x| x as i32).collect();
-                (js_sys::Int32Array::from(v32.as_slice()).into(), "int64")
-            }
-            TensorValues::Float32(v) => {
-                (js_sys::Float32Array::from(v.as_slice()).into(), "float32")
-            }
-        };
-        set(&o, "data", &data);
-        set(&o, "dtype", &dtype.into());
-        let shape = Array::new();
-        for d in t.dense_shape() {
-            shape.push(&(d as f64).into());
-        }
-        set(&o, "shape", &shape.into());
-        set(&inputs, key, &o.into());
-    }
-    let o = Object::new();
-    set(&o, "model_input", &model_input_to_js(&d.model_input));
-    set(&o, "loss_fn_inputs", &inputs.into());
-    o.into()
-}
-
-fn set(o: &Object, k: &str, v: &JsValue) {
+pub(super) fn set(o: &Object, k: &str, v: &JsValue) {
     // Setting a property on a fresh plain object cannot fail.
     let _ = Reflect::set(o, &JsValue::from_str(k), v);
 }
@@ -388,7 +303,7 @@ fn set(o: &Object, k: &str, v: &JsValue) {
 /// ```
 #[wasm_bindgen(js_name = Tokenizer)]
 pub struct JsTokenizer {
-    inner: Rc<core::Tokenizer>,
+    pub(super) inner: Rc<core::Tokenizer>,
 }
 
 fn load(
@@ -952,187 +867,6 @@ fn chat_args(
             now_unix_secs: Some((now_ms / 1000.0).floor() as i64),
         },
     ))
-}
-
-// ---------------------------------------------------------------------------------
-// Renderer
-
-/// Builds model inputs and training data from conversations, like tinker-cookbook's
-/// renderers (`qwen3`, `qwen3_disable_thinking`, `qwen3_instruct`, `llama3`).
-///
-/// ```js
-/// const r = new Renderer('qwen3', tok);
-/// const prompt = r.buildGenerationPrompt([{ role: 'user', content: 'Hi' }]);
-/// const datum = r.buildSupervisedExample([
-///   { role: 'user', content: 'Hi' }, { role: 'assistant', content: 'Hello!' }]);
-/// const stop = r.stopSequences;   // [151645]  (<|im_end|>)
-/// ```
-#[wasm_bindgen(js_name = Renderer)]
-pub struct JsRenderer {
-    tok: Rc<core::Tokenizer>,
-    inner: core::Renderer,
-}
-
-#[wasm_bindgen(js_class = Renderer)]
-impl JsRenderer {
-    /// A renderer by cookbook name, over `tokenizer`.
-    #[wasm_bindgen(constructor)]
-    pub fn new(
-        #[wasm_bindgen(unchecked_param_type = "RendererName")] name: JsValue,
-        tokenizer: &JsTokenizer,
-        #[wasm_bindgen(unchecked_optional_param_type = "RendererOptions")] options: JsValue,
-    ) -> Result<JsRenderer, JsValue> {
-        let name = name.as_string().ok_or_else(|| {
-            type_err(
-                "name",
-                format!("must be a renderer name, got {}", show(&name)),
-            )
-        })?;
-        let mut kind = core::RendererKind::parse(&name).map_err(input_err)?;
-        let o = Opts::new(&options, "options", &["stripThinkingFromHistory"])?;
-        if let Some(strip) = o.bool("stripThinkingFromHistory")? {
-            match &mut kind {
-                core::RendererKind::Qwen3 {
-                    strip_thinking_from_history,
-                } => *strip_thinking_from_history = strip,
-                _ => {
-                    return Err(type_err(
-                        "options.stripThinkingFromHistory",
-                        format!("only applies to the qwen3 renderer, not {name}"),
-                    ))
-                }
-            }
-        }
-        Ok(JsRenderer {
-            tok: tokenizer.inner.clone(),
-            inner: core::Renderer::new(kind),
-        })
-    }
-
-    /// The renderer tinker-cookbook recommends for a model (e.g. `Qwen/Qwen3-8B` →
-    /// `qwen3`, `meta-llama/Llama-3.1-8B-Instruct` → `llama3`).
-    #[wasm_bindgen(js_name = forModel)]
-    pub fn for_model(
-        #[wasm_bindgen(js_name = modelName)] model_name: &str,
-        tokenizer: &JsTokenizer,
-    ) -> Result<JsRenderer, JsValue> {
-        let kind = core::RendererKind::for_model(model_name).ok_or_else(|| {
-            range_err(
-                "modelName",
-                format!(
-                    "no renderer in this SDK for {model_name:?}; pass one of {} to new Renderer()",
-                    core::RendererKind::NAMES.join(", ")
-                ),
-            )
-        })?;
-        Ok(JsRenderer {
-            tok: tokenizer.inner.clone(),
-            inner: core::Renderer::new(kind),
-        })
-    }
-
-    /// The renderer's name.
-    #[wasm_bindgen(getter, unchecked_return_type = "RendererName")]
-    pub fn name(&self) -> String {
-        self.inner.kind().name().into()
-    }
-
-    /// Token ids that end a turn: pass them as `stop` when sampling.
-    #[wasm_bindgen(getter, js_name = stopSequences, unchecked_return_type = "number[]")]
-    pub fn stop_sequences(&self) -> Result<Array, JsValue> {
-        let ids = self.inner.stop_sequences(&self.tok).map_err(tok_err)?;
-        Ok(ids.into_iter().map(JsValue::from).collect())
-    }
-
-    /// The model input for sampling the next turn.
-    #[wasm_bindgen(js_name = buildGenerationPrompt, unchecked_return_type = "TextModelInput")]
-    pub fn build_generation_prompt(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "ChatMessage[]")] messages: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "GenerationPromptOptions")] options: JsValue,
-    ) -> Result<JsValue, JsValue> {
-        let msgs = messages_of(&messages)?;
-        let o = Opts::new(&options, "options", &["role", "prefill"])?;
-        let role = o.string("role")?.unwrap_or_else(|| "assistant".into());
-        let prefill = o.string("prefill")?;
-        let mi = self
-            .inner
-            .build_generation_prompt(&self.tok, &msgs, &role, prefill.as_deref())
-            .map_err(tok_err)?;
-        Ok(model_input_to_js(&mi))
-    }
-
-    /// A `cross_entropy` datum: the conversation's tokens shifted by one, with weight 1
-    /// on the tokens selected by `trainOn` (default: the last assistant message).
-    #[wasm_bindgen(js_name = buildSupervisedExample, unchecked_return_type = "SupervisedDatum")]
-    pub fn build_supervised_example(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "ChatMessage[]")] messages: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "SupervisedExampleOptions")]
-        options: JsValue,
-    ) -> Result<JsValue, JsValue> {
-        let msgs = messages_of(&messages)?;
-        let o = Opts::new(&options, "options", &["trainOn", "maxLength"])?;
-        let train_on = match o.string("trainOn")? {
-            Some(s) => core::TrainOnWhat::parse(&s).map_err(|e| input_err(e.within("options")))?,
-            None => core::TrainOnWhat::LastAssistantMessage,
-        };
-        let max_len = match o.get("maxLength") {
-            v if v.is_undefined() || v.is_null() => None,
-            v => match v.as_f64() {
-                Some(f) if f.fract() == 0.0 && f >= 2.0 && f <= u32::MAX as f64 => Some(f as usize),
-                _ => {
-                    return Err(range_err(
-                        "options.maxLength",
-                        format!("must be an integer ≥ 2, got {}", show(&v)),
-                    ))
-                }
-            },
-        };
-        let (tokens, weights) = self
-            .inner
-            .build_supervised_example(&self.tok, &msgs, train_on)
-            .map_err(tok_err)?;
-        let d = core::datum_from_tokens_weights(&tokens, &weights, max_len).map_err(input_err)?;
-        Ok(datum_to_js(&d))
-    }
-
-    /// Parses sampled tokens back into an assistant message (reasoning and tool calls
-    /// split out for Qwen3), stopping at the first stop token.
-    ///
-    /// ```js
-    /// const { message, termination } = r.parseResponse(sample.tokens);
-    /// ```
-    #[wasm_bindgen(js_name = parseResponse, unchecked_return_type = "ParsedResponse")]
-    pub fn parse_response(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "Uint32Array | ArrayLike<number>")] tokens: JsValue,
-    ) -> Result<JsValue, JsValue> {
-        let ids = ids_of(&tokens, "tokens")?;
-        let (msg, ok) = self
-            .inner
-            .parse_response(&self.tok, &ids)
-            .map_err(tok_err)?;
-        let message = js_sys::JSON::parse(&msg.to_string())?;
-        let o = Object::new();
-        set(&o, "message", &message);
-        set(
-            &o,
-            "termination",
-            &(if ok { "stop_sequence" } else { "malformed" }).into(),
-        );
-        Ok(o.into())
-    }
-}
-
-fn messages_of(v: &JsValue) -> Result<Vec<core::Message>, JsValue> {
-    if !Array::is_array(v) {
-        return Err(type_err(
-            "messages",
-            format!("must be an array of messages, got {}", show(v)),
-        ));
-    }
-    core::Message::list_from_json(&to_json(v, "messages")?).map_err(input_err)
 }
 
 /// The Hugging Face id of a model's tokenizer, as the Python SDK resolves it (the

@@ -1,0 +1,8 @@
+//! Cookbook `renderers/qwen3_8.py`: not ported yet (its names are refused as unknown).
+
+use super::base::ChatRenderer;
+use super::RendererOptions;
+
+pub(super) fn by_name(_name: &str, _opts: &RendererOptions) -> Option<Box<dyn ChatRenderer>> {
+    None
+}
