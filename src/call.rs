@@ -80,7 +80,7 @@ impl Guard {
     pub async fn run<T>(&self, fut: impl Future<Output = Result<T>>) -> Result<T> {
         // Generic only in this thin wrapper; the racing logic is one type-erased copy
         // (each instantiation of it cost kilobytes of wasm).
-        let slot = crate::sync::RefCell::new(None);
+        let slot = std::cell::RefCell::new(None);
         let erased = async {
             *slot.borrow_mut() = Some(fut.await?);
             Ok(())

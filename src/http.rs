@@ -10,7 +10,7 @@
 
 use std::cell::Cell;
 
-use crate::sync::RefCell;
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 

@@ -14,7 +14,7 @@
 
 use std::cell::Cell;
 
-use crate::sync::RefCell;
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 

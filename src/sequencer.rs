@@ -10,7 +10,7 @@
 //! timeout) then simply gives its turn away and consumes no id, so no gap is left.
 //! When nothing is abandoned the ids are exactly the Python SDK's.
 
-use crate::sync::RefCell;
+use std::cell::RefCell;
 use std::future::Future;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};

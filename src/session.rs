@@ -9,7 +9,7 @@
 
 use std::cell::Cell;
 
-use crate::sync::RefCell;
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::rc::{Rc, Weak};
@@ -716,7 +716,7 @@ where
     Fut: Future<Output = Result<T>>,
 {
     // Generic only in this thin wrapper; the loop itself is one type-erased copy.
-    let slot = crate::sync::RefCell::new(None);
+    let slot = std::cell::RefCell::new(None);
     let mut attempt = || -> futures_util::future::LocalBoxFuture<'_, Result<()>> {
         let fut = f();
         let slot = &slot;

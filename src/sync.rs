@@ -4,55 +4,13 @@
 //! parks a waker and is woken by the state change it waits for.
 
 use std::collections::VecDeque;
+use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 use std::future::poll_fn;
-
-// ---------------------------------------------------------------------------------
-// Shared mutable state
-
-/// `std::cell::RefCell` with one shared panic site: std's `borrow`/`borrow_mut` record
-/// the caller's source location (`#[track_caller]`) for their "already borrowed" panic,
-/// which cost the wasm module a location record at each of the ~100 borrows in the SDK.
-/// A double borrow is a bug either way; this panics with the same message.
-#[derive(Default)]
-pub struct RefCell<T>(std::cell::RefCell<T>);
-
-#[cold]
-#[inline(never)]
-fn already_borrowed() -> ! {
-    panic!("already borrowed")
-}
-
-impl<T> RefCell<T> {
-    /// A cell holding `v`.
-    pub const fn new(v: T) -> Self {
-        RefCell(std::cell::RefCell::new(v))
-    }
-    /// Borrows the value (panics if it is mutably borrowed).
-    #[inline]
-    pub fn borrow(&self) -> std::cell::Ref<'_, T> {
-        self.0.try_borrow().unwrap_or_else(|_| already_borrowed())
-    }
-    /// Borrows the value mutably (panics if it is borrowed).
-    #[inline]
-    pub fn borrow_mut(&self) -> std::cell::RefMut<'_, T> {
-        self.0
-            .try_borrow_mut()
-            .unwrap_or_else(|_| already_borrowed())
-    }
-    /// Borrows the value mutably unless it is borrowed.
-    pub fn try_borrow_mut(&self) -> Result<std::cell::RefMut<'_, T>, std::cell::BorrowMutError> {
-        self.0.try_borrow_mut()
-    }
-    /// The value.
-    pub fn into_inner(self) -> T {
-        self.0.into_inner()
-    }
-}
 
 // ---------------------------------------------------------------------------------
 // Joining

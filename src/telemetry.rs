@@ -6,7 +6,7 @@
 
 use std::cell::Cell;
 
-use crate::sync::RefCell;
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::Duration;

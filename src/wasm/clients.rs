@@ -5,7 +5,7 @@
 //! Promise.
 
 use crate::map::StrMap;
-use crate::sync::RefCell;
+use std::cell::RefCell;
 use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;

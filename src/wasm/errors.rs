@@ -2,7 +2,7 @@
 //! entry points at load), or, if they were not registered, plain `Error`s with the same
 //! `name`. Bad input becomes a native `TypeError` / `RangeError` with a `field`.
 
-use crate::sync::RefCell;
+use std::cell::RefCell;
 
 use js_sys::{Object, Reflect};
 use wasm_bindgen::prelude::*;

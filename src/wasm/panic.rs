@@ -28,7 +28,7 @@
 
 use std::cell::Cell;
 
-use crate::sync::RefCell;
+use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};

@@ -2,7 +2,7 @@
 //! passes), `setTimeout` (gloo-timers), `Date.now`, `Math.random`, and
 //! `wasm_bindgen_futures::spawn_local`. Works the same in Node, browsers and workerd.
 
-use crate::sync::RefCell;
+use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
