@@ -13,7 +13,6 @@
 //!   the core into promise-returning JavaScript classes over `fetch` and `setTimeout`.
 #![warn(missing_docs)]
 
-pub mod alloc;
 pub mod base64;
 pub mod call;
 pub mod chunking;
