@@ -16,7 +16,7 @@ build_variant() {
   log "wasm-pack build ($variant)"
   wasm-pack --quiet build --target web --release --no-pack --weak-refs --out-dir "$out" --out-name tinker_wasm . "$@"
   rm -f "$out/.gitignore"
-  optimize "$variant" "$out/tinker_wasm_bg.wasm" minify &
+  optimize "$variant" "$out/tinker_wasm_bg.wasm" &
   pids+=($!)
 }
 pids=()
@@ -31,26 +31,21 @@ pids=()
 # smaller, since wasm-bindgen's export shims no longer each absorb a method body
 # (measured on the lite module; issue 8's size budget is on gzip).
 optimize() {
-  local variant=$1 wasm=$2 minify=${3:-}
+  local variant=$1 wasm=$2
   local key cache
   local flags=(-Oz --low-memory-unused --one-caller-inline-max-function-size=30
     --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext
     --enable-mutable-globals --strip-debug --strip-producers)
-  # wasm-bindgen modules: short import/export names (the glue is rewritten to match).
-  [ -n "$minify" ] && flags+=(--minify-imports-and-exports-and-modules)
   # The cache key covers the flags too: changing them must not reuse an old output.
   key=$( { cat "$wasm"; echo "${flags[*]}"; } | sha256sum | cut -c1-16)
   cache=target/wasm-opt-cache/$variant-$key.wasm
   if [ ! -f "$cache" ]; then
     log "wasm-opt -Oz ($variant)"
     mkdir -p target/wasm-opt-cache
-    "$WASM_OPT" "${flags[@]}" "$wasm" -o "$cache.tmp" > "$cache.map.json"
+    "$WASM_OPT" "${flags[@]}" "$wasm" -o "$cache.tmp"
     mv "$cache.tmp" "$cache"
   fi
   cp "$cache" "$wasm"
-  if [ -n "$minify" ]; then
-    node scripts/minify-wasm-names.mjs "$(dirname "$wasm")" tinker_wasm "$cache.map.json"
-  fi
   log "$variant: $(stat -c %s "$wasm") bytes, $(gzip -9c "$wasm" | wc -c) gzip"
 }
 
