@@ -33,7 +33,7 @@ try {
     ['France has which capital?', 'Paris is the capital of France.'],
   ];
   const data = examples.map(([q, a]) =>
-    renderer.buildSupervisedExample([{ role: 'user', content: q }, { role: 'assistant', content: a }], { trainOn: 'all_assistant_messages' }),
+    tinker.conversationToDatum([{ role: 'user', content: q }, { role: 'assistant', content: a }], renderer, { train_on_what: 'all_assistant_messages', reduction: 'none' }),
   );
 
   const prompt = renderer.buildGenerationPrompt([{ role: 'user', content: 'What is the capital of France?' }]);

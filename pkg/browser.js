@@ -3,6 +3,7 @@
 // Uses top-level await, so importing is enough, no init call.
 import * as glue from './gen/full/tinker_wasm.js';
 import { install, adminClient } from './extras.js';
+import { rendererRegistry } from './renderers.js';
 import { generalHost } from './general-engine.js';
 
 await glue.default({ module_or_path: new URL('./gen/full/tinker_wasm_bg.wasm', import.meta.url) });
@@ -16,5 +17,6 @@ glue.__setGeneralTokenizerHost(
 export const { ModelInput, TensorData, datumFromTokens } = install(glue);
 export * from './gen/full/tinker_wasm.js';
 export * from './errors.js';
+export const { registerRenderer, unregisterRenderer, getRegisteredRendererNames, isRendererRegistered, getRenderer } = rendererRegistry(glue);
 export { PagePromise } from './extras.js';
 export const AdminClient = adminClient(glue.RestClient);

@@ -2,6 +2,7 @@
 import type { RestClientLists } from './extras.js';
 export * from './gen/full/tinker_wasm.js';
 export * from './errors.js';
+export * from './renderers.js';
 export { PagePromise, ModelInput, TensorData, datumFromTokens, AdminClient } from './extras.js';
 export type { NavigablePage, RestClientLists, DownloadProgress, DownloadedFile } from './extras.js';
 

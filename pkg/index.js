@@ -4,6 +4,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as glue from './gen/full/tinker_wasm.js';
 import { install, adminClient } from './extras.js';
+import { rendererRegistry } from './renderers.js';
 import { withNodeTransport } from './node-transport.js';
 import { generalHost } from './general-engine.js';
 
@@ -17,6 +18,7 @@ glue.__setGeneralTokenizerHost(
 export const { ModelInput, TensorData, datumFromTokens } = install(glue, { fs, path });
 export * from './gen/full/tinker_wasm.js';
 export * from './errors.js';
+export const { registerRenderer, unregisterRenderer, getRegisteredRendererNames, isRendererRegistered, getRenderer } = rendererRegistry(glue);
 // HTTP over node:http(s) keep-alive unless `options.fetch` is given (./node-transport.js).
 export const { ServiceClient, RestClient, SamplingClient } = withNodeTransport(glue);
 export { PagePromise } from './extras.js';

@@ -6,6 +6,7 @@ import * as glue from './gen/full/tinker_wasm.js';
 import module from './gen/full/tinker_wasm_bg.wasm';
 import generalModule from './gen/general/tokenizer_general_bg.wasm';
 import { install, adminClient } from './extras.js';
+import { rendererRegistry } from './renderers.js';
 import { generalHost } from './general-engine.js';
 
 glue.initSync({ module });
@@ -16,5 +17,6 @@ glue.__setGeneralTokenizerHost(generalHost({ loadSync: () => generalModule }));
 export const { ModelInput, TensorData, datumFromTokens } = install(glue);
 export * from './gen/full/tinker_wasm.js';
 export * from './errors.js';
+export const { registerRenderer, unregisterRenderer, getRegisteredRendererNames, isRendererRegistered, getRenderer } = rendererRegistry(glue);
 export { PagePromise } from './extras.js';
 export const AdminClient = adminClient(glue.RestClient);

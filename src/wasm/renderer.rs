@@ -429,7 +429,7 @@ fn max_length_of(o: &Opts) -> Result<Option<usize>, JsValue> {
 
 /// A `cross_entropy` datum from a supervised example (the cookbook's
 /// `datum_from_model_input_weights`): truncated to `max_length`, shifted by one.
-#[wasm_bindgen(js_name = datumFromModelInputWeights)]
+#[wasm_bindgen(js_name = datumFromModelInputWeights, unchecked_return_type = "Datum")]
 pub fn datum_from_model_input_weights(
     #[wasm_bindgen(unchecked_param_type = "RenderedModelInput")] model_input: JsValue,
     #[wasm_bindgen(unchecked_param_type = "Float32Array | ArrayLike<number>")] weights: JsValue,
@@ -474,7 +474,7 @@ pub fn datum_from_model_input_weights(
 /// A supervised example of `messages` as a `cross_entropy` datum (the cookbook's
 /// `conversation_to_datum`: default `train_on_what` `'all_assistant_messages'`,
 /// `reduction` `'mean'`).
-#[wasm_bindgen(js_name = conversationToDatum)]
+#[wasm_bindgen(js_name = conversationToDatum, unchecked_return_type = "Datum")]
 pub fn conversation_to_datum(
     #[wasm_bindgen(unchecked_param_type = "ChatMessage[]")] messages: JsValue,
     renderer: &JsRenderer,

@@ -10,8 +10,8 @@ normalizeAdamParams({ learning_rate: 1e-3 });
 export { v, l, done };
 
 // Tokenizer (issue 6).
-import { Tokenizer, Renderer, resolveTokenizerId } from 'tinker-wasm';
-import type { ChatMessage, ParsedResponse, SupervisedDatum, TextModelInput, TrainOnWhat } from 'tinker-wasm';
+import { Tokenizer, Renderer, resolveTokenizerId, conversationToDatum, datumFromModelInputWeights, getRecommendedRendererNames, getModelAttributes, listModels, registerRenderer, getRenderer, unregisterRenderer, isRendererRegistered, getRegisteredRendererNames } from 'tinker-wasm';
+import type { ChatMessage, ParsedResponse, SupervisedExample, RenderedModelInput, TrainOnWhat, RendererName, ModelAttributes, RendererLike, Datum } from 'tinker-wasm';
 
 async function tokenizerUsage(json: Uint8Array, config: string): Promise<void> {
   const loaded: Promise<void> = Tokenizer.loadGeneralEngine();
@@ -43,15 +43,27 @@ async function tokenizerUsage(json: Uint8Array, config: string): Promise<void> {
     templateKwargs: { enable_thinking: false },
   });
   const chatIds: Uint32Array = tok.encodeChat(messages, { addGenerationPrompt: true });
-  const r = new Renderer('qwen3', tok, { stripThinkingFromHistory: true });
+  const r = new Renderer('qwen3', tok);
   const trainOn: TrainOnWhat = 'all_assistant_messages';
-  const datum: SupervisedDatum = r.buildSupervisedExample(messages, { trainOn, maxLength: 2048 });
-  const weights: Float32Array = datum.loss_fn_inputs.weights.data;
-  const input: TextModelInput = Renderer.forModel('meta-llama/Llama-3.1-8B', tok).buildGenerationPrompt(messages, { prefill: 'Sure' });
-  const stop: number[] = r.stopSequences;
+  const ex: SupervisedExample = r.buildSupervisedExample(messages, { train_on_what: trainOn });
+  const weights: Float32Array = ex.weights;
+  const exs: SupervisedExample[] = r.buildSupervisedExamples(messages);
+  const datum: Datum = conversationToDatum(messages, r, { max_length: 2048, train_on_what: 'last_assistant_turn', reduction: 'none' });
+  const shifted: Datum = datumFromModelInputWeights(ex.model_input, ex.weights, { max_length: 16 });
+  const input: RenderedModelInput = Renderer.forModel('meta-llama/Llama-3.1-8B', tok).buildGenerationPrompt(messages, { prefill: 'Sure' });
+  const gpt = new Renderer('gpt_oss_medium_reasoning', tok, { current_date: '2026-01-15' });
+  const stop: number[] | string[] = r.stopSequences;
+  const extends_: boolean = gpt.hasExtensionProperty;
   const parsed: ParsedResponse = r.parseResponse(ids);
-  const done: boolean = parsed.termination === 'stop_sequence';
-  void [parsed, done];
+  const done: boolean = parsed.termination === 'stop_sequence' || parsed.termination === 'eos';
+  const names: RendererName[] = getRecommendedRendererNames('Qwen/Qwen3-8B');
+  const attrs: ModelAttributes = getModelAttributes('Qwen/Qwen3.5-4B');
+  const all: string[] = listModels();
+  const prefix: ChatMessage[] = r.createConversationPrefixWithTools([{ name: 'f', description: 'd', parameters: {} }], 'Be brief.');
+  registerRenderer('acme/chat', (t) => new Renderer('role_colon', t));
+  const custom: Renderer | RendererLike = getRenderer('acme/chat', tok);
+  const registered: boolean = isRendererRegistered('acme/chat') && getRegisteredRendererNames().length > 0 && unregisterRenderer('acme/chat');
+  void [parsed, done, exs, datum, shifted, extends_, names, attrs, all, prefix, custom, registered];
   const resolved: string = resolveTokenizerId('Qwen/Qwen3-8B', null);
   tok.free();
   void [batch, text, fromArray, id, token, size, engine, eos, eosId, prompt, chatIds, weights, input, stop, resolved];

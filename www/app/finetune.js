@@ -2,6 +2,7 @@
 // pipelined forwardBackward + optimStep steps on a new LoRA run, a live loss chart, then
 // sampler weights and a sampling client on them.
 import { $, isAbort, ms, num, setStatus, showError } from './ui.js';
+import { conversationToDatum } from 'tinker-wasm';
 import { rendererFor, tokenizerFor } from './tokenizers.js';
 import { lossChart } from './chart.js';
 import { resultColumn } from './render.js';
@@ -129,7 +130,7 @@ export function finetunePanel(app) {
       const tok = await tokenizerFor(baseModel);
       current.check();
       const renderer = rendererFor(baseModel, tok, el.template.value);
-      const data = examples.map((m) => renderer.buildSupervisedExample(m, { trainOn: el.trainOn.value }));
+      const data = examples.map((m) => conversationToDatum(m, renderer, { train_on_what: el.trainOn.value, reduction: 'none' }));
       const weight = data.reduce((a, d) => a + d.loss_fn_inputs.weights.data.reduce((x, y) => x + y, 0), 0);
       if (weight === 0) throw Object.assign(new TypeError('no token of these examples is trained on (check "Train on")'), { field: 'examples' });
       say('running', `Creating a rank-${rank} LoRA run on ${baseModel}…`);

@@ -67,7 +67,7 @@ export function samplePanel(app) {
     if (mode() === 'chat') {
       const renderer = rendererFor(baseModel, tok, el.template.value);
       const prompt = renderer.buildGenerationPrompt(messages());
-      return { ids: prompt.chunks[0].tokens, stop: renderer.stopSequences };
+      return { ids: Uint32Array.from(prompt.chunks.flatMap((c) => [...c.tokens])), stop: renderer.stopSequences };
     }
     return { ids: tok.encode(el.raw.value, { addSpecialTokens: true }), stop: null };
   }
@@ -82,13 +82,10 @@ export function samplePanel(app) {
     if (!answer.trim()) return null;
     if (mode() === 'chat') {
       const renderer = rendererFor(baseModel, tok, el.template.value);
-      const d = renderer.buildSupervisedExample([...messages(), { role: 'assistant', content: answer }]);
-      const input = d.model_input.chunks[0].tokens;
-      const targets = d.loss_fn_inputs.target_tokens.data;
-      const weights = d.loss_fn_inputs.weights.data;
-      const seq = [...input, targets[targets.length - 1]];
+      const { model_input, weights } = renderer.buildSupervisedExample([...messages(), { role: 'assistant', content: answer }]);
+      const seq = model_input.chunks.flatMap((c) => [...c.tokens]);
       const positions = [];
-      weights.forEach((w, i) => w > 0 && positions.push(i + 1));
+      weights.forEach((w, i) => w > 0 && positions.push(i));
       return { seq, positions };
     }
     const ids = tok.encode(answer);

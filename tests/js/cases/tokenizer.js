@@ -102,54 +102,63 @@ export default {
     assert.equal(out, '<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n');
   },
 
-  async 'builds supervised datums and generation prompts like the cookbook'(ctx) {
+  // Renderer values are checked token for token against tinker-cookbook by the renderer
+  // parity suite (tests/renderers); here: the JS surface in every runtime.
+  async 'renders conversations through the Renderer API'(ctx) {
     const tok = await qwen3(ctx);
     const r = new Renderer('qwen3', tok);
     assert.equal(r.name, 'qwen3');
-    assert.deepEqual(r.stopSequences, [151645]);
+    assert.equal(r.hasExtensionProperty, false);
+    assert.deepEqual(r.stopSequences, [tok.tokenToId('<|im_end|>')]);
     const convo = [
       { role: 'user', content: 'What is 2+2?' },
       { role: 'assistant', content: 'It is 4.' },
     ];
-    const d = r.buildSupervisedExample(convo);
-    const { model_input: mi, loss_fn_inputs: li } = d;
-    assert.equal(mi.chunks.length, 1);
-    assert.equal(mi.chunks[0].type, 'encoded_text');
-    assert.ok(mi.chunks[0].tokens instanceof Uint32Array);
-    assert.ok(li.target_tokens.data instanceof Int32Array);
-    assert.ok(li.weights.data instanceof Float32Array);
-    assert.equal(li.target_tokens.dtype, 'int64');
-    assert.equal(li.weights.dtype, 'float32');
-    const n = mi.chunks[0].tokens.length;
-    assert.deepEqual(li.target_tokens.shape, [n]);
-    assert.deepEqual(li.weights.shape, [n]);
-    // Targets are the input shifted by one.
-    assert.deepEqual(ids(li.target_tokens.data.slice(0, n - 1)), ids(mi.chunks[0].tokens.slice(1)));
-    // Weight 1 exactly on the assistant's output (answer + <|im_end|>).
-    const trained = [...li.target_tokens.data].filter((_, i) => li.weights.data[i] === 1);
-    assert.equal(tok.decode(trained), '<think>\n\n</think>\n\nIt is 4.<|im_end|>');
-    const all = r.buildSupervisedExample(convo, { trainOn: 'all_tokens' });
-    assert.ok([...all.loss_fn_inputs.weights.data].every((w) => w === 1));
-    const short = r.buildSupervisedExample(convo, { maxLength: 5 });
-    assert.equal(short.model_input.chunks[0].tokens.length, 4);
+    // A supervised example: one weight per position, weight only after the prompt.
+    const { model_input: mi, weights } = r.buildSupervisedExample(convo);
+    assert.ok(weights instanceof Float32Array);
+    assert.ok(mi.chunks.every((c) => c.type === 'encoded_text' && c.tokens instanceof Uint32Array));
+    const tokens = mi.chunks.flatMap((c) => ids(c.tokens));
+    assert.equal(weights.length, tokens.length);
+    const prompt = ids(r.buildGenerationPrompt(convo.slice(0, 1)).chunks.flatMap((c) => ids(c.tokens)));
+    assert.deepEqual(tokens.slice(0, prompt.length), prompt, 'the example starts with the generation prompt');
+    assert.ok([...weights.slice(0, prompt.length)].every((w) => w === 0));
+    assert.ok([...weights.slice(prompt.length)].every((w) => w === 1));
+    const all = r.buildSupervisedExample(convo, { train_on_what: 'all_tokens' });
+    assert.ok([...all.weights].every((w) => w === 1));
+    assert.equal(r.buildSupervisedExamples(convo).length, 1);
 
-    // The prompt for the next turn is the template's generation prompt, token for token.
-    const prompt = r.buildGenerationPrompt([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }]);
-    assert.deepEqual(
-      ids(prompt.chunks[0].tokens),
-      ids(tok.encodeChat([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }], { addGenerationPrompt: true })),
-    );
-    // Sampled tokens parse back into a message (reasoning and tool calls split out).
-    const sampled = tok.encode('<think>\nplan\n</think>\n\nIt is 4.<|im_end|>');
-    const parsed = r.parseResponse(sampled);
+    // What the model would sample parses back into the message it was trained on.
+    const sampled = tokens.slice(prompt.length);
+    const parsed = r.parseResponse(new Uint32Array(sampled));
     assert.equal(parsed.termination, 'stop_sequence');
-    assert.deepEqual(parsed.message, { role: 'assistant', content: [{ type: 'thinking', thinking: 'plan' }, { type: 'text', text: 'It is 4.' }] });
-    assert.equal(r.parseResponse(tok.encode('It is')).termination, 'malformed');
-    const ll = Renderer.forModel('meta-llama/Llama-3.1-8B-Instruct', await llama3(ctx));
-    assert.equal(ll.name, 'llama3');
-    assert.deepEqual(ll.stopSequences, [128009]);
-    const lp = ll.buildGenerationPrompt([{ role: 'user', content: 'Hi' }], { prefill: 'Sure' });
-    assert.equal((await llama3(ctx)).decode(lp.chunks[0].tokens), '<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nSure');
+    assert.equal(parsed.message.role, 'assistant');
+    assert.equal(parsed.message.content.at(-1).text, 'It is 4.');
+    assert.equal(r.parseResponse(sampled.slice(0, -1)).termination, 'malformed');
+
+    // The cookbook's datum helpers: shifted by one, truncated, weights reduced.
+    const d = tinker.datumFromModelInputWeights(mi, weights, { max_length: 8 });
+    assert.deepEqual(ids(d.model_input.chunks[0].tokens), tokens.slice(0, 7));
+    assert.deepEqual(ids(d.loss_fn_inputs.target_tokens.data), tokens.slice(1, 8));
+    const mean = tinker.conversationToDatum(convo, r);
+    const sum = [...mean.loss_fn_inputs.weights.data].reduce((a, b) => a + b, 0);
+    assert.ok(Math.abs(sum - 1) < 1e-6, `mean reduction sums to 1, got ${sum}`);
+
+    // The lineup.
+    assert.equal(tinker.listModels().length, 46);
+    const q = tinker.getModelAttributes('Qwen/Qwen3-8B');
+    assert.deepEqual(tinker.getRecommendedRendererNames('Qwen/Qwen3-8B'), q.recommended_renderers);
+    assert.equal(Renderer.forModel('Qwen/Qwen3-8B', tok).name, q.recommended_renderers[0]);
+    assert.throws(() => Renderer.forModel('Qwen/Qwen9-1B', tok), (e) => e instanceof RangeError && /Qwen3-8B/.test(e.message));
+
+    // The registry: a registered factory wins over the built-in name, until unregistered.
+    tinker.registerRenderer('test/colon', (t) => new Renderer('role_colon', t));
+    assert.ok(tinker.isRendererRegistered('test/colon'));
+    assert.deepEqual(tinker.getRegisteredRendererNames(), ['test/colon']);
+    assert.equal(tinker.getRenderer('test/colon', tok).name, 'role_colon');
+    assert.equal(tinker.unregisterRenderer('test/colon'), true);
+    assert.throws(() => tinker.getRenderer('test/colon', tok), RangeError);
+    assert.equal(tinker.getRenderer('llama3', tok).name, 'llama3');
   },
 
   async 'rejects bad input with TypeError/RangeError naming the field'(ctx) {
@@ -167,7 +176,10 @@ export default {
     assert.throws(() => new Renderer('gpt9', tok), (e) => e instanceof RangeError && /gpt9/.test(e.message));
     const r = new Renderer('qwen3', tok);
     assert.throws(() => r.buildSupervisedExample([{ role: 'user', content: 7 }]), (e) => e instanceof TypeError && /messages\[0\]\.content/.test(e.message));
-    assert.throws(() => r.buildSupervisedExample([{ role: 'user', content: 'x' }], { trainOn: 'everything' }), (e) => e instanceof RangeError && /trainOn/.test(e.message));
+    assert.throws(() => r.buildSupervisedExample([{ role: 'user', content: 'x' }], { train_on_what: 'everything' }), (e) => e instanceof RangeError && /train_on_what/.test(e.message));
+    assert.throws(() => r.buildSupervisedExample([{ role: 'user', content: 'x' }], { trainOn: 'all_tokens' }), (e) => e instanceof TypeError && /options\.trainOn/.test(e.message));
+    assert.throws(() => tinker.registerRenderer('', () => r), TypeError);
+    assert.throws(() => tinker.registerRenderer('x/y', 'not a function'), (e) => e instanceof TypeError && /factory/.test(e.message));
     assert.throws(() => r.buildSupervisedExample([{ role: 'user', content: 'x', trainable: true }]), (e) => e instanceof TypeError && /messages\[0\]\.trainable/.test(e.message));
     assert.throws(() => Tokenizer.fromJSON('{ not json'), Error);
     assert.throws(() => Tokenizer.fromJSON(42), (e) => e instanceof TypeError && /json/.test(e.message));
