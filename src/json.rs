@@ -1294,14 +1294,33 @@ fn f64_from_parts(significand: u64, mut exponent: i32) -> Option<f64> {
 }
 
 /// Parses a decimal float as Python's `float()` reads a header value: surrounding
-/// whitespace, an optional sign, digits with an optional fraction and exponent (`5`,
-/// `.5`, `5.`, `1e3`), or `inf`/`infinity`/`nan` in any case. `None` otherwise.
+/// whitespace, an optional sign, digits (with PEP 515 underscores) with an optional
+/// fraction and exponent (`5`, `.5`, `5.`, `1e3`, `1_000`), or `inf`/`infinity`/`nan` in
+/// any case. `None` otherwise. (Header values are Latin-1; Python also reads non-ASCII
+/// decimal digits, which no header carries.)
 pub fn parse_float(text: &str) -> Option<f64> {
-    let t = text.trim();
+    // float() strips ASCII whitespace and non-ASCII Unicode space (not \x1c..\x1f,
+    // which str.isspace counts): Unicode White_Space.
+    let t = text.trim_matches(char::is_whitespace);
     let (negative, body) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),
         Some(b'+') => (false, &t[1..]),
         _ => (false, t),
+    };
+    // PEP 515: one underscore between two digits is allowed anywhere digits are.
+    let joined;
+    let body = if body.contains('_') {
+        let b = body.as_bytes();
+        let between = |i: usize| {
+            i > 0 && b[i - 1].is_ascii_digit() && b.get(i + 1).is_some_and(u8::is_ascii_digit)
+        };
+        if !(0..b.len()).all(|i| b[i] != b'_' || between(i)) {
+            return None;
+        }
+        joined = body.replace('_', "");
+        joined.as_str()
+    } else {
+        body
     };
     let lower = body.to_ascii_lowercase();
     let f = match lower.as_str() {
@@ -1337,13 +1356,186 @@ pub fn parse_float(text: &str) -> Option<f64> {
                 Some(_) => return None,
             };
             let int = if int.is_empty() { &b"0"[..] } else { int };
-            match decimal_to_number(false, int, frac, exp) {
+            let approx = match decimal_to_number(false, int, frac, exp) {
                 Some(n) => Value::Number(n).as_f64()?,
                 None => f64::INFINITY,
-            }
+            };
+            exact::correct(int, frac, exp, approx)
         }
     };
     Some(if negative { -f } else { f })
+}
+
+/// Correct rounding for [`parse_float`]: the number parser is serde_json's default (fast,
+/// and within one unit in the last place past 15 significant digits), while Python's
+/// `float()` rounds exactly. The candidate is checked against the halfway points to its
+/// neighbours with big-integer arithmetic and moved until the decimal lies between them
+/// (ties to even). Header values are short, so the bignum's cost does not matter.
+mod exact {
+    use std::cmp::Ordering;
+
+    /// A little-endian base-2^32 natural number.
+    #[derive(Clone)]
+    struct Nat(Vec<u32>);
+
+    impl Nat {
+        fn mul_small(&mut self, m: u32) {
+            let mut carry = 0u64;
+            for l in &mut self.0 {
+                let v = u64::from(*l) * u64::from(m) + carry;
+                *l = v as u32;
+                carry = v >> 32;
+            }
+            if carry > 0 {
+                self.0.push(carry as u32);
+            }
+        }
+        fn add_small(&mut self, a: u32) {
+            let mut carry = u64::from(a);
+            for l in &mut self.0 {
+                if carry == 0 {
+                    return;
+                }
+                let v = u64::from(*l) + carry;
+                *l = v as u32;
+                carry = v >> 32;
+            }
+            if carry > 0 {
+                self.0.push(carry as u32);
+            }
+        }
+        fn mul_pow10(&mut self, mut n: u64) {
+            while n >= 9 {
+                self.mul_small(1_000_000_000);
+                n -= 9;
+            }
+            self.mul_small(10u32.pow(n as u32));
+        }
+        fn shl(&mut self, n: u64) {
+            let (words, bits) = ((n / 32) as usize, (n % 32) as u32);
+            if bits > 0 {
+                let mut carry = 0u32;
+                for l in &mut self.0 {
+                    let v = (u64::from(*l) << bits) | u64::from(carry);
+                    *l = v as u32;
+                    carry = (v >> 32) as u32;
+                }
+                if carry > 0 {
+                    self.0.push(carry);
+                }
+            }
+            self.0.splice(0..0, std::iter::repeat(0).take(words));
+        }
+        fn cmp(&self, o: &Nat) -> Ordering {
+            let a = self.0.iter().rposition(|&l| l != 0).map_or(0, |i| i + 1);
+            let b = o.0.iter().rposition(|&l| l != 0).map_or(0, |i| i + 1);
+            a.cmp(&b)
+                .then_with(|| self.0[..a].iter().rev().cmp(o.0[..b].iter().rev()))
+        }
+    }
+
+    /// At most this many significant digits take part; later non-zero digits only say
+    /// the value is above the truncated one (enough to decide any f64 rounding).
+    const MAX_DIGITS: usize = 800;
+
+    /// `digits × 10^e10` (plus "a little more" when `sticky`) compared with `m × 2^e2`.
+    fn compare(digits: &Nat, e10: i64, sticky: bool, m: u64, e2: i64) -> Ordering {
+        let (mut a, mut b) = (digits.clone(), Nat(vec![m as u32, (m >> 32) as u32]));
+        if e10 >= 0 {
+            a.mul_pow10(e10 as u64);
+        } else {
+            b.mul_pow10(e10.unsigned_abs());
+        }
+        if e2 >= 0 {
+            b.shl(e2 as u64);
+        } else {
+            a.shl(e2.unsigned_abs());
+        }
+        match a.cmp(&b) {
+            Ordering::Equal if sticky => Ordering::Greater,
+            o => o,
+        }
+    }
+
+    /// `f = m × 2^e` with `m` an integer (subnormals included).
+    fn parts(f: f64) -> (u64, i64) {
+        let bits = f.to_bits();
+        let exp = ((bits >> 52) & 0x7ff) as i64;
+        let frac = bits & ((1 << 52) - 1);
+        if exp == 0 {
+            (frac, -1074)
+        } else {
+            (frac | 1 << 52, exp - 1075)
+        }
+    }
+
+    /// The correctly rounded value of `int.frac × 10^exp` (non-negative), starting from
+    /// `approx`, which is at most a few units in the last place away.
+    pub(super) fn correct(int: &[u8], frac: &[u8], exp: Option<(bool, &[u8])>, approx: f64) -> f64 {
+        let all = int.iter().chain(frac).skip_while(|&&d| d == b'0');
+        let sig: Vec<u8> = all.copied().collect();
+        let Some(last_nonzero) = sig.iter().rposition(|&d| d != b'0') else {
+            return 0.0;
+        };
+        // value = 0.sig × 10^point, with point = digits before the decimal point.
+        let leading_zeros = int.iter().chain(frac).take_while(|&&d| d == b'0').count() as i64;
+        let mut e10: i64 = int.len() as i64 - leading_zeros;
+        if let Some((positive, d)) = exp {
+            // Exponents past any f64 range only need to stay past it.
+            let n = d
+                .iter()
+                .fold(0i64, |n, &c| (n * 10 + i64::from(c - b'0')).min(1 << 40));
+            e10 += if positive { n } else { -n };
+        }
+        if e10 > 310 {
+            return f64::INFINITY;
+        }
+        if e10 < -330 {
+            return 0.0;
+        }
+        let kept = &sig[..=last_nonzero.min(MAX_DIGITS - 1)];
+        let sticky = last_nonzero >= MAX_DIGITS;
+        let mut digits = Nat(vec![0]);
+        for &d in kept {
+            digits.mul_small(10);
+            digits.add_small(u32::from(d - b'0'));
+        }
+        let e10 = e10 - kept.len() as i64;
+        let mut f = approx;
+        for _ in 0..8 {
+            if f.is_infinite() {
+                // Above MAX's upper halfway point it stays infinite.
+                let (m, e) = parts(f64::MAX);
+                if compare(&digits, e10, sticky, 2 * m + 1, e - 1) == Ordering::Less {
+                    f = f64::MAX;
+                    continue;
+                }
+                return f;
+            }
+            let (m, e) = parts(f);
+            let up = compare(&digits, e10, sticky, 2 * m + 1, e - 1);
+            if up == Ordering::Greater || (up == Ordering::Equal && m & 1 == 1) {
+                f = f64::from_bits(f.to_bits() + 1);
+                continue;
+            }
+            if m == 0 {
+                return f;
+            }
+            // Below a power of two the neighbour is half as far away.
+            let (lm, le) = if m == 1 << 52 && e > -1074 {
+                (4 * m - 1, e - 2)
+            } else {
+                (2 * m - 1, e - 1)
+            };
+            let down = compare(&digits, e10, sticky, lm, le);
+            if down == Ordering::Less || (down == Ordering::Equal && m & 1 == 1) {
+                f = f64::from_bits(f.to_bits() - 1);
+                continue;
+            }
+            return f;
+        }
+        f
+    }
 }
 
 // ---------------------------------------------------------------------------------
@@ -1665,68 +1857,178 @@ mod tests {
         assert!(Fields::of(&Value::from(1)).is_err());
     }
 
+    /// Runs `program args…` with `input` on stdin and returns its stdout lines: the test
+    /// oracles (Node's `String(x)`, Python's `repr`/`float()`) are real runtimes, which
+    /// `make test` installs; a missing one fails the test.
+    fn oracle(program: &str, args: &[&str], input: &str) -> Vec<String> {
+        use std::io::Write;
+        let mut child = std::process::Command::new(program)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run the oracle {program}: {e}"));
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{program} failed");
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Doubles to check: special values and boundaries of each notation, random bit
+    /// patterns, and random magnitudes from 1e-330 to 1e310 (as bit patterns, so the
+    /// oracles read exactly the same values).
+    fn float_inputs() -> Vec<f64> {
+        let mut v = vec![
+            0.0,
+            -0.0,
+            1.0,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            5e-324,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            0.1 + 0.2,
+        ];
+        for e in -30..=30 {
+            for m in [1.0, 1.5, 9.999_999_999_999_999, 123_456_789.0] {
+                v.push(m * 10f64.powi(e));
+                v.push(-m * 10f64.powi(e));
+            }
+        }
+        let mut next = crate::tests::xorshift(0x5eed_f10a7);
+        for _ in 0..4000 {
+            v.push(f64::from_bits(next()));
+            let mag = 10f64.powf((next() % 64_000) as f64 / 100.0 - 330.0);
+            v.push(mag * ((next() % 1_000_000) as f64 / 1e5));
+        }
+        v
+    }
+
     #[test]
-    fn numbers_print_as_javascript_and_python_print_them() {
-        for (x, js, py) in [
-            (0.0, "0", "0.0"),
-            (-0.0, "0", "-0.0"),
-            (1.0, "1", "1.0"),
-            (-5.0, "-5", "-5.0"),
-            (0.5, "0.5", "0.5"),
-            (0.001, "0.001", "0.001"),
-            (1e-4, "0.0001", "0.0001"),
-            (1e-5, "0.00001", "1e-05"),
-            (1e-6, "0.000001", "1e-06"),
-            (1e-7, "1e-7", "1e-07"),
-            (-1e-8, "-1e-8", "-1e-08"),
-            (1.5e-10, "1.5e-10", "1.5e-10"),
-            (123.456, "123.456", "123.456"),
-            (4294967296.0, "4294967296", "4294967296.0"),
-            (1e15, "1000000000000000", "1000000000000000.0"),
-            (1e16, "10000000000000000", "1e+16"),
-            (1.5e16, "15000000000000000", "1.5e+16"),
-            (1e21, "1e+21", "1e+21"),
-            (
-                123456789012345680000.0,
-                "123456789012345680000",
-                "1.2345678901234568e+20",
-            ),
-            (0.1 + 0.2, "0.30000000000000004", "0.30000000000000004"),
-            (
-                f64::MAX,
-                "1.7976931348623157e+308",
-                "1.7976931348623157e+308",
-            ),
-            (5e-324, "5e-324", "5e-324"),
-            (f64::NAN, "NaN", "nan"),
-            (f64::NEG_INFINITY, "-Infinity", "-inf"),
-        ] {
-            assert_eq!(fmt_js(x), js, "js {x:e}");
-            assert_eq!(fmt_py(x), py, "py {x:e}");
+    fn numbers_print_as_node_and_python_print_them() {
+        let xs = float_inputs();
+        let hex: String = xs
+            .iter()
+            .map(|x| format!("{:016x}\n", x.to_bits()))
+            .collect();
+        let js = oracle(
+            "node",
+            &[
+                "-e",
+                "let s='';process.stdin.on('data',d=>s+=d).on('end',()=>{for(const h of s.split('\\n')){if(!h)continue;const b=new BigUint64Array([BigInt('0x'+h)]);console.log(String(new Float64Array(b.buffer)[0]))}})",
+            ],
+            &hex,
+        );
+        let py = oracle(
+            "python3",
+            &[
+                "-c",
+                "import sys,struct\nfor h in sys.stdin.read().split():\n print(repr(struct.unpack('>d',bytes.fromhex(h))[0]))",
+            ],
+            &hex,
+        );
+        assert_eq!((js.len(), py.len()), (xs.len(), xs.len()));
+        for (i, x) in xs.iter().enumerate() {
+            assert_eq!(fmt_js(*x), js[i], "String({:016x})", x.to_bits());
+            assert_eq!(fmt_py(*x), py[i], "repr({:016x})", x.to_bits());
         }
     }
 
     #[test]
     fn header_floats_read_as_python_float_does() {
-        for (t, want) in [
-            ("5", Some(5.0)),
-            (" 1.5 ", Some(1.5)),
-            (".5", Some(0.5)),
-            ("5.", Some(5.0)),
-            ("-2e3", Some(-2000.0)),
-            ("+3", Some(3.0)),
-            ("1e400", Some(f64::INFINITY)),
-            ("Infinity", Some(f64::INFINITY)),
-            ("-inf", Some(f64::NEG_INFINITY)),
-            ("", None),
-            (".", None),
-            ("1e", None),
-            ("abc", None),
-            ("1,5", None),
-            ("0x10", None),
-        ] {
-            assert_eq!(parse_float(t), want, "{t:?}");
+        // Forms Python's float() accepts or refuses, then random decimal texts built
+        // from the characters a header could hold.
+        let mut texts: Vec<String> = [
+            "5",
+            " 1.5 ",
+            ".5",
+            "5.",
+            "-2e3",
+            "+3",
+            "1e400",
+            "-1e-400",
+            "Infinity",
+            "-inf",
+            "nan",
+            "NaN",
+            "+nan",
+            "infinity",
+            "",
+            ".",
+            "1e",
+            "e5",
+            "abc",
+            "1,5",
+            "0x10",
+            "1_000",
+            "1__0",
+            "_1",
+            "1_",
+            "1_.5",
+            "1e1_0",
+            "1.5.2",
+            "--1",
+            "\t7\n",
+            "1e+",
+            "00012",
+            "1E5",
+            "\u{a0}1.5\u{85}",
+            "\u{1f}2",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let mut next = crate::tests::xorshift(0xf10a7);
+        let alphabet = b"0123456789.eE+- _xinfa";
+        for _ in 0..3000 {
+            let len = 1 + next() % 8;
+            texts.push(
+                (0..len)
+                    .map(|_| alphabet[(next() % alphabet.len() as u64) as usize] as char)
+                    .collect(),
+            );
+            texts.push(format!(
+                "{}e{}",
+                (next() % 100_000) as f64 / 97.0,
+                next() % 40
+            ));
         }
-        assert!(parse_float("nan").unwrap().is_nan());
+        // One JSON string per line, so whitespace survives the trip.
+        let input: String = texts
+            .iter()
+            .map(|t| format!("{}\n", crate::json::Value::from(t.as_str())))
+            .collect();
+        let py = oracle(
+            "python3",
+            &[
+                "-c",
+                "import sys,json,struct\nfor l in sys.stdin:\n t=json.loads(l)\n try: print(struct.pack('>d',float(t)).hex())\n except ValueError: print('None')",
+            ],
+            &input,
+        );
+        assert_eq!(py.len(), texts.len());
+        for (t, want) in texts.iter().zip(&py) {
+            let ours = parse_float(t).map(|x| format!("{:016x}", x.to_bits()));
+            let want = (want != "None").then(|| want.clone());
+            // NaN: any NaN bit pattern is NaN.
+            let nan = |h: &Option<String>| {
+                h.as_ref()
+                    .is_some_and(|h| f64::from_bits(u64::from_str_radix(h, 16).unwrap()).is_nan())
+            };
+            if nan(&ours) && nan(&want) {
+                continue;
+            }
+            assert_eq!(ours, want, "float({t:?})");
+        }
     }
 }

@@ -321,5 +321,11 @@ def main() -> None:
     OUT.write_text(json.dumps(RESULTS, default=str, sort_keys=True))
 
 
+if not __debug__:
+    # Assertions are this suite's checks: under -O / PYTHONOPTIMIZE they would vanish and
+    # every case would pass.
+    raise SystemExit(f"{__file__}: run without -O / PYTHONOPTIMIZE (its assert checks would be stripped)")
+
+
 if __name__ == "__main__":
     main()

@@ -357,5 +357,11 @@ def main() -> int:
     return 1 if rc != 0 or failures else 0
 
 
+if not __debug__:
+    # Assertions are this suite's checks: under -O / PYTHONOPTIMIZE they would vanish and
+    # every case would pass.
+    raise SystemExit(f"{__file__}: run without -O / PYTHONOPTIMIZE (its assert checks would be stripped)")
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -383,12 +383,18 @@ fn batched_polling_and_cancel_when_the_server_enables_them() {
             )
             .unwrap();
         let aborter = async {
-            // Abort once the server has the request (its 51st asample).
+            // Abort once the server has the request (its 51st asample); fail rather than
+            // hang if it never arrives.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
             while sim.admin("stats").await["requests_by_path"]["POST /api/v1/asample"]
                 .as_u64()
                 .unwrap_or(0)
                 < 51
             {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the 51st asample did not reach the simulator within 30 s"
+                );
                 tokio::time::sleep(std::time::Duration::from_millis(5)).await;
             }
             cancel.cancel();
