@@ -62,7 +62,9 @@ fn supervised(s: &Supervised) -> Json {
 fn same(want: &Json, got: &Json) -> bool {
     let want = &without_image_format(want);
     match (want, got) {
-        (Json::Object(w), Json::Object(g)) if w.contains_key("error") || g.contains_key("error") => {
+        (Json::Object(w), Json::Object(g))
+            if w.contains_key("error") || g.contains_key("error") =>
+        {
             w.contains_key("error") && g.contains_key("error")
         }
         _ => eq(want, got),
@@ -90,11 +92,14 @@ fn eq(a: &Json, b: &Json) -> bool {
             (Some(x), Some(y)) => x == y || (x - y).abs() <= 1e-6 * x.abs().max(y.abs()),
             _ => x == y,
         },
-        (Json::Array(x), Json::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| eq(a, b)),
+        (Json::Array(x), Json::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| eq(a, b))
+        }
         (Json::Object(x), Json::Object(y)) => {
             x.len() == y.len()
                 && x.iter().all(|(k, v)| {
-                    y.get(k).is_some_and(|w| eq(v, w) || (k == "error" && both_json_errors(v, w)))
+                    y.get(k)
+                        .is_some_and(|w| eq(v, w) || (k == "error" && both_json_errors(v, w)))
                 })
         }
         _ => a == b,
@@ -172,7 +177,11 @@ impl Tally {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some(path) = args.iter().find(|a| !a.starts_with("--") && !a.contains(',')).cloned() else {
+    let Some(path) = args
+        .iter()
+        .find(|a| !a.starts_with("--") && !a.contains(','))
+        .cloned()
+    else {
         eprintln!("usage: renderer_parity EXPECTED_JSON [--only a,b] [--verbose]");
         return ExitCode::FAILURE;
     };
@@ -190,7 +199,11 @@ fn main() -> ExitCode {
 
     // The lineup.
     if only.is_none() {
-        let mut t = Tally { passed: 0, failed: 0, shown: 0 };
+        let mut t = Tally {
+            passed: 0,
+            failed: 0,
+            shown: 0,
+        };
         for m in expected["models"].as_array().into_iter().flatten() {
             let name = m["name"].as_str().unwrap_or_default();
             let got = match models::model_attributes(name) {
@@ -224,7 +237,8 @@ fn main() -> ExitCode {
             let m = &expected["tokenizers"][&tok_key];
             let json_path = m["json"].as_str().unwrap_or_default();
             let cfg_path = m["config"].as_str().unwrap_or_default();
-            let json_bytes = std::fs::read(json_path).unwrap_or_else(|e| panic!("{json_path}: {e}"));
+            let json_bytes =
+                std::fs::read(json_path).unwrap_or_else(|e| panic!("{json_path}: {e}"));
             let cfg = std::fs::read(cfg_path).ok();
             let tok = Tokenizer::from_json(&json_bytes, cfg.as_deref())
                 .unwrap_or_else(|e| panic!("{tok_key}: {e}"));
@@ -243,7 +257,11 @@ fn main() -> ExitCode {
                 continue;
             }
         };
-        let mut t = Tally { passed: 0, failed: 0, shown: 0 };
+        let mut t = Tally {
+            passed: 0,
+            failed: 0,
+            shown: 0,
+        };
         t.check(
             "has_extension_property",
             &r["has_extension_property"],
@@ -282,7 +300,10 @@ fn main() -> ExitCode {
                 }
             };
             let gp = &case["generation_prompt"];
-            let got = outcome(renderer.build_generation_prompt(tok, &msgs, "assistant", None), |m| chunks(&m));
+            let got = outcome(
+                renderer.build_generation_prompt(tok, &msgs, "assistant", None),
+                |m| chunks(&m),
+            );
             t.check(&format!("{cname} generation_prompt"), gp, &got, verbose);
             let gpp = &case["generation_prompt_prefill"];
             if let Some(p) = gpp["prefill"].as_str() {
@@ -294,19 +315,37 @@ fn main() -> ExitCode {
                     renderer.build_generation_prompt(tok, &msgs, "assistant", Some(p)),
                     |m| chunks(&m),
                 );
-                t.check(&format!("{cname} generation_prompt_prefill"), &want, &got, verbose);
+                t.check(
+                    &format!("{cname} generation_prompt_prefill"),
+                    &want,
+                    &got,
+                    verbose,
+                );
             }
             for (train, want) in case["supervised"].as_object().into_iter().flatten() {
                 let tw = TrainOnWhat::parse(train, "train_on_what").expect("a TrainOnWhat name");
-                let got = outcome(renderer.build_supervised_example(tok, &msgs, Some(tw)), |s| supervised(&s));
+                let got = outcome(
+                    renderer.build_supervised_example(tok, &msgs, Some(tw)),
+                    |s| supervised(&s),
+                );
                 t.check(&format!("{cname} supervised[{train}]"), want, &got, verbose);
             }
-            for (train, want) in case["supervised_examples"].as_object().into_iter().flatten() {
+            for (train, want) in case["supervised_examples"]
+                .as_object()
+                .into_iter()
+                .flatten()
+            {
                 let tw = TrainOnWhat::parse(train, "train_on_what").expect("a TrainOnWhat name");
-                let got = outcome(renderer.build_supervised_examples(tok, &msgs, Some(tw)), |v| {
-                    Json::Array(v.iter().map(supervised).collect())
-                });
-                t.check(&format!("{cname} supervised_examples[{train}]"), want, &got, verbose);
+                let got = outcome(
+                    renderer.build_supervised_examples(tok, &msgs, Some(tw)),
+                    |v| Json::Array(v.iter().map(supervised).collect()),
+                );
+                t.check(
+                    &format!("{cname} supervised_examples[{train}]"),
+                    want,
+                    &got,
+                    verbose,
+                );
             }
         }
         for p in r["parse"].as_array().into_iter().flatten() {
@@ -316,9 +355,10 @@ fn main() -> ExitCode {
                 .flatten()
                 .filter_map(|x| x.as_u64().map(|x| x as u32))
                 .collect();
-            let got = outcome(renderer.parse_response(tok, &tokens), |(m, term)| {
-                json!({ "message": m.to_json(), "termination": term.as_str() })
-            });
+            let got = outcome(
+                renderer.parse_response(tok, &tokens),
+                |(m, term)| json!({ "message": m.to_json(), "termination": term.as_str() }),
+            );
             t.check(
                 &format!("parse {}", p["source"].as_str().unwrap_or_default()),
                 &p["result"],

@@ -3,8 +3,8 @@
 //! one-shot event and a single-flight async initialiser. No busy waiting: every wait
 //! parks a waker and is woken by the state change it waits for.
 
-use std::collections::VecDeque;
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
