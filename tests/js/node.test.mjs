@@ -17,9 +17,19 @@ after(() => Promise.all([files.close(), sim.stop()]));
 const ctx = { runtime: 'node', node: { fs, os, path }, env: { TINKER_TEST_FILES_URL: `http://127.0.0.1:${files.address().port}`, ...process.env, SIM_URL: sim.url } };
 const filter = process.env.TEST_FILTER || null;
 
+// A filter registers only the cases it matches (none skipped-as-passed), and one that
+// matches nothing fails the run instead of passing it empty.
+let registered = 0;
 for (const [suite, cases] of Object.entries(suites)) {
   for (const [name, fn] of Object.entries(cases)) {
     const full = `${suite}: ${name}`;
-    test(`[node] ${full}`, { skip: filter && !full.includes(filter) ? 'filtered' : false, timeout: 120_000 }, () => fn(ctx));
+    if (filter && !full.includes(filter)) continue;
+    registered++;
+    test(`[node] ${full}`, { timeout: 120_000 }, () => fn(ctx));
   }
+}
+if (registered === 0) {
+  test('[node] TEST_FILTER matches a case', () => {
+    throw new Error(`TEST_FILTER=${JSON.stringify(filter)} matches no case`);
+  });
 }

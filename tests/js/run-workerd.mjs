@@ -57,10 +57,12 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const bundle = await bundleWorker(path.join(here, 'worker.js'), 'cases');
   const files = await startStaticServer();
   const sim = await startSim(['--cors', '--seed', '7']);
+  // The fresh simulator and file server win over the environment: an ambient SIM_URL
+  // must not point the suite at some other server.
   const bindings = {
+    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('TINKER_') || k.startsWith('SIM_'))),
     TINKER_TEST_FILES_URL: `http://127.0.0.1:${files.address().port}`,
     SIM_URL: sim.url,
-    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('TINKER_') || k.startsWith('SIM_'))),
   };
   const mf = new Miniflare({
     ...bundle,

@@ -47,8 +47,11 @@ export default {
 
   async 'refuses a browser without dangerouslyAllowBrowser'(ctx) {
     if (ctx.runtime !== 'browser') {
-      // Elsewhere the option is not needed.
-      new tinker.ServiceClient({ apiKey: key, fetch: noFetch, heartbeat: false });
+      // Elsewhere the option is not needed: a client made without it works.
+      const c = new tinker.ServiceClient({ apiKey: 'tml-js-tests', baseURL: ctx.env.SIM_URL, heartbeat: false, telemetry: false });
+      const caps = await c.getServerCapabilities();
+      assert.ok(caps.supported_models.some((m) => m.model_name === 'Qwen/Qwen3-8B'));
+      await c.close();
       return;
     }
     assert.throws(() => new tinker.ServiceClient({ apiKey: key, fetch: noFetch }), /dangerouslyAllowBrowser/);

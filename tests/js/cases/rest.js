@@ -75,11 +75,16 @@ export default {
     assert.ok(ckptIds.includes('weights/c1') && ckptIds.includes('sampler_weights/s1'), ckptIds.join());
     await rest.publishCheckpointFromTinkerPath(path);
     await assert.rejects(rest.publishCheckpointFromTinkerPath(path), (e) => e instanceof tinker.ConflictError && e.status === 409);
+    const c1 = async () => (await rest.listCheckpoints(tc.modelId)).checkpoints.find((c) => c.checkpoint_id === 'weights/c1');
+    assert.equal((await c1()).public, true, 'publish makes it public');
     await rest.unpublishCheckpointFromTinkerPath(path);
+    assert.equal((await c1()).public, false, 'unpublish makes it private again');
     await rest.setCheckpointTtlFromTinkerPath(path, 7200);
-    const withTtl = (await rest.listCheckpoints(tc.modelId)).checkpoints.find((c) => c.checkpoint_id === 'weights/c1');
-    assert.ok(withTtl.expires_at, 'ttl sets expires_at');
+    const withTtl = await c1();
+    const left = Date.parse(withTtl.expires_at) - Date.now();
+    assert.ok(left > 7100_000 && left <= 7200_000, `ttl sets expires_at about 2 h ahead, got ${withTtl.expires_at}`);
     await rest.setCheckpointTtlFromTinkerPath(path, null);
+    assert.equal((await c1()).expires_at, null, 'a null ttl clears expires_at');
     assert.equal((await rest.getWeightsInfoByTinkerPath(path)).base_model, 'Qwen/Qwen3-8B');
     const run = await rest.getTrainingRunByTinkerPath(path);
     assert.equal(run.training_run_id, tc.modelId);
@@ -115,7 +120,10 @@ export default {
     assert.equal(events.at(-1).bytes, bytes);
     const config = files.find((f) => f.path.endsWith('.json'));
     assert.ok(config.blob instanceof Blob);
-    JSON.parse(await config.blob.text());
+    const adapter = JSON.parse(await config.blob.text());
+    assert.equal(adapter.peft_type, 'LORA');
+    assert.equal(adapter.r, 8, 'the exported adapter is the rank-8 run');
+    assert.equal(adapter.base_model_name_or_path, 'Qwen/Qwen3-8B');
     // Streaming access, file by file.
     let streamed = 0;
     for await (const f of rest.openCheckpointFiles(exported.path)) {
