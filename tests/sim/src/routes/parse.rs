@@ -5,27 +5,146 @@ use crate::model::loss::{input_keys, DatumIn};
 use crate::model::sample::{Params, Stop, TargetSpec};
 use crate::model::BaseSpec;
 use crate::proto::{self, DecodedTensor};
-use crate::util::{describe, FieldError, Obj};
+use crate::util::{describe, hash_words, FieldError, Obj};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// Tokens of a JSON `ModelInput` (`{"chunks": [...]}`); only text chunks are accepted.
-pub fn model_input_json(v: &Value, field: &str) -> Result<Vec<u32>, FieldError> {
+/// A model input as sent: runs of token ids and images, in order.
+#[derive(Debug, Default)]
+pub struct Input {
+    pieces: Vec<Piece>,
+}
+
+#[derive(Debug)]
+enum Piece {
+    Tokens(Vec<u32>),
+    /// An image (or a pointer to one) standing for `tokens` positions.
+    Image {
+        hash: u64,
+        tokens: usize,
+    },
+}
+
+/// The first bytes of an encoded image of each accepted format.
+fn image_magic(format: &str) -> Option<&'static [u8]> {
+    match format {
+        "png" => Some(b"\x89PNG\r\n\x1a\n"),
+        "jpeg" => Some(b"\xff\xd8\xff"),
+        _ => None,
+    }
+}
+
+/// Check an image chunk and count its positions. The real service computes the count from
+/// the image with the model's image processor and fails requests whose `expected_tokens`
+/// disagree; tinker-sim has no image processors, so it takes `expected_tokens` as the
+/// count and requires it.
+fn image_piece(
+    what: &str,
+    format: &str,
+    data: Option<&[u8]>,
+    location: Option<&str>,
+    expected: Option<i64>,
+) -> Result<Piece, String> {
+    let magic = image_magic(format)
+        .ok_or_else(|| format!("{what}.format must be \"png\" or \"jpeg\", got {format:?}"))?;
+    let hash = match (data, location) {
+        (Some(d), _) => {
+            if !d.starts_with(magic) {
+                return Err(format!(
+                    "{what}: the image data ({} bytes) could not be decoded as {format}",
+                    d.len()
+                ));
+            }
+            crate::util::hash_bytes(d)
+        }
+        (None, Some(l)) if !l.is_empty() => crate::util::hash_str(l),
+        _ => return Err(format!("{what}: the image has no data")),
+    };
+    match expected {
+        Some(n) if n >= 1 && n <= u32::MAX as i64 => Ok(Piece::Image {
+            hash,
+            tokens: n as usize,
+        }),
+        Some(n) => Err(format!("{what}.expected_tokens must be >= 1, got {n}")),
+        None => Err(format!(
+            "{what}.expected_tokens is required: tinker-sim cannot count an image's tokens (it has no image processor)"
+        )),
+    }
+}
+
+impl Input {
+    pub fn has_images(&self) -> bool {
+        self.pieces.iter().any(|p| matches!(p, Piece::Image { .. }))
+    }
+
+    /// Number of positions.
+    pub fn positions(&self) -> usize {
+        self.pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Tokens(t) => t.len(),
+                Piece::Image { tokens, .. } => *tokens,
+            })
+            .sum()
+    }
+
+    /// Why `spec` cannot take this input (images on a text-only model), if it cannot.
+    pub fn refused_by(&self, spec: &BaseSpec) -> Option<String> {
+        (self.has_images() && !spec.vl).then(|| {
+            format!(
+                "{} does not accept image input: image chunks need a vision-language model",
+                spec.name
+            )
+        })
+    }
+
+    /// The input as the model's positions: an image is `expected_tokens` positions whose
+    /// ids are a hash of the image (so images differ to the model, as their contents do).
+    pub fn tokens(&self, spec: &BaseSpec) -> Result<Vec<u32>, String> {
+        if let Some(e) = self.refused_by(spec) {
+            return Err(e);
+        }
+        let mut out = Vec::with_capacity(self.positions());
+        for p in &self.pieces {
+            match p {
+                Piece::Tokens(t) => out.extend_from_slice(t),
+                Piece::Image { hash, tokens } => out.extend(
+                    (0..*tokens as u64)
+                        .map(|j| (hash_words(&[*hash, j]) % spec.real_vocab as u64) as u32),
+                ),
+            }
+        }
+        Ok(out)
+    }
+
+    fn push_tokens(&mut self, t: u32) {
+        match self.pieces.last_mut() {
+            Some(Piece::Tokens(v)) => v.push(t),
+            _ => self.pieces.push(Piece::Tokens(vec![t])),
+        }
+    }
+}
+
+/// A JSON `ModelInput` (`{"chunks": [...]}`): `encoded_text`, `image` (base64 `data`) and
+/// `image_asset_pointer` chunks.
+pub fn model_input_json(v: &Value, field: &str) -> Result<Input, FieldError> {
     let chunks = v.get("chunks").and_then(|c| c.as_array()).ok_or_else(|| {
         FieldError::new(format!("field `{field}.chunks` must be an array of chunks"))
     })?;
-    let mut out = Vec::new();
+    let mut out = Input::default();
     for (i, c) in chunks.iter().enumerate() {
         let ty = c
             .get("type")
             .and_then(|t| t.as_str())
             .unwrap_or("encoded_text");
+        let what = format!("field `{field}.chunks[{i}]`");
         match ty {
             "encoded_text" => {
-                let toks = c
-                    .get("tokens")
-                    .and_then(|t| t.as_array())
-                    .ok_or_else(|| FieldError::new(format!("field `{field}.chunks[{i}].tokens` must be an array of ints")))?;
+                let toks = c.get("tokens").and_then(|t| t.as_array()).ok_or_else(|| {
+                    FieldError::new(format!(
+                        "field `{field}.chunks[{i}].tokens` must be an array of ints"
+                    ))
+                })?;
                 for (j, t) in toks.iter().enumerate() {
                     let id = t.as_i64().filter(|x| (0..=u32::MAX as i64).contains(x)).ok_or_else(|| {
                         FieldError::new(format!(
@@ -33,12 +152,40 @@ pub fn model_input_json(v: &Value, field: &str) -> Result<Vec<u32>, FieldError> 
                             describe(t)
                         ))
                     })?;
-                    out.push(id as u32);
+                    out.push_tokens(id as u32);
                 }
+            }
+            "image" | "image_asset_pointer" => {
+                let format = c.get("format").and_then(|f| f.as_str()).unwrap_or("");
+                let expected = match c.get("expected_tokens") {
+                    None | Some(Value::Null) => None,
+                    Some(n) => Some(n.as_i64().ok_or_else(|| {
+                        FieldError::new(format!(
+                            "{what}.expected_tokens must be an int, got {}",
+                            describe(n)
+                        ))
+                    })?),
+                };
+                let piece = if ty == "image" {
+                    use base64::Engine;
+                    let data = c.get("data").and_then(|d| d.as_str()).ok_or_else(|| {
+                        FieldError::new(format!("{what}.data must be a base64 string"))
+                    })?;
+                    let bytes = base64::engine::general_purpose::STANDARD
+                        .decode(data)
+                        .map_err(|e| FieldError::new(format!("{what}.data is not base64: {e}")))?;
+                    image_piece(&what, format, Some(&bytes), None, expected)
+                } else {
+                    let loc = c.get("location").and_then(|l| l.as_str()).ok_or_else(|| {
+                        FieldError::new(format!("{what}.location must be a string"))
+                    })?;
+                    image_piece(&what, format, None, Some(loc), expected)
+                };
+                out.pieces.push(piece.map_err(FieldError)?);
             }
             other => {
                 return Err(FieldError::new(format!(
-                    "field `{field}.chunks[{i}]`: {other} chunks are not supported by tinker-sim's text models"
+                    "{what}: {other} chunks are not supported by tinker-sim"
                 )))
             }
         }
@@ -46,9 +193,9 @@ pub fn model_input_json(v: &Value, field: &str) -> Result<Vec<u32>, FieldError> 
     Ok(out)
 }
 
-/// Tokens of a protobuf datum's model input.
-pub fn model_input_proto(chunks: &[proto::Chunk], what: &str) -> Result<Vec<u32>, String> {
-    let mut out = Vec::new();
+/// A protobuf datum's model input (`encoded_text` and `image` chunks).
+pub fn model_input_proto(chunks: &[proto::Chunk], what: &str) -> Result<Input, String> {
+    let mut out = Input::default();
     for (i, c) in chunks.iter().enumerate() {
         match &c.chunk {
             Some(proto::chunk::Chunk::EncodedText(t)) => {
@@ -59,17 +206,21 @@ pub fn model_input_proto(chunks: &[proto::Chunk], what: &str) -> Result<Vec<u32>
                     if x < 0 {
                         return Err(format!("{what}.chunks[{i}].tokens[{j}] is negative ({x})"));
                     }
-                    out.push(x as u32);
+                    out.push_tokens(x as u32);
                 }
             }
-            Some(proto::chunk::Chunk::Image(_)) => {
-                return Err(format!(
-                "{what}.chunks[{i}]: image chunks are not supported by tinker-sim's text models"
-            ))
+            Some(proto::chunk::Chunk::Image(im)) => {
+                out.pieces.push(image_piece(
+                    &format!("{what}.chunks[{i}]"),
+                    &im.format,
+                    Some(&im.data),
+                    None,
+                    im.expected_tokens.map(i64::from),
+                )?);
             }
             Some(proto::chunk::Chunk::Dmel(_)) => {
                 return Err(format!(
-                    "{what}.chunks[{i}]: dmel chunks are not supported by tinker-sim's text models"
+                    "{what}.chunks[{i}]: dmel (audio) chunks are not supported by tinker-sim"
                 ))
             }
             None => return Err(format!("{what}.chunks[{i}] is empty")),
@@ -441,10 +592,96 @@ mod tests {
             .unwrap_err()
             .0
             .contains("tokens[1]"));
+        let q = find_spec("Qwen/Qwen3-8B").unwrap();
         assert_eq!(
-            model_input_json(&json!({"chunks": [{"tokens": [3]}]}), "p").unwrap(),
+            model_input_json(&json!({"chunks": [{"tokens": [3]}]}), "p")
+                .unwrap()
+                .tokens(q)
+                .unwrap(),
             vec![3]
         );
+    }
+
+    #[test]
+    fn image_chunks() {
+        use base64::Engine;
+        let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+        let png = b"\x89PNG\r\n\x1a\n rest of a png";
+        let jpeg = b"\xff\xd8\xff\xe0 rest of a jpeg";
+        let vl = find_spec("Qwen/Qwen3-VL-30B-A3B-Instruct").unwrap();
+        let text = find_spec("Qwen/Qwen3-8B").unwrap();
+        assert!(vl.vl && !text.vl);
+        let input = |img: Value| json!({"chunks": [{"type": "encoded_text", "tokens": [1, 2]}, img, {"type": "encoded_text", "tokens": [3]}]});
+        let ok = model_input_json(
+            &input(
+                json!({"type": "image", "data": b64(png), "format": "png", "expected_tokens": 4}),
+            ),
+            "p",
+        )
+        .unwrap();
+        assert_eq!(ok.positions(), 7);
+        let t = ok.tokens(vl).unwrap();
+        assert_eq!((t.len(), &t[..2], t[6]), (7, &[1u32, 2][..], 3));
+        assert!(t[2..6].iter().all(|&x| (x as usize) < vl.real_vocab));
+        // The image's positions depend on its bytes.
+        let other = model_input_json(
+            &input(
+                json!({"type": "image", "data": b64(jpeg), "format": "jpeg", "expected_tokens": 4}),
+            ),
+            "p",
+        )
+        .unwrap();
+        assert_ne!(other.tokens(vl).unwrap()[2..6], t[2..6]);
+        // A text-only model refuses images, naming itself.
+        let e = ok.tokens(text).unwrap_err();
+        assert!(e.contains("Qwen/Qwen3-8B") && e.contains("image"), "{e}");
+        assert_eq!(ok.refused_by(text), Some(e));
+        assert_eq!(ok.refused_by(vl), None);
+        // Pointers count the same way.
+        let ptr = model_input_json(&input(json!({"type": "image_asset_pointer", "location": "s3://b/k.png", "format": "png", "expected_tokens": 2})), "p").unwrap();
+        assert_eq!(ptr.tokens(vl).unwrap().len(), 5);
+        // Errors: format, decodability, expected_tokens.
+        for (img, needle) in [
+            (
+                json!({"type": "image", "data": b64(png), "format": "gif", "expected_tokens": 4}),
+                "format",
+            ),
+            (
+                json!({"type": "image", "data": b64(jpeg), "format": "png", "expected_tokens": 4}),
+                "could not be decoded as png",
+            ),
+            (
+                json!({"type": "image", "data": "%%%", "format": "png", "expected_tokens": 4}),
+                "base64",
+            ),
+            (
+                json!({"type": "image", "data": b64(png), "format": "png"}),
+                "expected_tokens is required",
+            ),
+            (
+                json!({"type": "image", "data": b64(png), "format": "png", "expected_tokens": 0}),
+                "expected_tokens must be >= 1",
+            ),
+            (json!({"type": "dmel", "dmel": ""}), "not supported"),
+        ] {
+            let e = model_input_json(&input(img), "prompt").unwrap_err().0;
+            assert!(e.contains(needle) && e.contains("prompt.chunks[1]"), "{e}");
+        }
+        // Protobuf chunks.
+        let chunk = |data: &[u8], n: Option<i32>| proto::Chunk {
+            chunk: Some(proto::chunk::Chunk::Image(proto::ImageChunk {
+                data: data.to_vec(),
+                format: "png".into(),
+                expected_tokens: n,
+                override_dimensions: None,
+            })),
+        };
+        let p = model_input_proto(&[chunk(png, Some(3))], "model_input").unwrap();
+        assert_eq!(p.tokens(vl).unwrap().len(), 3);
+        assert!(p.tokens(text).is_err());
+        assert!(model_input_proto(&[chunk(png, None)], "model_input")
+            .unwrap_err()
+            .contains("expected_tokens"));
     }
 
     #[test]

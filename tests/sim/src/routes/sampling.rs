@@ -142,12 +142,12 @@ pub async fn asample(app: &Arc<App>, ctx: &Ctx) -> Res {
             "field `num_samples` must be between 1 and 1024, got {num_samples}"
         )));
     }
-    let prompt = model_input_json(
+    let prompt_input = model_input_json(
         o.get("prompt")
             .ok_or_else(|| bad_request("field `prompt` is required"))?,
         "prompt",
     )?;
-    if prompt.is_empty() {
+    if prompt_input.positions() == 0 {
         return Err(bad_request("field `prompt` has no tokens"));
     }
     let session_id = o.opt_str("sampling_session_id")?;
@@ -177,6 +177,9 @@ pub async fn asample(app: &Arc<App>, ctx: &Ctx) -> Res {
             (s, w, None, 0)
         }
     };
+    let prompt = prompt_input
+        .tokens(spec)
+        .map_err(|e| bad_request(format!("field `prompt`: {e}")))?;
     for t in &prompt {
         if *t as usize >= spec.vocab {
             return Err(bad_request(format!(

@@ -23,6 +23,7 @@ pub async fn handle(app: &Arc<App>, ctx: &Ctx) -> Res {
             Ok(Reply::ok(model_debug_json(&m)))
         }
         ("GET", ["stats"]) => Ok(Reply::ok(stats_json(app))),
+        ("GET", ["catalogue"]) => Ok(Reply::ok(catalogue_json())),
         ("GET", ["config"]) => Ok(Reply::ok(config_json(app))),
         ("POST", ["config"]) => set_config(app, ctx),
         ("GET", ["telemetry"]) => {
@@ -170,4 +171,44 @@ fn set_config(app: &App, ctx: &Ctx) -> Res {
         }
     }
     Ok(Reply::ok(config_json(app)))
+}
+
+/// Every base model's spec, each tokenizer family's source (a file, or null for the `<tN>`
+/// fallback) and what is loaded, and the memory held by full-vocabulary tables.
+pub fn catalogue_json() -> Value {
+    use crate::model::base::{table_bytes, CATALOGUE, TABLE_BUDGET_BYTES};
+    let models: Vec<Value> = CATALOGUE
+        .iter()
+        .map(|s| {
+            json!({
+                "model_name": s.name,
+                "tokenizer_family": s.family.name(),
+                "vocab_size": s.vocab,
+                "real_vocab_size": s.real_vocab,
+                "eos_token_id": s.eos,
+                "stop_token_ids": s.stop_tokens().collect::<Vec<_>>(),
+                "max_context_length": s.max_context,
+                "tokenizer_id": s.tokenizer_id,
+                "arch": s.arch,
+                "moe": s.moe,
+                "vision": s.vl,
+            })
+        })
+        .collect();
+    let families: Vec<Value> = crate::vocab::status()
+        .into_iter()
+        .map(|(f, src, loaded)| {
+            json!({
+                "family": f.name(),
+                "source": src.map(|p| p.display().to_string()),
+                "loaded_bytes": loaded,
+            })
+        })
+        .collect();
+    json!({
+        "models": models,
+        "tokenizer_families": families,
+        "table_bytes": table_bytes(),
+        "table_budget_bytes": TABLE_BUDGET_BYTES,
+    })
 }

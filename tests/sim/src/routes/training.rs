@@ -1,6 +1,6 @@
 //! Training endpoints and the per-model executor that applies requests in seq_id order.
 
-use super::parse::{build_datum, model_input_json, model_input_proto, tensor_json};
+use super::parse::{build_datum, model_input_json, model_input_proto, tensor_json, Input};
 use super::{check_session_open, future_handle, resolve_weights_path};
 use crate::app::{bad_request, not_found, App, Ctx, Reply, Res};
 use crate::futures::{FKind, FState, FwdPayload, Payload};
@@ -362,7 +362,7 @@ fn custom_loss(
 }
 
 /// A decoded datum before validation: input tokens and loss inputs.
-type RawDatum = (Vec<u32>, BTreeMap<String, proto::DecodedTensor>);
+type RawDatum = (Input, BTreeMap<String, proto::DecodedTensor>);
 
 /// Build the fwd/bwd op, turning content errors into a failing op (reported through the future).
 fn fwdbwd_op(
@@ -389,10 +389,11 @@ fn fwdbwd_op(
     }
     let mut data = Vec::with_capacity(raw.len());
     for (i, r) in raw.into_iter().enumerate() {
-        let (tokens, inputs) = match r {
-            Ok(x) => x,
-            Err(e) => return TrainOp::Fail(format!("datum {i}: {e}")),
-        };
+        let (tokens, inputs) =
+            match r.and_then(|(input, inputs)| Ok((input.tokens(m.spec)?, inputs))) {
+                Ok(x) => x,
+                Err(e) => return TrainOp::Fail(format!("datum {i}: {e}")),
+            };
         match build_datum(i, tokens, inputs, loss_fn, custom_inputs.as_deref(), m.spec) {
             Ok(d) => data.push(d),
             Err(e) => return TrainOp::Fail(e),
@@ -535,19 +536,27 @@ pub async fn forward_backward(app: &Arc<App>, ctx: &Ctx, legacy_forward: bool) -
             "field `seq_id` must be >= 1 (seq_id 0 is the model's creation), got {seq_id}"
         )));
     }
+    let kind = if forward_only {
+        "forward"
+    } else {
+        "forward_backward"
+    };
+    let body_hash = crate::util::hash_bytes(&ctx.body);
+    // Images sent to a text-only model: a 400, as the service validates inputs against the
+    // model before queueing them. The seq_id is still taken (as a failed request), so the
+    // client's later requests, numbered after it, do not wait for it forever.
+    let refused = raw.iter().enumerate().find_map(|(i, r)| {
+        r.as_ref()
+            .ok()
+            .and_then(|(input, _)| input.refused_by(m.spec))
+            .map(|e| format!("datum {i}: {e}"))
+    });
+    if let Some(e) = refused {
+        submit(app, &m, body_hash, seq_id, kind, TrainOp::Fail(e.clone()))?;
+        return Err(bad_request(e));
+    }
     let op = fwdbwd_op(app, &m, &loss_fn, config, raw, forward_only);
-    submit(
-        app,
-        &m,
-        crate::util::hash_bytes(&ctx.body),
-        seq_id,
-        if forward_only {
-            "forward"
-        } else {
-            "forward_backward"
-        },
-        op,
-    )
+    submit(app, &m, body_hash, seq_id, kind, op)
 }
 
 fn parse_f(o: &Obj<'_>, k: &str, d: f64) -> Result<f64, Reply> {
