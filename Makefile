@@ -62,6 +62,20 @@ test-tokenizer-parity: wasm
 	tests/conformance/.venv/bin/python tests/tokenizer/oracle.py target/tokenizer-parity/corpus.json target/tokenizer-parity/expected.json
 	node tests/tokenizer/parity.mjs target/tokenizer-parity/expected.json
 
+# Renderer parity (issue 19): tinker-cookbook 0.6.1's own renderers, run by
+# tests/renderers/oracle.py with each family's tokenizer from the registries, against the
+# package: all 49 renderer names, every case and train_on_what, token for token.
+test-renderer-parity: wasm
+	tests/conformance/.venv/bin/python tests/renderers/oracle.py target/renderer-parity/expected.json
+	node tests/renderers/parity.mjs target/renderer-parity/expected.json
+
+# The whole lineup through the official SDK against tinker-sim: all 46 models end to end,
+# stop strings decoded with each family's tokenizer (after the renderer oracle wrote them).
+test-sim-lineup: sim test-renderer-parity
+	TINKER_SIM_TOKENIZERS=target/renderer-parity/tokenizers tests/conformance/.venv/bin/python tests/sim/lineup.py
+
+.PHONY: test-renderer-parity test-sim-lineup
+
 # Tokenizer benchmark (a script, not a test): ours vs @lenml/tokenizers vs native, same run.
 bench-tokenizer: wasm
 	node tests/bench/tokenizer.mjs
@@ -133,7 +147,7 @@ test-soak: wasm sim
 
 .PHONY: soak test-soak
 
-test: lint test-rust typecheck test-js test-readme test-tokenizer-parity test-conformance test-differential test-size test-www test-soak test-fuzz
+test: lint test-rust typecheck test-js test-readme test-tokenizer-parity test-renderer-parity test-sim-lineup test-conformance test-differential test-size test-www test-soak test-fuzz
 	@echo "make test: all suites passed"
 
 clean:

@@ -167,6 +167,8 @@ def main() -> int:
             assert specs[m.model_name]["vision"] == model_info.get_model_attributes(m.model_name).is_vl
         decoders: dict[str, Decoder] = {}
         run = [n for n in names if ONLY in n]
+        if not run:
+            raise SystemExit(f"-k {ONLY!r} matches no model")
         for name in run:
             spec = specs[name]
             fam = spec["tokenizer_family"]
@@ -248,6 +250,11 @@ def main() -> int:
         proc.terminate()
         proc.wait(5)
     return 1 if failures else 0
+
+
+if not __debug__:
+    # Assertions are this suite's checks: under -O / PYTHONOPTIMIZE they would vanish.
+    raise SystemExit(f"{__file__}: run without -O / PYTHONOPTIMIZE (its assert checks would be stripped)")
 
 
 if __name__ == "__main__":
