@@ -5,9 +5,10 @@
 //   node --test tests/www/browser.test.mjs
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import * as tinker from 'tinker-wasm';
 import { startStack } from '../../www/dev/stack.mjs';
 import { launchChromium } from '../js/run-browser.mjs';
 
@@ -29,6 +30,29 @@ async function simConfig(body) {
 }
 
 const state = (sel) => page.getAttribute(sel, 'data-state');
+
+/** Waits until the Sample preview shows model A's prompt rendered with `renderer` (or 'raw'). */
+const rendered = (renderer, p = page) => p.waitForFunction((r) => {
+  const e = document.querySelector('#rendered-text');
+  return e.dataset.state === 'ok' && e.dataset.renderer === r;
+}, renderer);
+
+/** The same tokenizer in Node, from the files the site serves (the page's must agree). */
+const nodeTokenizers = new Map();
+async function nodeTokenizer(family) {
+  if (!nodeTokenizers.has(family)) {
+    const { dir } = stack.site.tokenizers[family];
+    nodeTokenizers.set(family, tinker.Tokenizer.fromJSON(await readFile(path.join(dir, 'tokenizer.json')), { config: await readFile(path.join(dir, 'tokenizer_config.json'), 'utf8') }));
+  }
+  return nodeTokenizers.get(family);
+}
+
+/** What the server offers, asked directly. */
+async function serverModels() {
+  const r = await fetch(`${stack.simURL}/api/v1/get_server_capabilities`, { headers: { 'x-api-key': stack.apiKey } });
+  assert.equal(r.status, 200);
+  return (await r.json()).supported_models.map((m) => m.model_name);
+}
 
 before(async () => {
   await mkdir(artifacts, { recursive: true });
@@ -296,6 +320,254 @@ test('readable on a narrow screen: nothing overflows sideways', async () => {
   assert.ok(overflow <= 0, `horizontal overflow of ${overflow}px`);
   await shot('7-narrow');
   await page.setViewportSize({ width: 1280, height: 900 });
+});
+
+test('every model the server reports is offered, grouped by organisation, with its attributes', async () => {
+  const names = await serverModels();
+  assert.equal(names.length, tinker.listModels().length, 'tinker-sim serves the cookbook lineup');
+  const index = await (await fetch(`${stack.siteURL}/tokenizers/index.json`)).json();
+  for (const picker of ['#model-a', '#model-b', '#ft-model']) {
+    const groups = await page.locator(`${picker} optgroup`).evaluateAll((els) => els.map((g) => ({
+      label: g.label,
+      options: [...g.children].map((o) => ({ value: o.value, text: o.textContent, ...o.dataset })),
+    })));
+    const base = groups.filter((g) => g.label !== 'Your sampler checkpoints');
+    // Every model, once, in the server's order within its organisation's group.
+    assert.deepEqual(base.flatMap((g) => g.options.map((o) => o.value)).sort(), names.map((n) => `base:${n}`).sort(), picker);
+    const orgs = [...new Set(names.map((n) => tinker.getModelAttributes(n).organization))];
+    assert.deepEqual(base.map((g) => g.label), orgs, `${picker}: one group per organisation`);
+    for (const g of base) {
+      assert.deepEqual(g.options.map((o) => o.value), names.filter((n) => tinker.getModelAttributes(n).organization === g.label).map((n) => `base:${n}`));
+      for (const o of g.options) {
+        const name = o.value.slice(5);
+        const a = tinker.getModelAttributes(name);
+        assert.equal(o.kind, a.is_chat ? 'chat' : 'base', name);
+        assert.equal(o.vision, String(a.is_vl), name);
+        assert.match(o.text, new RegExp(`^${name.split('/')[1].replace(/[.]/g, '\\.')} · ${a.is_chat ? 'chat' : 'base'}${a.is_vl ? ' · vision' : ''}`), name);
+        assert.ok(o.text.includes(a.size_str), name);
+        // Whether the site has the model's tokenizer: its family is in the site's index.
+        assert.equal(o.tokenizer, String(o.family in index.families), name);
+        assert.equal(o.text.includes('no tokenizer on this site'), !(o.family in index.families), name);
+      }
+    }
+  }
+  // Families: a base model's is its chat siblings' (Qwen3-8B-Base reads with Qwen3).
+  const family = (n) => page.getAttribute(`#model-a option[value="base:${n}"]`, 'data-family');
+  assert.equal(await family('Qwen/Qwen3-8B-Base'), 'qwen3');
+  assert.equal(await family('Qwen/Qwen3.5-9B-Base'), 'qwen3_5');
+  assert.equal(await family('deepseek-ai/DeepSeek-V3.1-Base'), 'deepseek_v3');
+  assert.equal(await family('meta-llama/Llama-3.2-1B'), 'llama3');
+  assert.equal(await family('openai/gpt-oss-20b'), 'gpt_oss');
+  assert.equal(await family('zai-org/GLM-5.3'), 'glm5');
+  assert.equal(await family('thinkingmachines/Inkling'), 'o200k_base_chat');
+  // The Tokens tab offers every family the site has.
+  const offered = await page.locator('#tok-family option').evaluateAll((els) => els.map((o) => o.value));
+  assert.deepEqual(offered, ['auto', ...Object.keys(index.families)]);
+  assert.ok(['qwen3', 'llama3', 'gpt_oss'].every((f) => f in index.families), 'the npm families at least');
+});
+
+test('gpt-oss: its recommended renderer by default, its other one, a sample, and its tokens', async () => {
+  await page.click('#tab-sample');
+  await page.uncheck('#compare');
+  await page.selectOption('#model-a', 'base:openai/gpt-oss-20b');
+  await rendered('gpt_oss_no_sysprompt');
+  const choices = await page.locator('#renderer option').evaluateAll((els) => els.map((o) => [o.value, o.textContent]));
+  assert.deepEqual(choices, [
+    ['gpt_oss_no_sysprompt', 'gpt_oss_no_sysprompt (recommended)'],
+    ['gpt_oss_medium_reasoning', 'gpt_oss_medium_reasoning'],
+    ['raw', 'raw text (no template)'],
+  ]);
+  assert.deepEqual(choices.slice(0, 2).map(([v]) => v), tinker.getRecommendedRendererNames('openai/gpt-oss-20b'));
+  assert.match(await page.textContent('#model-info'), /^openai\/gpt-oss-20b: chat model · openai 1 · 21B-A3\.6B · renderers: gpt_oss_no_sysprompt, gpt_oss_medium_reasoning · gpt-oss \(o200k_harmony\) tokenizer$/);
+  await page.fill('#system', '');
+  await page.fill('#user', 'What is the capital of France?');
+  await page.fill('#answer', '');
+  await page.waitForFunction(() => document.querySelector('#rendered-text').textContent.includes('France?<|end|>') && !document.querySelector('#rendered-text').textContent.includes('pirate'));
+  assert.equal(await page.textContent('#rendered-text'), '<|start|>user<|message|>What is the capital of France?<|end|><|start|>assistant');
+  assert.deepEqual(await page.locator('#rendered-text .special').allTextContents(), ['<|start|>', '<|message|>', '<|end|>', '<|start|>']);
+  // The page's tokens are the package's, in Node, with the same files and renderer.
+  const tok = await nodeTokenizer('gpt_oss');
+  const expected = new tinker.Renderer('gpt_oss_no_sysprompt', tok).buildGenerationPrompt([{ role: 'user', content: 'What is the capital of France?' }]).chunks.flatMap((c) => [...c.tokens]);
+  assert.equal(await page.getAttribute('#rendered-text', 'data-tokens'), String(expected.length));
+  // The family's other renderer.
+  await page.selectOption('#renderer', 'gpt_oss_medium_reasoning');
+  await rendered('gpt_oss_medium_reasoning');
+  const text = await page.textContent('#rendered-text');
+  assert.match(text, /^<\|start\|>system<\|message\|>You are ChatGPT, a large language model trained by OpenAI\.\nKnowledge cutoff: 2024-06\nCurrent date: \d{4}-\d\d-\d\d\n\nReasoning: medium/);
+  assert.match(text, /<\|start\|>user<\|message\|>What is the capital of France\?<\|end\|><\|start\|>assistant$/);
+  await page.selectOption('#renderer', 'gpt_oss_no_sysprompt');
+  await rendered('gpt_oss_no_sysprompt');
+  await page.fill('#max-tokens', '16');
+  await page.fill('#seed', '5');
+  await page.fill('#num-samples', '2');
+  await page.click('#sample');
+  await page.waitForSelector('#sample-status[data-state="done"]');
+  assert.equal(await page.getAttribute('#results .col', 'data-model'), 'base:openai/gpt-oss-20b');
+  assert.match(await page.textContent('#results .col h3'), /^openai\/gpt-oss-20b gpt_oss_no_sysprompt$/);
+  const seqs = page.locator('#results article.seq');
+  assert.equal(await seqs.count(), 2);
+  for (let i = 0; i < 2; i++) {
+    const toks = await seqs.nth(i).locator('.tok').evaluateAll((els) => els.map((e) => [Number(e.dataset.tokenId), Number(e.dataset.logprob), e.textContent]));
+    assert.ok(toks.length >= 1 && toks.length <= 16);
+    for (const [id, lp] of toks) assert.ok(Number.isInteger(id) && id >= 0 && id < tok.vocabSize && lp <= 0, `token ${id} logprob ${lp}`);
+    // Each token reads as the gpt-oss tokenizer decodes it.
+    const ids = toks.map(([id]) => id);
+    assert.equal(toks.map(([, , t]) => t).join(''), tok.decode(ids));
+  }
+  await shot('8-gpt-oss');
+  // The Tokens tab: the model's family by default, the prompt's exact ids.
+  await page.click('#tab-tokens');
+  await page.check('input[name="tok-source"][value="prompt"]');
+  await page.selectOption('#tok-family', 'auto');
+  await page.waitForFunction(() => document.querySelector('#tok-view').dataset.family === 'gpt_oss');
+  assert.deepEqual(await page.locator('#tok-view .chip').evaluateAll((els) => els.map((e) => Number(e.dataset.id))), expected);
+  assert.match(await page.textContent('#tok-summary'), new RegExp(`^${expected.length} tokens · \\d+ characters · gpt-oss \\(o200k_harmony\\) tokenizer \\(openai/gpt-oss-20b's\\)`));
+  assert.match(await page.textContent('#tok-source-note'), /^Files: real · npm @lenml\/tokenizer-gptoss/);
+  // Any text, with that family picked by hand.
+  await page.check('input[name="tok-source"][value="custom"]');
+  await page.selectOption('#tok-family', 'gpt_oss');
+  await page.fill('#tok-custom', 'Hello world, tinker! 日本語');
+  const want = [...tok.encode('Hello world, tinker! 日本語')];
+  await page.waitForFunction((n) => document.querySelector('#tok-view').dataset.family === 'gpt_oss' && document.querySelector('#tok-view').dataset.count === n, String(want.length));
+  assert.deepEqual(await page.locator('#tok-view .chip').evaluateAll((els) => els.map((e) => Number(e.dataset.id))), want);
+  await shot('9-gpt-oss-tokens');
+  await page.selectOption('#tok-family', 'auto');
+  await page.check('input[name="tok-source"][value="prompt"]');
+  await page.click('#tab-sample');
+});
+
+test('DeepSeek V3.1 with the generated tokenizer files: render, sample, and its tokens', async () => {
+  // make test-www generates them first (the renderer-tokenizers target).
+  assert.ok(stack.site.tokenizers.deepseek_v3, 'no DeepSeek tokenizer files: run `make renderer-tokenizers`');
+  const model = 'deepseek-ai/DeepSeek-V3.1';
+  await page.selectOption('#model-a', `base:${model}`);
+  await rendered('deepseekv3');
+  assert.deepEqual(await page.locator('#renderer option').evaluateAll((els) => els.map((o) => o.value)), [...tinker.getRecommendedRendererNames(model), 'raw']);
+  assert.equal(await page.textContent('#rendered-text'), '<｜begin▁of▁sentence｜><｜User｜>What is the capital of France?<｜Assistant｜></think>');
+  // Its control tokens, </think> (renamed from a placeholder for V3.1) included, are single added tokens.
+  assert.deepEqual(await page.locator('#rendered-text .special').allTextContents(), ['<｜begin▁of▁sentence｜>', '<｜User｜>', '<｜Assistant｜>', '</think>']);
+  const tok = await nodeTokenizer('deepseek_v3');
+  const expected = new tinker.Renderer('deepseekv3', tok).buildGenerationPrompt([{ role: 'user', content: 'What is the capital of France?' }]).chunks.flatMap((c) => [...c.tokens]);
+  assert.equal(expected.at(-1), 128799);
+  await page.selectOption('#renderer', 'deepseekv3_thinking');
+  await rendered('deepseekv3_thinking');
+  assert.match(await page.textContent('#rendered-text'), /<｜Assistant｜><think>$/);
+  await page.selectOption('#renderer', 'deepseekv3');
+  await rendered('deepseekv3');
+  await page.click('#sample');
+  await page.waitForSelector('#sample-status[data-state="done"]');
+  assert.equal(await page.getAttribute('#results .col', 'data-model'), `base:${model}`);
+  assert.match(await page.textContent('#results .col h3'), /deepseekv3$/);
+  const ids = await page.locator('#results article.seq').first().locator('.tok').evaluateAll((els) => els.map((e) => Number(e.dataset.tokenId)));
+  assert.ok(ids.length >= 1 && ids.every((id) => id < tok.vocabSize));
+  await page.click('#tab-tokens');
+  await page.waitForFunction(() => document.querySelector('#tok-view').dataset.family === 'deepseek_v3');
+  assert.deepEqual(await page.locator('#tok-view .chip').evaluateAll((els) => els.map((e) => Number(e.dataset.id))), expected);
+  assert.match(await page.textContent('#tok-summary'), /DeepSeek V3\.1 tokenizer \(deepseek-ai\/DeepSeek-V3\.1's\) \(general engine\)/);
+  assert.match(await page.textContent('#tok-source-note'), /^Files: exported · /);
+  await shot('10-deepseek-tokens');
+  // Its base model reads with the same tokenizer, with role_colon or raw text.
+  await page.click('#tab-sample');
+  await page.selectOption('#model-a', 'base:deepseek-ai/DeepSeek-V3.1-Base');
+  await rendered('role_colon');
+  assert.match(await page.textContent('#model-info'), /base model .* DeepSeek V3\.1 tokenizer$/);
+});
+
+test('a base model: role_colon by default, or raw text', async () => {
+  await page.click('#tab-sample');
+  await page.selectOption('#model-a', 'base:Qwen/Qwen3-8B-Base');
+  await rendered('role_colon');
+  assert.deepEqual(await page.locator('#renderer option').evaluateAll((els) => els.map((o) => [o.value, o.textContent])), [
+    ['role_colon', 'role_colon (recommended)'],
+    ['raw', 'raw text (no template)'],
+  ]);
+  assert.equal(await page.textContent('#rendered-text'), 'User: What is the capital of France?\n\nAssistant:');
+  assert.equal(await page.isVisible('#raw'), false);
+  await page.selectOption('#renderer', 'raw');
+  await rendered('raw');
+  assert.equal(await page.isVisible('#raw'), true);
+  assert.equal(await page.isVisible('#user'), false);
+  await page.fill('#raw', 'The capital of France is');
+  await page.waitForFunction(() => document.querySelector('#rendered-text').textContent === 'The capital of France is');
+  await page.click('#sample');
+  await page.waitForSelector('#sample-status[data-state="done"]');
+  assert.match(await page.textContent('#results .col h3'), /^Qwen\/Qwen3-8B-Base raw text$/);
+  // A chat model then: raw text stays picked (it is offered to every model).
+  await page.selectOption('#model-a', 'base:Qwen/Qwen3-8B');
+  await rendered('raw');
+  await page.selectOption('#renderer', 'qwen3');
+  await rendered('qwen3');
+});
+
+test('a model the cookbook cannot render says why; raw text still works for it', async () => {
+  assert.ok(stack.site.tokenizers.kimi_k25, 'no Kimi tokenizer files: run `make renderer-tokenizers`');
+  await page.selectOption('#model-a', 'base:moonshotai/Kimi-K3.1-Pro');
+  await page.waitForFunction(() => document.querySelector('#rendered-text').dataset.state === 'error');
+  assert.match(await page.textContent('#rendered-text'), /^\(cannot render: kimi_k31_pro_max_reasoning is not available: tinker-cookbook 0\.6\.1 renders Kimi K3\.1-Pro with the KimiK31Pro renderer/);
+  await page.click('#sample');
+  await page.waitForSelector('#sample-status[data-state="failed"]');
+  assert.match(await page.textContent('#sample-error'), /kimi_k31_pro_max_reasoning is not available/);
+  assert.equal(await page.getAttribute('#ops .op', 'data-state'), 'failed', 'a failure, not a cancellation');
+  await page.selectOption('#renderer', 'raw');
+  await rendered('raw');
+  await page.selectOption('#model-a', 'base:Qwen/Qwen3-8B');
+  await rendered('raw');
+  await page.selectOption('#renderer', 'qwen3');
+  await rendered('qwen3');
+});
+
+test('a model whose tokenizer the site lacks is still offered, with a clear message wherever one is needed', async () => {
+  // The same site with GLM's files left out of its index.
+  const other = await browser.context.newPage();
+  other.setDefaultTimeout(60_000);
+  const errors = [];
+  other.on('pageerror', (e) => errors.push(e.message));
+  await other.route('**/tokenizers/index.json', async (route) => {
+    const res = await route.fetch();
+    const index = await res.json();
+    delete index.families.glm5;
+    await route.fulfill({ response: res, json: index });
+  });
+  try {
+    await other.goto(`${stack.siteURL}/`);
+    await other.waitForSelector('body[data-connected="true"]');
+    const glm = other.locator('#model-a option[value="base:zai-org/GLM-5.3"]');
+    assert.equal(await glm.getAttribute('data-tokenizer'), 'false');
+    assert.match(await glm.textContent(), /^GLM-5\.3 · chat · 744B-A40B · no tokenizer on this site$/);
+    await other.selectOption('#model-a', 'base:zai-org/GLM-5.3');
+    await other.waitForFunction(() => document.querySelector('#rendered-text').dataset.state === 'no-tokenizer');
+    assert.match(await other.textContent('#rendered-text'), /^No tokenizer: this site has no tokenizer files for zai-org\/GLM-5\.3: it needs the GLM-5 tokenizer \(\/tokenizers\/glm5\/tokenizer\.json\)\. The model can still be picked/);
+    assert.match(await other.textContent('#model-info'), /no tokenizer on this site \(needs GLM-5\)$/);
+    // Its renderers are still offered.
+    assert.deepEqual(await other.locator('#renderer option').evaluateAll((els) => els.map((o) => o.value)), [...tinker.getRecommendedRendererNames('zai-org/GLM-5.3'), 'raw']);
+    await other.click('#sample');
+    await other.waitForSelector('#sample-status[data-state="failed"]');
+    assert.match(await other.textContent('#sample-error'), /^NoTokenizer.*GLM-5 tokenizer/s);
+    assert.match(await other.textContent('#sample-error .hint'), /Deploying the page/);
+    // The Tokens tab says so for the model's family, and offers the others.
+    await other.click('#tab-tokens');
+    await other.waitForSelector('#tok-error:not([hidden])');
+    assert.match(await other.textContent('#tok-error'), /GLM-5 tokenizer/);
+    const families = await other.locator('#tok-family option').evaluateAll((els) => els.map((o) => o.value));
+    assert.ok(!families.includes('glm5') && families.includes('qwen3'));
+    await other.check('input[name="tok-source"][value="custom"]');
+    await other.selectOption('#tok-family', 'qwen3');
+    await other.waitForFunction(() => document.querySelector('#tok-view').dataset.family === 'qwen3');
+    assert.equal(await other.isHidden('#tok-error'), true);
+    await other.screenshot({ path: path.join(artifacts, '11-no-tokenizer.png'), fullPage: true });
+    // Fine-tuning it needs the tokenizer too.
+    await other.click('#tab-finetune');
+    await other.selectOption('#ft-model', 'base:zai-org/GLM-5.3');
+    assert.equal(await other.inputValue('#ft-renderer'), 'glm5_3_max_reasoning');
+    assert.deepEqual(await other.locator('#ft-renderer option').evaluateAll((els) => els.map((o) => o.value)), tinker.getRecommendedRendererNames('zai-org/GLM-5.3'));
+    await other.waitForFunction(() => document.querySelector('#ft-parse').dataset.examples === '6');
+    await other.click('#ft-run');
+    await other.waitForSelector('#ft-status[data-state="failed"]');
+    assert.match(await other.textContent('#ft-error'), /^NoTokenizer.*GLM-5 tokenizer/s);
+    assert.deepEqual(errors, []);
+  } finally {
+    await other.close();
+  }
 });
 
 test('the page never held the key: not in what it sent, not in what the relay answered', async () => {

@@ -93,9 +93,10 @@ export class Operation {
     this.#end();
   }
 
-  /** Ends with `e`: cancelled if it is an abort, failed otherwise. */
+  /** Ends with `e`: cancelled if the user cancelled it or `e` is an abort, failed otherwise
+   *  (an operation may abort its own signal after a failure, to stop its other calls). */
   fail(e) {
-    this.state = isAbort(e) || this.signal.aborted ? 'cancelled' : 'failed';
+    this.state = isAbort(e) || this.state === 'cancelling' ? 'cancelled' : 'failed';
     this.setPhase(this.state === 'cancelled' ? 'cancelled' : `${e?.name ?? 'Error'}: ${e?.message ?? e}`);
     this.#end();
   }

@@ -3,11 +3,12 @@
 // sampler weights and a sampling client on them.
 import { $, isAbort, ms, num, setStatus, showError } from './ui.js';
 import { conversationToDatum } from 'tinker-wasm';
-import { rendererFor, tokenizerFor } from './tokenizers.js';
+import { familyName, isLoaded, modelInfo, rendererFor, tokenizerFor } from './tokenizers.js';
 import { lossChart } from './chart.js';
 import { resultColumn } from './render.js';
 import { modelKey, parseModelKey } from './connection.js';
-import { fillModelSelect, modelLabel } from './sample.js';
+import { modelLabel } from './sample.js';
+import { fillModelSelect, fillRendererSelect, modelSummary } from './pickers.js';
 
 /** Steps submitted ahead of the one being awaited (requests run in call order). */
 const PIPELINE_DEPTH = 2;
@@ -60,7 +61,7 @@ export function parseExamples(text) {
 
 export function finetunePanel(app) {
   const el = {
-    form: $('#ft-form'), model: $('#ft-model'), rank: $('#ft-rank'), template: $('#ft-template'), examples: $('#ft-examples'),
+    form: $('#ft-form'), model: $('#ft-model'), rank: $('#ft-rank'), renderer: $('#ft-renderer'), info: $('#ft-model-info'), examples: $('#ft-examples'),
     file: $('#ft-file'), reset: $('#ft-reset'), parse: $('#ft-parse'), steps: $('#ft-steps'), lr: $('#ft-lr'),
     trainOn: $('#ft-train-on'), name: $('#ft-name'), run: $('#ft-run'), cancel: $('#ft-cancel'), progress: $('#ft-progress'),
     status: $('#ft-status'), error: $('#ft-error'), chart: $('#ft-chart'), after: $('#ft-after'), path: $('#ft-path'),
@@ -78,6 +79,15 @@ export function finetunePanel(app) {
     el.parse.dataset.examples = String(examples.length);
     el.parse.dataset.errors = String(errors.length);
     return { examples, errors };
+  }
+
+  /** The base model changed: its renderers (no raw text: training needs a chat template) and its description. */
+  function pickModel() {
+    if (!el.model.value) return;
+    const baseModel = parseModelKey(el.model.value).id;
+    fillRendererSelect(el.renderer, baseModel, { raw: false });
+    el.info.textContent = modelSummary(baseModel);
+    el.info.dataset.model = baseModel;
   }
 
   function busy(on) {
@@ -126,10 +136,11 @@ export function finetunePanel(app) {
     let done = 0;
     const pending = [];
     try {
-      say('running', `Loading the ${baseModel} tokenizer…`);
+      const { family } = modelInfo(baseModel);
+      if (family && !isLoaded(family)) say('running', `Loading the ${familyName(family)} tokenizer…`);
       const tok = await tokenizerFor(baseModel);
       current.check();
-      const renderer = rendererFor(baseModel, tok, el.template.value);
+      const renderer = rendererFor(baseModel, tok, el.renderer.value);
       const data = examples.map((m) => conversationToDatum(m, renderer, { train_on_what: el.trainOn.value, reduction: 'none' }));
       const weight = data.reduce((a, d) => a + d.loss_fn_inputs.weights.data.reduce((x, y) => x + y, 0), 0);
       if (weight === 0) throw Object.assign(new TypeError('no token of these examples is trained on (check "Train on")'), { field: 'examples' });
@@ -164,7 +175,7 @@ export function finetunePanel(app) {
       const key = modelKey('ckpt', path);
       app.conn.adoptSampler(key, sampler, baseModel);
       const last = examples[0].filter((m) => m.role !== 'assistant');
-      trained = { key, path, baseModel, renderer, tok, messages: last, examples };
+      trained = { key, path, baseModel, renderer, rendererName: el.renderer.value, tok, messages: last, examples };
       el.path.textContent = path;
       el.tryPrompt.value = last.filter((m) => m.role === 'user').at(-1)?.content ?? '';
       el.after.hidden = false;
@@ -200,11 +211,11 @@ export function finetunePanel(app) {
     try {
       const messages = [...trained.messages.filter((m) => m.role === 'system'), { role: 'user', content: el.tryPrompt.value }];
       const prompt = trained.renderer.buildGenerationPrompt(messages);
-      const ids = prompt.chunks[0].tokens;
+      const ids = Uint32Array.from(prompt.chunks.flatMap((c) => [...c.tokens]));
       const sampler = await app.conn.samplingClient(trained.key, { signal: current.signal });
       const p = app.samplingParams();
       const res = await sampler.sample({ prompt: ids, numSamples: p.numSamples, samplingParams: { ...p.samplingParams, stop: p.stop ?? trained.renderer.stopSequences }, topkSampleLogprobs: p.alternatives || undefined, signal: current.signal });
-      el.tryResults.replaceChildren(resultColumn({ key: trained.key, title: modelLabel(trained.key), subtitle: `fine-tuned ${trained.baseModel}`, tok: trained.tok, promptIds: ids, res }));
+      el.tryResults.replaceChildren(resultColumn({ key: trained.key, title: modelLabel(trained.key), subtitle: `fine-tuned ${trained.baseModel} · ${trained.rendererName}`, tok: trained.tok, promptIds: ids, res }));
       current.finish(`${res.sequences.length} samples`);
       setStatus(el.tryStatus, 'done', `Sampled in ${ms(performance.now() - t0)}.`);
     } catch (e) {
@@ -233,6 +244,7 @@ export function finetunePanel(app) {
   });
   el.cancel.addEventListener('click', () => op?.cancel());
   el.examples.addEventListener('input', checkExamples);
+  el.model.addEventListener('change', () => pickModel());
   el.file.addEventListener('change', () => el.file.files[0] && loadFile(el.file.files[0]));
   el.reset.addEventListener('click', () => {
     el.examples.value = exampleSet;
@@ -254,6 +266,7 @@ export function finetunePanel(app) {
       user: el.tryPrompt.value,
       system: (example ?? trained.messages).find((m) => m.role === 'system')?.content ?? '',
       answer: example?.filter((m) => m.role === 'assistant').at(-1)?.content ?? '',
+      renderer: trained.rendererName,
     });
   });
   busy(false);
@@ -263,7 +276,8 @@ export function finetunePanel(app) {
     chart,
     busy,
     setModels(models) {
-      fillModelSelect(el.model, models, { checkpoints: false, trainableOnly: true });
+      fillModelSelect(el.model, models, { checkpoints: false, trainableOnly: true, prefer: app.config.defaultModel });
+      pickModel();
     },
     setExampleSet(text) {
       exampleSet = text;

@@ -8,7 +8,7 @@ import { installTokenInspector } from './render.js';
 import { samplePanel } from './sample.js';
 import { tokensPanel } from './tokens.js';
 import { finetunePanel } from './finetune.js';
-import { setTokenizerBase } from './tokenizers.js';
+import { loadTokenizerIndex, setTokenizerBase } from './tokenizers.js';
 
 const app = {
   conn: null,
@@ -59,7 +59,7 @@ app.refreshModels = async () => {
     refreshing = null;
   });
   try {
-    const models = await refreshing;
+    const [models] = await Promise.all([refreshing, loadTokenizerIndex()]);
     if (conn !== app.conn) return;
     app.models = models;
     app.sample.setModels(models);
@@ -148,12 +148,16 @@ async function loadConfig() {
   const q = new URLSearchParams(location.search);
   if (q.get('relay')) Object.assign(config, { mode: 'relay', relayURL: q.get('relay') });
   if (q.get('direct')) Object.assign(config, { mode: 'direct', simURL: q.get('direct') });
+  if (q.get('model')) config.defaultModel = q.get('model');
   return config;
 }
 
 const config = await loadConfig();
 app.config = config;
-if (config.tokenizers) setTokenizerBase(config.tokenizers);
+if (config.tokenizers) {
+  setTokenizerBase(config.tokenizers);
+  app.tokens.update();
+}
 if (config.relayURL) $('#relay-url').value = config.relayURL;
 if (config.simURL) $('#direct-url').value = config.simURL;
 if (config.mode) connForm.querySelector(`input[name="mode"][value="${config.mode}"]`).checked = true;

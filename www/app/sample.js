@@ -2,22 +2,10 @@
 // chat or raw prompt rendered with the model's template, sampling parameters, and the
 // results with per-token logprobs.
 import { $, h, isAbort, ms, num, setStatus, showError } from './ui.js';
-import { familyOf, pieces, rendererFor, tokenizerFor } from './tokenizers.js';
+import { isLoaded, familyName, modelInfo, pieces, rendererFor, tokenizerFor } from './tokenizers.js';
 import { resultColumn } from './render.js';
-import { modelKey, parseModelKey } from './connection.js';
-
-/** Fills a model <select> from the model lists, keeping the current choice if possible. */
-export function fillModelSelect(select, models, { checkpoints = true, trainableOnly = false } = {}) {
-  const keep = select.value;
-  select.replaceChildren();
-  const base = models.base.filter((m) => (trainableOnly ? m.trainable !== false : m.sampleable !== false));
-  select.append(h('optgroup', { label: 'Base models' }, base.map((m) => h('option', { value: modelKey('base', m.model_name) }, m.model_name))));
-  if (checkpoints && models.samplers.length) {
-    select.append(h('optgroup', { label: 'Your sampler checkpoints' }, models.samplers.map((c) =>
-      h('option', { value: modelKey('ckpt', c.path), title: c.path }, `${c.name} · ${c.baseModel ?? 'unknown base'} · ${c.runId.slice(0, 8)}…`))));
-  }
-  if ([...select.options].some((o) => o.value === keep)) select.value = keep;
-}
+import { parseModelKey } from './connection.js';
+import { RAW, fillModelSelect, fillRendererSelect, modelSummary, rendererOf } from './pickers.js';
 
 /** A short label for a model key. */
 export function modelLabel(key) {
@@ -44,7 +32,7 @@ export function parseStop(text) {
 export function samplePanel(app) {
   const el = {
     form: $('#sample-form'), a: $('#model-a'), b: $('#model-b'), compare: $('#compare'), refresh: $('#refresh-models'),
-    system: $('#system'), user: $('#user'), raw: $('#raw'), answer: $('#answer'), template: $('#template'),
+    system: $('#system'), user: $('#user'), raw: $('#raw'), answer: $('#answer'), renderer: $('#renderer'), info: $('#model-info'),
     rendered: $('#rendered-text'), renderedCount: $('#rendered-count'),
     maxTokens: $('#max-tokens'), temperature: $('#temperature'), topK: $('#top-k'), topP: $('#top-p'), seed: $('#seed'),
     n: $('#num-samples'), stop: $('#stop'), alts: $('#topk-logprobs'), scorePrompt: $('#score-prompt'),
@@ -52,8 +40,12 @@ export function samplePanel(app) {
   };
   let op = null;
   let renderSeq = 0;
+  let pickSeq = 0;
 
-  const mode = () => el.form.querySelector('input[name="prompt-mode"]:checked').value;
+  /** `chat` (a renderer is picked) or `raw`. */
+  const mode = () => (el.renderer.value === RAW ? 'raw' : 'chat');
+  /** The renderer for a model: model A's pick, or its counterpart for model B. */
+  const rendererName = (baseModel) => rendererOf(baseModel, el.renderer.value);
 
   function messages() {
     const out = [];
@@ -62,14 +54,15 @@ export function samplePanel(app) {
     return out;
   }
 
-  /** The prompt tokens for a base model, and the default stop (end of turn in chat mode). */
+  /** The prompt tokens for a base model, the default stop (end of turn in chat mode) and the renderer's name. */
   function buildPrompt(baseModel, tok) {
-    if (mode() === 'chat') {
-      const renderer = rendererFor(baseModel, tok, el.template.value);
+    const name = rendererName(baseModel);
+    if (name !== RAW) {
+      const renderer = rendererFor(baseModel, tok, name);
       const prompt = renderer.buildGenerationPrompt(messages());
-      return { ids: Uint32Array.from(prompt.chunks.flatMap((c) => [...c.tokens])), stop: renderer.stopSequences };
+      return { ids: Uint32Array.from(prompt.chunks.flatMap((c) => [...c.tokens])), stop: renderer.stopSequences, renderer: name };
     }
-    return { ids: tok.encode(el.raw.value, { addSpecialTokens: true }), stop: null };
+    return { ids: tok.encode(el.raw.value, { addSpecialTokens: true }), stop: null, renderer: RAW };
   }
 
   /**
@@ -80,8 +73,9 @@ export function samplePanel(app) {
   function buildAnswer(baseModel, tok, promptIds) {
     const answer = el.answer.value;
     if (!answer.trim()) return null;
-    if (mode() === 'chat') {
-      const renderer = rendererFor(baseModel, tok, el.template.value);
+    const name = rendererName(baseModel);
+    if (name !== RAW) {
+      const renderer = rendererFor(baseModel, tok, name);
       const { model_input, weights } = renderer.buildSupervisedExample([...messages(), { role: 'assistant', content: answer }]);
       const seq = model_input.chunks.flatMap((c) => [...c.tokens]);
       const positions = [];
@@ -93,27 +87,56 @@ export function samplePanel(app) {
     return { seq, positions: ids.length ? Array.from(ids, (_, i) => promptIds.length + i) : [] };
   }
 
+  /** Model A changed: its renderers, its description, then the preview. */
+  async function pickModel() {
+    const seq = ++pickSeq;
+    const key = el.a.value;
+    if (!key || !app.conn) return;
+    let baseModel;
+    try {
+      baseModel = await app.conn.baseModelOf(key);
+    } catch (e) {
+      if (seq === pickSeq) showError(el.error, e);
+      return;
+    }
+    if (seq !== pickSeq) return;
+    fillRendererSelect(el.renderer, baseModel);
+    el.info.textContent = modelSummary(baseModel);
+    el.info.dataset.model = baseModel;
+    renderPreview();
+  }
+
   /** Re-renders the prompt preview for model A and tells the Tokens panel. */
   async function renderPreview() {
     const seq = ++renderSeq;
     for (const [k, v] of Object.entries({ chat: mode() === 'chat', raw: mode() === 'raw' })) el.form.querySelector(`[data-prompt="${k}"]`).hidden = !v;
-    el.template.disabled = mode() !== 'chat';
     const key = el.a.value;
     if (!key || !app.conn) return;
+    let baseModel;
     try {
-      const baseModel = await app.conn.baseModelOf(key);
+      baseModel = await app.conn.baseModelOf(key);
+      const { family } = modelInfo(baseModel);
+      if (family && !isLoaded(family)) {
+        el.rendered.dataset.state = 'loading';
+        el.renderedCount.textContent = `· loading the ${familyName(family)} tokenizer…`;
+      }
       const tok = await tokenizerFor(baseModel);
       if (seq !== renderSeq) return;
-      const { ids } = buildPrompt(baseModel, tok);
+      const { ids, renderer } = buildPrompt(baseModel, tok);
       const parts = pieces(tok, ids);
       el.rendered.replaceChildren(...parts.map((p) => (p.special ? h('span.special', {}, p.text) : p.text)));
-      el.renderedCount.textContent = `· ${ids.length} tokens · ${baseModel}`;
+      el.renderedCount.textContent = `· ${ids.length} tokens · ${baseModel} · ${renderer === RAW ? 'raw text' : renderer}`;
       el.rendered.dataset.tokens = String(ids.length);
-      app.bus.dispatchEvent(new CustomEvent('prompt', { detail: { family: familyOf(baseModel), ids, tok } }));
+      el.rendered.dataset.renderer = renderer;
+      el.rendered.dataset.state = 'ok';
+      app.bus.dispatchEvent(new CustomEvent('prompt', { detail: { model: baseModel, family, ids, tok } }));
     } catch (e) {
       if (seq !== renderSeq) return;
-      el.rendered.textContent = `(cannot render: ${e.message})`;
+      el.rendered.textContent = e.name === 'NoTokenizer' ? `No tokenizer: ${e.message}.` : `(cannot render: ${e.message})`;
+      el.rendered.dataset.state = e.name === 'NoTokenizer' ? 'no-tokenizer' : 'error';
+      delete el.rendered.dataset.tokens;
       el.renderedCount.textContent = '';
+      if (baseModel) app.bus.dispatchEvent(new CustomEvent('prompt', { detail: { model: baseModel, family: modelInfo(baseModel).family, error: e } }));
     }
   }
 
@@ -146,7 +169,7 @@ export function samplePanel(app) {
     const baseModel = await app.conn.baseModelOf(key);
     const tok = await tokenizerFor(baseModel);
     opRef.check();
-    const { ids, stop } = buildPrompt(baseModel, tok);
+    const { ids, stop, renderer } = buildPrompt(baseModel, tok);
     const client = await app.conn.samplingClient(key, { signal });
     opRef.setPhase(`sampling ${p.numSamples}× from ${modelLabel(key)}…`);
     const samplingParams = { ...p.samplingParams };
@@ -168,7 +191,7 @@ export function samplePanel(app) {
       const lps = await client.computeLogprobs(ref.seq, { signal });
       answer = { ids: ref.positions.map((i) => ref.seq[i]), logprobs: ref.positions.map((i) => lps[i]) };
     }
-    return { key, baseModel, tok, ids, res, answer, elapsedMs: performance.now() - t0 };
+    return { key, baseModel, renderer, tok, ids, res, answer, elapsedMs: performance.now() - t0 };
   }
 
   /** Samples from model A (and B when comparing). */
@@ -207,7 +230,7 @@ export function samplePanel(app) {
       el.results.replaceChildren(...done.map((r, i) => resultColumn({
         key: r.key,
         title: `${keys.length > 1 ? (i === 0 ? 'A · ' : 'B · ') : ''}${modelLabel(r.key)}`,
-        subtitle: parseModelKey(r.key).kind === 'ckpt' ? `on ${r.baseModel}` : '',
+        subtitle: `${parseModelKey(r.key).kind === 'ckpt' ? `on ${r.baseModel} · ` : ''}${r.renderer === RAW ? 'raw text' : r.renderer}`,
         tok: r.tok,
         promptIds: r.ids,
         res: r.res,
@@ -241,9 +264,10 @@ export function samplePanel(app) {
     el.b.disabled = !el.compare.checked;
   });
   el.refresh.addEventListener('click', () => app.refreshModels());
-  for (const input of [el.system, el.user, el.raw, el.template, el.a, ...el.form.querySelectorAll('input[name="prompt-mode"]')]) {
-    input.addEventListener(input.tagName === 'SELECT' || input.type === 'radio' ? 'change' : 'input', () => renderPreview());
+  for (const input of [el.system, el.user, el.raw, el.renderer]) {
+    input.addEventListener(input.tagName === 'SELECT' ? 'change' : 'input', () => renderPreview());
   }
+  el.a.addEventListener('change', () => pickModel());
   for (const ta of [el.system, el.user, el.raw, el.answer]) {
     ta.addEventListener('keydown', (e) => {
       if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
@@ -260,23 +284,32 @@ export function samplePanel(app) {
     renderPreview,
     busy,
     setModels(models) {
-      fillModelSelect(el.a, models);
-      fillModelSelect(el.b, models);
+      const before = el.a.value;
+      fillModelSelect(el.a, models, { prefer: app.config.defaultModel });
+      fillModelSelect(el.b, models, { prefer: app.config.defaultModel });
       if (!el.b.value || el.b.value === el.a.value) {
-        const other = [...el.b.options].find((o) => o.value !== el.a.value);
+        const other = [...el.b.options].find((o) => o.value !== el.a.value && !o.closest('optgroup[label="Your sampler checkpoints"]'));
         if (other) el.b.value = other.value;
       }
+      if (el.a.value !== before || !el.renderer.options.length) return pickModel();
       renderPreview();
     },
-    /** Sets up a comparison (e.g. base vs fine-tuned) and runs it. */
-    compareWith({ a, b, user, system = '', answer = '' }) {
+    /** Picks model A (a key) as the user would. */
+    async selectModel(key) {
+      el.a.value = key;
+      await pickModel();
+    },
+    /** Sets up a comparison (e.g. base vs fine-tuned, with the renderer it was trained with) and runs it. */
+    async compareWith({ a, b, user, system = '', answer = '', renderer = null }) {
       for (const [select, key] of [[el.a, a], [el.b, b]]) {
         if (![...select.options].some((o) => o.value === key)) select.append(h('option', { value: key }, modelLabel(key)));
         select.value = key;
       }
       el.compare.checked = true;
       el.b.disabled = false;
-      el.form.querySelector('input[name="prompt-mode"][value="chat"]').checked = true;
+      await pickModel();
+      if (renderer && [...el.renderer.options].some((o) => o.value === renderer)) el.renderer.value = renderer;
+      else if (el.renderer.value === RAW && el.renderer.options.length > 1) el.renderer.selectedIndex = 0;
       el.user.value = user;
       el.system.value = system;
       el.answer.value = answer;

@@ -1,42 +1,181 @@
 // Tokenizers for the models the playground knows, loaded from this site (never from a
-// hub) and kept in the Cache API; chat renderers; per-token display pieces.
-import { Tokenizer, Renderer } from 'tinker-wasm';
+// hub) and kept in the Cache API; what tinker-cookbook knows of each model (attributes,
+// renderers, tokenizer family); chat renderers; per-token display pieces.
+import { Tokenizer, Renderer, getModelAttributes, listModels } from 'tinker-wasm';
 
 let base = '/tokenizers/';
 
-/** Where `<family>/tokenizer.json` and `tokenizer_config.json` are served. */
+/** Where `index.json` and `<family>/tokenizer.json` + `tokenizer_config.json` are served. */
 export function setTokenizerBase(url) {
   base = url.endsWith('/') ? url : `${url}/`;
+  indexPromise = null;
 }
 
-export const FAMILY_NAMES = { qwen3: 'Qwen3', llama3: 'Llama 3' };
+/** Names of the tokenizer families (keys as the site's index and tinker-sim name them). */
+export const FAMILY_NAMES = {
+  qwen3: 'Qwen3',
+  llama3: 'Llama 3',
+  qwen3_5: 'Qwen3.5 / 3.6 / 3.8',
+  deepseek_v3: 'DeepSeek V3.1',
+  deepseek_v4_1: 'DeepSeek V4.1',
+  glm5: 'GLM-5',
+  kimi_k2: 'Kimi K2',
+  kimi_k25: 'Kimi K2.5 / K2.6',
+  nemotron3: 'Nemotron 3',
+  gpt_oss: 'gpt-oss (o200k_harmony)',
+  o200k_base_chat: 'Inkling (o200k_base_chat)',
+};
 
-/** The tokenizer family of a base model (null when the playground has no files for it). */
-export function familyOf(baseModel) {
-  if (/qwen/i.test(baseModel ?? '')) return 'qwen3';
-  if (/llama/i.test(baseModel ?? '')) return 'llama3';
-  return null;
+export const familyName = (key) => FAMILY_NAMES[key] ?? key;
+
+/** The tokenizer family each cookbook renderer is made for (`role_colon`: any base model's). */
+const RENDERER_FAMILIES = [
+  [/^qwen3_[58](_|$)/, 'qwen3_5'],
+  [/^qwen3/, 'qwen3'],
+  [/^llama3$/, 'llama3'],
+  [/^deepseekv3/, 'deepseek_v3'],
+  [/^deepseekv4_1/, 'deepseek_v4_1'],
+  [/^glm5/, 'glm5'],
+  [/^kimi_k2$/, 'kimi_k2'],
+  [/^kimi_k(25|26|31)/, 'kimi_k25'],
+  [/^nemotron3/, 'nemotron3'],
+  [/^gpt_oss/, 'gpt_oss'],
+  [/^tml_v0$/, 'o200k_base_chat'],
+];
+
+// ---- The site's tokenizer index: which families it has files for -------------------------
+
+let indexPromise = null;
+/** KEY → { key, name, renderers, kind, source, note } of the families this site serves. */
+let siteFamilies = new Map();
+let indexError = null;
+
+/**
+ * Loads `/tokenizers/index.json` (`{ families: { KEY: { renderers, kind?, source?, note? } } }`).
+ * A site without one serves no tokenizer: models stay selectable, tokenizers are unavailable.
+ */
+export function loadTokenizerIndex() {
+  indexPromise ??= (async () => {
+    let families = {};
+    indexError = null;
+    try {
+      const r = await fetch(new URL('index.json', new URL(base, location.href)), { cache: 'no-cache' });
+      if (!r.ok) throw new Error(`HTTP ${r.status}`);
+      families = (await r.json())?.families ?? {};
+    } catch (e) {
+      indexError = `${base}index.json: ${e.message}`;
+    }
+    siteFamilies = new Map(Object.entries(families).map(([key, v]) => [key, { key, name: v.name ?? familyName(key), renderers: v.renderers ?? [], kind: v.kind, source: v.source, note: v.note }]));
+    infos.clear();
+    return siteFamilies;
+  })();
+  return indexPromise;
+}
+
+/** The families this site has files for, in the index's order. */
+export const siteFamilyList = () => [...siteFamilies.values()];
+export const hasFamily = (key) => siteFamilies.has(key);
+export const siteFamily = (key) => siteFamilies.get(key);
+
+/** The family a renderer's tokenizer belongs to (null for `role_colon`). */
+export function familyOfRenderer(name) {
+  if (name === 'role_colon') return null;
+  for (const f of siteFamilies.values()) if (f.renderers.includes(name)) return f.key;
+  return RENDERER_FAMILIES.find(([re]) => re.test(name))?.[1] ?? null;
+}
+
+// ---- The cookbook's catalogue -------------------------------------------------------------
+
+const infos = new Map();
+let catalogue = null;
+
+/**
+ * What the page knows of a base model: `{ name, org, short, known, attrs, chat, vision,
+ * audio, size, renderers, family, hasFiles }`. `known` is false for a model the cookbook
+ * (tinker-cookbook 0.6.1) does not list: no renderer, no tokenizer. A base model's family
+ * is that of the chat models of its organisation and version (e.g. Qwen3-8B-Base: Qwen3).
+ */
+export function modelInfo(name) {
+  if (!infos.has(name)) {
+    const slash = name.indexOf('/');
+    const info = { name, org: slash > 0 ? name.slice(0, slash) : '(other)', short: name.slice(slash + 1), known: false, attrs: null, chat: null, vision: false, audio: false, size: '', renderers: [], family: null };
+    try {
+      const a = getModelAttributes(name);
+      Object.assign(info, { known: true, attrs: a, org: a.organization, chat: a.is_chat, vision: a.is_vl, audio: a.is_audio_in, size: a.size_str, renderers: [...a.recommended_renderers] });
+      info.family = ownFamily(a) ?? siblingFamily(a);
+    } catch {
+      // Not in the cookbook's list: selectable, but nothing to render or tokenize with.
+    }
+    info.hasFiles = info.family !== null && siteFamilies.has(info.family);
+    infos.set(name, info);
+  }
+  return infos.get(name);
+}
+
+const ownFamily = (a) => a.recommended_renderers.map(familyOfRenderer).find(Boolean) ?? null;
+
+function siblingFamily(a) {
+  catalogue ??= listModels().map((m) => getModelAttributes(m));
+  const chat = catalogue.filter((c) => c.organization === a.organization && ownFamily(c));
+  const same = chat.find((c) => c.version_str === a.version_str) ?? chat[0];
+  return same ? ownFamily(same) : null;
+}
+
+/** A short description of a model's attributes: `chat · vision · 8B`. */
+export function attributeText(info) {
+  if (!info.known) return 'not in the cookbook\'s model list';
+  return [info.chat ? 'chat' : 'base', info.vision && 'vision', info.audio && 'audio in', info.size].filter(Boolean).join(' · ');
+}
+
+// ---- Tokenizers ------------------------------------------------------------------------------
+
+/** A tokenizer the site cannot provide (no files for the model's family, or an unknown model). */
+export class NoTokenizerError extends Error {
+  constructor(message, { model, family } = {}) {
+    super(message);
+    this.name = 'NoTokenizer';
+    this.model = model;
+    this.family = family;
+  }
 }
 
 const loading = new Map();
+const loaded = new Set();
+
+/** Whether a family's tokenizer is loaded (else `loadTokenizer` fetches its files). */
+export const isLoaded = (family) => loaded.has(family);
 
 /** The tokenizer of a family (loaded once per page). */
 export function loadTokenizer(family) {
-  if (!FAMILY_NAMES[family]) return Promise.reject(new RangeError(`no tokenizer files for family ${family}`));
+  if (!siteFamilies.has(family)) {
+    return Promise.reject(new NoTokenizerError(`this site has no tokenizer files for the ${familyName(family)} family (${base}${family}/)${indexError ? `; its tokenizer index could not be read (${indexError})` : ''}`, { family }));
+  }
   if (!loading.has(family)) {
     const dir = new URL(`${base}${family}/`, location.href);
     const p = Tokenizer.fromURL(new URL('tokenizer.json', dir), { configURL: new URL('tokenizer_config.json', dir), cache: 'caches' in globalThis });
-    p.catch(() => loading.delete(family));
+    p.then(() => loaded.add(family), () => loading.delete(family));
     loading.set(family, p);
   }
   return loading.get(family);
 }
 
-/** The tokenizer of a base model's family; rejects with a clear error for unknown models. */
-export function tokenizerFor(baseModel) {
-  const family = familyOf(baseModel);
-  if (!family) return Promise.reject(new RangeError(`the playground has no tokenizer for ${baseModel}`));
-  return loadTokenizer(family);
+/** Why a model has no tokenizer here, or null when it has one. */
+export function noTokenizerReason(baseModel) {
+  const info = modelInfo(baseModel);
+  if (!info.known) return `the playground does not know which tokenizer ${baseModel} uses: it is not in tinker-cookbook 0.6.1's model list`;
+  if (!info.family) return `the playground does not know which tokenizer ${baseModel} uses`;
+  if (!info.hasFiles) {
+    return `this site has no tokenizer files for ${baseModel}: it needs the ${familyName(info.family)} tokenizer (${base}${info.family}/tokenizer.json)${indexError ? `, and the site's tokenizer index could not be read (${indexError})` : ''}. The model can still be picked, but prompts cannot be rendered nor samples read here`;
+  }
+  return null;
+}
+
+/** The tokenizer of a base model's family; rejects with a NoTokenizerError saying why not. */
+export async function tokenizerFor(baseModel) {
+  await loadTokenizerIndex();
+  const why = noTokenizerReason(baseModel);
+  if (why) throw new NoTokenizerError(why, { model: baseModel, family: modelInfo(baseModel).family });
+  return loadTokenizer(modelInfo(baseModel).family);
 }
 
 /** A chat renderer: `auto` picks tinker-cookbook's choice for the model. */
@@ -46,9 +185,10 @@ export function rendererFor(baseModel, tok, name = 'auto') {
 
 const specials = new WeakMap();
 
-/** Ids of the tokenizer's special tokens. */
+/** Ids of the tokenizer's added tokens (shown as special: many families, e.g. DeepSeek's
+ *  role markers, do not flag their control tokens `special`). */
 export function specialIds(tok) {
-  if (!specials.has(tok)) specials.set(tok, new Set(tok.addedTokens().filter((t) => t.special).map((t) => t.id)));
+  if (!specials.has(tok)) specials.set(tok, new Set(tok.addedTokens().map((t) => t.id)));
   return specials.get(tok);
 }
 

@@ -1,17 +1,44 @@
 // The Tokens panel: live token boundaries, ids and count of the Sample prompt (as
-// rendered for model A) or of any text, with either tokenizer.
+// rendered for model A) or of any text, with any tokenizer family the site has files for
+// (the model's by default).
 import { $, h, showError } from './ui.js';
-import { FAMILY_NAMES, loadTokenizer, pieces, visible } from './tokenizers.js';
+import { NoTokenizerError, familyName, loadTokenizer, loadTokenizerIndex, pieces, siteFamily, siteFamilyList, visible } from './tokenizers.js';
 
 export function tokensPanel(app) {
   const el = {
     family: $('#tok-family'), ids: $('#tok-ids'), custom: $('#tok-custom'), customWrap: $('#tok-custom-wrap'),
-    summary: $('#tok-summary'), view: $('#tok-view'), idlist: $('#tok-idlist'), error: $('#tok-error'),
+    summary: $('#tok-summary'), note: $('#tok-source-note'), view: $('#tok-view'), idlist: $('#tok-idlist'), error: $('#tok-error'),
   };
+  /** The Sample panel's last prompt: `{ model, family, ids, tok }`, or `{ model, family, error }`. */
   let lastPrompt = null;
   let seq = 0;
 
   const source = () => document.querySelector('input[name="tok-source"]:checked').value;
+
+  let filledFrom = null;
+
+  /** The family picker: "the model's" and every family the site serves (once per index). */
+  async function fillFamilies() {
+    const index = await loadTokenizerIndex();
+    if (index === filledFrom) return;
+    filledFrom = index;
+    const keep = el.family.value;
+    el.family.replaceChildren(
+      h('option', { value: 'auto' }, 'the model\'s (auto)'),
+      ...siteFamilyList().map((f) => h('option', { value: f.key }, f.name)),
+    );
+    el.family.value = [...el.family.options].some((o) => o.value === keep) ? keep : 'auto';
+    el.family.dataset.families = String(siteFamilyList().length);
+  }
+
+  function clear(text) {
+    el.summary.textContent = text;
+    el.note.textContent = '';
+    el.view.replaceChildren();
+    el.view.dataset.count = '0';
+    delete el.view.dataset.family;
+    el.idlist.textContent = '';
+  }
 
   function draw(tok, family, ids, what) {
     const parts = pieces(tok, ids);
@@ -33,8 +60,21 @@ export function tokensPanel(app) {
     el.view.dataset.family = family;
     el.view.classList.toggle('no-ids', !el.ids.checked);
     const chars = parts.reduce((a, p) => a + [...p.text].length, 0);
-    el.summary.textContent = `${ids.length} tokens · ${chars} characters · ${FAMILY_NAMES[family]} tokenizer (${tok.engine} engine) · ${what}`;
+    const auto = el.family.value === 'auto' && lastPrompt?.model ? ` (${lastPrompt.model}'s)` : '';
+    el.summary.textContent = `${ids.length} tokens · ${chars} characters · ${familyName(family)} tokenizer${auto} (${tok.engine} engine) · ${what}`;
+    const f = siteFamily(family);
+    el.note.textContent = f?.source ? `Files: ${f.kind ? `${f.kind} · ` : ''}${f.source}` : '';
     el.idlist.textContent = `[${Array.from(ids).join(', ')}]`;
+  }
+
+  /** The family to use: the picked one, or the Sample model's (null and why, when it has none here). */
+  function family() {
+    if (el.family.value !== 'auto') return { family: el.family.value };
+    if (!lastPrompt) return { family: null, why: null };
+    if (lastPrompt.error?.name === 'NoTokenizer' || !siteFamily(lastPrompt.family)) {
+      return { family: null, why: lastPrompt.error ?? new NoTokenizerError(`this site has no tokenizer files for ${lastPrompt.model}`) };
+    }
+    return { family: lastPrompt.family };
   }
 
   async function update() {
@@ -42,25 +82,34 @@ export function tokensPanel(app) {
     showError(el.error, null);
     el.customWrap.hidden = source() !== 'custom';
     try {
+      await fillFamilies();
+      if (n !== seq) return;
+      const { family: fam, why } = family();
+      if (why) {
+        clear('The Sample model has no tokenizer here: pick a tokenizer family (and Custom text) to see tokens.');
+        showError(el.error, why);
+        return;
+      }
       if (source() === 'prompt') {
-        if (!lastPrompt) {
-          el.summary.textContent = 'Connect and pick a model in Sample: its rendered prompt shows here. Or choose Custom text.';
-          el.view.replaceChildren();
-          el.view.dataset.count = '0';
+        if (!lastPrompt) return clear('Connect and pick a model in Sample: its rendered prompt shows here. Or choose Custom text.');
+        if (lastPrompt.error) {
+          clear('The Sample prompt could not be rendered.');
+          showError(el.error, lastPrompt.error);
           return;
         }
-        const family = el.family.value === 'auto' ? lastPrompt.family : el.family.value;
-        if (family === lastPrompt.family) return draw(lastPrompt.tok, family, lastPrompt.ids, 'the Sample prompt, as rendered');
+        if (fam === lastPrompt.family) return draw(lastPrompt.tok, fam, lastPrompt.ids, 'the Sample prompt, as rendered');
         // Another tokenizer: re-encode the rendered text.
-        const tok = await loadTokenizer(family);
+        el.summary.textContent = `Loading the ${familyName(fam)} tokenizer…`;
+        const tok = await loadTokenizer(fam);
         if (n !== seq) return;
-        return draw(tok, family, tok.encode(lastPrompt.tok.decode(lastPrompt.ids)), 'the Sample prompt\'s text, re-encoded');
+        return draw(tok, fam, tok.encode(lastPrompt.tok.decode(lastPrompt.ids)), 'the Sample prompt\'s text, re-encoded');
       }
-      const family = el.family.value === 'auto' ? lastPrompt?.family ?? 'qwen3' : el.family.value;
-      if (!el.view.dataset.family || el.view.dataset.family !== family) el.summary.textContent = `Loading the ${FAMILY_NAMES[family]} tokenizer…`;
-      const tok = await loadTokenizer(family);
+      const custom = fam ?? (siteFamily('qwen3') ? 'qwen3' : siteFamilyList()[0]?.key);
+      if (!custom) return clear('This site serves no tokenizer files.');
+      if (el.view.dataset.family !== custom) el.summary.textContent = `Loading the ${familyName(custom)} tokenizer…`;
+      const tok = await loadTokenizer(custom);
       if (n !== seq) return;
-      draw(tok, family, tok.encode(el.custom.value), 'custom text');
+      draw(tok, custom, tok.encode(el.custom.value), 'custom text');
     } catch (e) {
       if (n === seq) showError(el.error, e);
     }
@@ -68,7 +117,7 @@ export function tokensPanel(app) {
 
   app.bus.addEventListener('prompt', (e) => {
     lastPrompt = e.detail;
-    if (source() === 'prompt') update();
+    update();
   });
   el.custom.addEventListener('input', update);
   el.family.addEventListener('change', update);

@@ -39,6 +39,7 @@ export function describeError(e) {
   else if (name === 'APIConnectionError') hint = 'No answer: is the server (or relay) running, and does it allow this origin (CORS)?';
   else if (name === 'AuthenticationError') hint = 'The API key was refused.';
   else if (name === 'APITimeoutError') hint = 'The call took longer than its timeout.';
+  else if (name === 'NoTokenizer') hint = 'A site serves each tokenizer family\'s files under /tokenizers/ (see "Deploying the page" in the README); the Tokens tab lists the families this one has.';
   return { title: `${name}${parts.length ? ` (${parts.join(', ')})` : ''}`, detail: String(e.message ?? e), hint };
 }
 

