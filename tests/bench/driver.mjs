@@ -9,7 +9,8 @@
 //   node tests/bench/driver.mjs memory URL TOTAL N EVERY        wasm linear memory over TOTAL sample() calls
 //   node tests/bench/driver.mjs floor URL N TOTAL WARMUP fetch|http  the same two HTTP requests per sample
 //        (asample + retrieve_future) with no SDK: global fetch (undici) or node:http keep-alive
-// Workload definitions are shared with the Python peer (tests/bench/peer_py.py).
+// Workload definitions are shared with the Python peer (tests/bench/peer_py.py). The same
+// driver runs in Bun (`bun tests/bench/driver.mjs …`) and Deno (`deno run --allow-all …`).
 const [mode, ...args] = process.argv.slice(2);
 const API_KEY = 'tml-bench';
 // The package entry under test (default the full one; TINKER_BENCH_PKG=tinker-wasm/lite for the core only).

@@ -68,6 +68,20 @@ function run(cmd, args, { env } = {}) {
   });
 }
 const node = (mode, ...a) => run(process.execPath, [DRIVER, mode, ...a.map(String)]);
+// The same driver in Bun and Deno (both from npm, node_modules/.bin), each through its own
+// entry of the package (`bun` / `deno` conditions) with its default transport.
+const BUN = path.join(root, 'node_modules/.bin/bun');
+const bun = (mode, ...a) => run(BUN, [DRIVER, mode, ...a.map(String)]);
+const deno = (mode, ...a) => run(path.join(root, 'node_modules/.bin/deno'), ['run', '--allow-all', '--no-lock', DRIVER, mode, ...a.map(String)]);
+/** A Bun or Deno figure against Node's (lower is better): "1.6× less than Node" / "1.2× Node's CPU". */
+const vsNode = (x, nodeX, better, what) => (x <= nodeX ? `${f(nodeX / x, 2)}× ${better} than Node` : `${f(x / nodeX, 2)}× Node's ${what}`);
+const runtimeVersion = (bin, args) => {
+  try {
+    return execFileSync(path.join(root, 'node_modules/.bin', bin), args, { encoding: 'utf8' }).split('\n')[0].trim();
+  } catch {
+    return '?';
+  }
+};
 const py = (mode, ...a) => run(PY, [PEER, mode, ...a.map(String)]);
 
 /** A fresh simulator for one measurement. */
@@ -152,9 +166,14 @@ if (section('sample')) {
     log(`sample ×${n}`);
     const ours = await withSim((url) => node('sample', url, n, total, warm));
     const pyr = await withSim((url) => py('sample', url, n, total, warm));
+    const oursBun = await withSim((url) => bun('sample', url, n, total, warm));
+    const oursDeno = await withSim((url) => deno('sample', url, n, total, warm));
     row(`sample() ×${n} concurrent: client CPU per request`, ms(perReq(ours)), `Python: ${ms(perReq(pyr))}`, `${f(perReq(pyr) / perReq(ours), 1)}× less`, '≥ 10× less', perReq(pyr) / perReq(ours) >= 10);
+    for (const [rt, r] of [['Bun', oursBun], ['Deno', oursDeno]]) {
+      row(`sample() ×${n} concurrent: client CPU per request, ${rt}`, ms(perReq(r)), `Node: ${ms(perReq(ours))} · Python: ${ms(perReq(pyr))}`, `${vsNode(perReq(r), perReq(ours), 'less', 'CPU')} · ${f(perReq(pyr) / perReq(r), 1)}× less than Python`, '—');
+    }
     row(`sample() ×${n} concurrent: requests/s`, f(rps(ours), 0), `Python: ${f(rps(pyr), 0)}`, `${f(rps(ours) / rps(pyr), 1)}×`, '—');
-    for (const [who, r] of [['tinker-wasm (Node)', ours], ['Python SDK 0.38.0', pyr]]) {
+    for (const [who, r] of [['tinker-wasm (Node)', ours], ['tinker-wasm (Bun: its fetch)', oursBun], ['tinker-wasm (Deno: node:http)', oursDeno], ['Python SDK 0.38.0', pyr]]) {
       lines.push(`| ${n} | ${who} | ${r.requests} | ${f(r.wall_s)} s | ${f(rps(r), 0)} | ${ms(perReq(r))} |`);
     }
     // Diagnostics: where the time goes (see the notes): the same two HTTP requests per
@@ -163,15 +182,23 @@ if (section('sample')) {
     const floorFetch = await withSim((url) => node('floor', url, n, total, warm, 'fetch'));
     const floorHttp = await withSim((url) => node('floor', url, n, total, warm, 'http'));
     const oursFetch = await withSim((url) => node('sample', url, n, total, warm, 'fetch'));
+    // The other transport in Bun and Deno, which is why each entry defaults to its own: Bun
+    // through the Node entry (node:http), Deno with its fetch as options.fetch.
+    const bunHttp = await withSim((url) => run(BUN, [DRIVER, 'sample', url, n, total, warm].map(String), { env: { TINKER_BENCH_PKG: path.join(root, 'pkg/index.js') } }));
+    const denoFetch = await withSim((url) => deno('sample', url, n, total, warm, 'fetch'));
     for (const [who, r] of [
       ['tinker-wasm, default transport: node:http keep-alive (as above)', ours],
       ['tinker-wasm, `options.fetch` = the global fetch (undici)', oursFetch],
+      ['tinker-wasm in Bun, default transport: its fetch (as above)', oursBun],
+      ['tinker-wasm in Bun through the Node entry: node:http keep-alive', bunHttp],
+      ['tinker-wasm in Deno, default transport: node:http keep-alive (as above)', oursDeno],
+      ['tinker-wasm in Deno, `options.fetch` = its fetch', denoFetch],
       ['no SDK: the 2 requests with global fetch (undici)', floorFetch],
       ['no SDK: the 2 requests with node:http keep-alive', floorHttp],
       ['Python SDK 0.38.0 (as above)', pyr],
     ]) diag.push(`| ${n} | ${who} | ${ms(perReq(r))} | ${f(rps(r), 0)} |`);
   }
-  details.push(['sample() client overhead', `One \`ServiceClient\` + \`SamplingClient\` (Qwen/Qwen3-8B), each call a 4-token prompt, \`max_tokens: 4\`, its own seed; rounds of N concurrent calls, awaited together, after a warm-up. Each sample is two HTTP requests (\`asample\`, then \`retrieve_future\`) for both SDKs. Client CPU = the client process's user + system time (Node \`process.cpuUsage()\`, Python \`resource.getrusage\`, all threads) over the timed rounds; the simulator runs in its own process (a fresh one per row). Requests/s is bounded by the simulator (debug build, one process on the same 2 cores), so the CPU column is the client's figure.\n\n${lines.join('\n')}\n\nWhere the time goes (same run; the profile is in the notes):\n\n${diag.join('\n')}`]);
+  details.push(['sample() client overhead', `One \`ServiceClient\` + \`SamplingClient\` (Qwen/Qwen3-8B), each call a 4-token prompt, \`max_tokens: 4\`, its own seed; rounds of N concurrent calls, awaited together, after a warm-up. Each sample is two HTTP requests (\`asample\`, then \`retrieve_future\`) for both SDKs. Bun and Deno run the same driver through their own entries and default transports (Bun: its \`fetch\`; Deno: \`node:http\` keep-alive, as Node). Client CPU = the client process's user + system time (Node's, Bun's and Deno's \`process.cpuUsage()\`, Python \`resource.getrusage\`, all threads) over the timed rounds; the simulator runs in its own process (a fresh one per row). Requests/s is bounded by the simulator (debug build, one process on the same 2 cores), so the CPU column is the client's figure.\n\n${lines.join('\n')}\n\nWhere the time goes (same run; the profile is in the notes):\n\n${diag.join('\n')}`]);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -200,6 +227,11 @@ if (section('cold')) {
   log('cold start: node');
   const full = await series((url) => node('cold', url));
   const lite = await series((url) => node('cold', url, 'lite'));
+  log('cold start: bun, deno');
+  const bunFull = await series((url) => bun('cold', url));
+  const bunLite = await series((url) => bun('cold', url, 'lite'));
+  const denoFull = await series((url) => deno('cold', url));
+  const denoLite = await series((url) => deno('cold', url, 'lite'));
   log('cold start: python');
   const pyc = await series((url) => py('cold', url));
   log('cold start: workerd');
@@ -227,10 +259,14 @@ if (section('cold')) {
   const bare = await workerd('bare.js');
   row('cold start, Node: import → first sample() done', `${f(med(full, 'first_request_ms'), 0)} ms`, `Python: ${f(med(pyc, 'first_request_ms'), 0)} ms`, `${f(med(pyc, 'first_request_ms') / med(full, 'first_request_ms'), 1)}× faster`, '—');
   row('cold start, Node: import of the package', `${f(med(full, 'import_ms'), 0)} ms (lite ${f(med(lite, 'import_ms'), 0)} ms)`, `Python: \`import tinker\` ${f(med(pyc, 'import_ms'), 0)} ms`, `${f(med(pyc, 'import_ms') / med(full, 'import_ms'), 1)}× faster`, '—');
+  for (const [rt, full_, lite_] of [['Bun', bunFull, bunLite], ['Deno', denoFull, denoLite]]) {
+    row(`cold start, ${rt}: import → first sample() done`, `${f(med(full_, 'first_request_ms'), 0)} ms`, `Node: ${f(med(full, 'first_request_ms'), 0)} ms`, vsNode(med(full_, 'first_request_ms'), med(full, 'first_request_ms'), 'faster', 'time'), '—');
+    row(`cold start, ${rt}: import of the package`, `${f(med(full_, 'import_ms'), 0)} ms (lite ${f(med(lite_, 'import_ms'), 0)} ms)`, `Node: ${f(med(full, 'import_ms'), 0)} ms (lite ${f(med(lite, 'import_ms'), 0)} ms)`, vsNode(med(full_, 'import_ms'), med(full, 'import_ms'), 'faster', 'time'), '—');
+  }
   row('cold start, workerd: first fetch → response (create client, sample)', `${f(med(wd, 'first_fetch_ms'), 0)} ms`, `plain fetch worker: ${f(med(bare, 'first_fetch_ms'), 0)} ms`, `+${f(med(wd, 'first_fetch_ms') - med(bare, 'first_fetch_ms'), 0)} ms`, '—');
   row('cold start, workerd: miniflare start → ready (loads the wasm)', `${f(med(wd, 'startup_ms'), 0)} ms`, `plain fetch worker: ${f(med(bare, 'startup_ms'), 0)} ms`, `+${f(med(wd, 'startup_ms') - med(bare, 'startup_ms'), 0)} ms`, '—');
   const t = (xs, k) => xs.map((x) => f(x[k], 0)).join(' / ');
-  details.push(['Cold start', `Median of ${n} fresh processes, each against a fresh simulator. Node: \`node tests/bench/driver.mjs cold\` — from just before \`await import('tinker-wasm')\` (the Node entry reads and instantiates the wasm synchronously) to the first \`sample()\` resolved, which includes creating the \`ServiceClient\` (client config, session) and the \`SamplingClient\`. Python: from just before \`import tinker\` to the first \`sample().result()\`, same requests. workerd: miniflare ${JSON.parse(readFileSync(path.join(root, 'node_modules/miniflare/package.json'))).version}, the worker bundled as wrangler does (tests/js/run-workerd.mjs \`bundleWorker\`), \`SIM_URL\` as a binding; "start → ready" covers starting workerd and loading the module (the precompiled wasm is instantiated at module evaluation), "first fetch → response" the request that creates a client and samples once. The plain worker makes one fetch to the simulator and no SDK.\n\n| runtime | import | first request done (from import) | spawn → exit |\n|---|---:|---:|---:|\n| Node, \`tinker-wasm\` | ${t(full, 'import_ms')} ms | ${t(full, 'first_request_ms')} ms | ${t(full, 'spawn_to_exit_ms')} ms |\n| Node, \`tinker-wasm/lite\` | ${t(lite, 'import_ms')} ms | ${t(lite, 'first_request_ms')} ms | ${t(lite, 'spawn_to_exit_ms')} ms |\n| Python 0.38.0 | ${t(pyc, 'import_ms')} ms | ${t(pyc, 'first_request_ms')} ms | ${t(pyc, 'spawn_to_exit_ms')} ms |\n\n| worker | miniflare start → ready | first fetch → response | total |\n|---|---:|---:|---:|\n| tinker-wasm | ${t(wd, 'startup_ms')} ms | ${t(wd, 'first_fetch_ms')} ms | ${t(wd, 'total_ms')} ms |\n| plain fetch | ${t(bare, 'startup_ms')} ms | ${t(bare, 'first_fetch_ms')} ms | ${t(bare, 'total_ms')} ms |`]);
+  details.push(['Cold start', `Median of ${n} fresh processes, each against a fresh simulator. Node: \`node tests/bench/driver.mjs cold\` — from just before \`await import('tinker-wasm')\` (the Node entry reads and instantiates the wasm synchronously) to the first \`sample()\` resolved (Bun and Deno: the same driver, \`bun …\` and \`deno run --allow-all …\`, through their own entries: Bun reads the wasm it imports as a file, Deno's module loader compiles it from a source phase import), which includes creating the \`ServiceClient\` (client config, session) and the \`SamplingClient\`. Python: from just before \`import tinker\` to the first \`sample().result()\`, same requests. workerd: miniflare ${JSON.parse(readFileSync(path.join(root, 'node_modules/miniflare/package.json'))).version}, the worker bundled as wrangler does (tests/js/run-workerd.mjs \`bundleWorker\`), \`SIM_URL\` as a binding; "start → ready" covers starting workerd and loading the module (the precompiled wasm is instantiated at module evaluation), "first fetch → response" the request that creates a client and samples once. The plain worker makes one fetch to the simulator and no SDK.\n\n| runtime | import | first request done (from import) | spawn → exit |\n|---|---:|---:|---:|\n| Node, \`tinker-wasm\` | ${t(full, 'import_ms')} ms | ${t(full, 'first_request_ms')} ms | ${t(full, 'spawn_to_exit_ms')} ms |\n| Node, \`tinker-wasm/lite\` | ${t(lite, 'import_ms')} ms | ${t(lite, 'first_request_ms')} ms | ${t(lite, 'spawn_to_exit_ms')} ms |\n| Bun, \`tinker-wasm\` | ${t(bunFull, 'import_ms')} ms | ${t(bunFull, 'first_request_ms')} ms | ${t(bunFull, 'spawn_to_exit_ms')} ms |\n| Bun, \`tinker-wasm/lite\` | ${t(bunLite, 'import_ms')} ms | ${t(bunLite, 'first_request_ms')} ms | ${t(bunLite, 'spawn_to_exit_ms')} ms |\n| Deno, \`tinker-wasm\` | ${t(denoFull, 'import_ms')} ms | ${t(denoFull, 'first_request_ms')} ms | ${t(denoFull, 'spawn_to_exit_ms')} ms |\n| Deno, \`tinker-wasm/lite\` | ${t(denoLite, 'import_ms')} ms | ${t(denoLite, 'first_request_ms')} ms | ${t(denoLite, 'spawn_to_exit_ms')} ms |\n| Python 0.38.0 | ${t(pyc, 'import_ms')} ms | ${t(pyc, 'first_request_ms')} ms | ${t(pyc, 'spawn_to_exit_ms')} ms |\n\n| worker | miniflare start → ready | first fetch → response | total |\n|---|---:|---:|---:|\n| tinker-wasm | ${t(wd, 'startup_ms')} ms | ${t(wd, 'first_fetch_ms')} ms | ${t(wd, 'total_ms')} ms |\n| plain fetch | ${t(bare, 'startup_ms')} ms | ${t(bare, 'first_fetch_ms')} ms | ${t(bare, 'total_ms')} ms |`]);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -297,7 +333,7 @@ const commit = `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcela
 const machine = [
   `- machine: ${os.cpus()[0]?.model ?? '?'}, ${os.availableParallelism?.() ?? os.cpus().length} cores, ${f(os.totalmem() / 2 ** 30, 1)} GiB, ${os.type()} ${os.release()}`,
   `- load average (1/5/15 min) at start ${load0.map((x) => f(x)).join(' / ')}, at end ${load1.map((x) => f(x)).join(' / ')} (the machine is shared; CPU-time figures are less sensitive to it than wall times)`,
-  `- tinker-wasm ${JSON.parse(readFileSync(path.join(root, 'pkg/package.json'))).version} at ${commit}; Node ${process.version}; miniflare ${pkgVersion('miniflare')} (workerd ${pkgVersion('workerd')}); @lenml/tokenizers ${pkgVersion('@lenml/tokenizers')}`,
+  `- tinker-wasm ${JSON.parse(readFileSync(path.join(root, 'pkg/package.json'))).version} at ${commit}; Node ${process.version}; Bun ${runtimeVersion('bun', ['--version'])}; ${runtimeVersion('deno', ['--version'])}; miniflare ${pkgVersion('miniflare')} (workerd ${pkgVersion('workerd')}); @lenml/tokenizers ${pkgVersion('@lenml/tokenizers')}`,
   `- Python ${versions.python}: tinker ${versions.tinker}, protobuf ${versions.protobuf}, zstandard ${versions.zstandard}, tokenizers ${versions.tokenizers}, numpy ${versions.numpy}`,
   `- simulator: tinker-sim (\`target/debug/tinker-sim\`, tests/sim; its crate builds at opt-level 3) with \`${SIM_ARGS.join(' ')}\`, a fresh process per measurement`,
   `- wasm modules (sha256 of full + lite + general): ${digest0}${pkgDigest() === digest0 ? '' : ` at the start, ${pkgDigest()} at the end — **the package was rebuilt during the run; figures mix two builds**`}`,

@@ -1,6 +1,9 @@
-// A tiny runtime-neutral test harness: the same case files run in Node (node:test),
-// in headless Chromium and in workerd. Cases are `async (ctx) => {}` functions; `ctx`
-// carries `runtime` ('node' | 'browser' | 'workerd') and `env` (e.g. the simulator URL).
+// A tiny runtime-neutral test harness: the same case files run in Node (node:test), in
+// headless Chromium, in workerd, in Bun and in Deno. Cases are `async (ctx) => {}`
+// functions; `ctx` carries `runtime` ('node' | 'browser' | 'workerd' | 'bun' | 'deno'),
+// `module` ('full' | 'lite': which entry `tinker-wasm` is mapped to, see matrix.js) and `env`
+// (e.g. the simulator URL).
+import { selectCases } from './matrix.js';
 
 export class AssertionError extends Error {
   constructor(message) {
@@ -102,22 +105,20 @@ export function withTimeout(p, ms, what) {
 }
 
 /**
- * Runs every case of every suite in order, in one runtime, and reports each result.
- * Used by the browser and workerd runners; the Node runner registers cases with node:test.
+ * Runs the cases selected for `module` ('full' | 'lite': see matrix.js) in order, in one
+ * runtime, and reports each result. Used by the browser, workerd, Bun and Deno runners; the
+ * Node runner registers the same selection with node:test.
  */
-export async function runSuites(suites, ctx, { filter = null, timeoutMs = 120_000 } = {}) {
+export async function runSuites(suites, ctx, { filter = null, module = 'full', timeoutMs = 120_000 } = {}) {
   const results = [];
-  for (const [suite, cases] of Object.entries(suites)) {
-    for (const [name, fn] of Object.entries(cases)) {
-      const full = `${suite}: ${name}`;
-      if (filter && !full.includes(filter)) continue;
-      const t0 = Date.now();
-      try {
-        await withTimeout(Promise.resolve().then(() => fn(ctx)), timeoutMs, full);
-        results.push({ name: full, ok: true, ms: Date.now() - t0 });
-      } catch (e) {
-        results.push({ name: full, ok: false, ms: Date.now() - t0, error: `${e?.name}: ${e?.message}\n${e?.stack ?? ''}` });
-      }
+  for (const { name, fn } of selectCases(suites, { module, filter })) {
+    const t0 = Date.now();
+    try {
+      await withTimeout(Promise.resolve().then(() => fn(ctx)), timeoutMs, name);
+      results.push({ name, ok: true, ms: Date.now() - t0 });
+    } catch (e) {
+      const cause = e?.cause ? `\ncaused by ${e.cause?.name ?? 'Error'}: ${e.cause?.message ?? e.cause}${e.cause?.code ? ` (${e.cause.code})` : ''}` : '';
+      results.push({ name, ok: false, ms: Date.now() - t0, error: `${e?.name}: ${e?.message}${cause}\n${e?.stack ?? ''}` });
     }
   }
   return results;

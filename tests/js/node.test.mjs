@@ -1,12 +1,20 @@
 // Node runner: starts a fresh simulator and a loopback file server, then registers every
 // cross-runtime case with node:test.   node --test tests/js/node.test.mjs
+// TINKER_TEST_MODULE=lite runs them against tinker-wasm/lite (tests/js/matrix.js): a module
+// hook maps the cases' `tinker-wasm` to it, and the tokenizer suites are left out by name.
 import { test, after } from 'node:test';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import suites from './cases/index.js';
+import { MODULES, selectCases, cellTag } from './matrix.js';
 import { startStaticServer } from './run-browser.mjs';
 import { startSim } from './sim.mjs';
+
+const module = process.env.TINKER_TEST_MODULE || 'full';
+if (!Object.hasOwn(MODULES, module)) throw new Error(`TINKER_TEST_MODULE=${module}: expected ${Object.keys(MODULES).join(' or ')}`);
+if (module === 'lite') await import('./node-lite.mjs');
+// Imported after the hook is in place.
+const { default: suites } = await import('./cases/index.js');
 
 // The repository on loopback, for cases that fetch fixture files (as the browser page does).
 const files = await startStaticServer();
@@ -14,22 +22,17 @@ const sim = await startSim(['--cors', '--seed', '7']);
 after(() => Promise.all([files.close(), sim.stop()]));
 
 // Node-only capabilities for the few cases that test Node-only features (files on disk).
-const ctx = { runtime: 'node', node: { fs, os, path }, env: { TINKER_TEST_FILES_URL: `http://127.0.0.1:${files.address().port}`, ...process.env, SIM_URL: sim.url } };
+const ctx = { runtime: 'node', module, node: { fs, os, path }, env: { TINKER_TEST_FILES_URL: `http://127.0.0.1:${files.address().port}`, ...process.env, SIM_URL: sim.url } };
 const filter = process.env.TEST_FILTER || null;
+const tag = cellTag('node', module);
 
-// A filter registers only the cases it matches (none skipped-as-passed), and one that
-// matches nothing fails the run instead of passing it empty.
-let registered = 0;
-for (const [suite, cases] of Object.entries(suites)) {
-  for (const [name, fn] of Object.entries(cases)) {
-    const full = `${suite}: ${name}`;
-    if (filter && !full.includes(filter)) continue;
-    registered++;
-    test(`[node] ${full}`, { timeout: 120_000 }, () => fn(ctx));
-  }
-}
-if (registered === 0) {
-  test('[node] TEST_FILTER matches a case', () => {
-    throw new Error(`TEST_FILTER=${JSON.stringify(filter)} matches no case`);
+// A filter registers only the cases it matches (none skipped-as-passed), and a selection
+// that is empty (a filter matching nothing, or no case left for the module) fails the run
+// instead of passing it empty.
+const selected = selectCases(suites, { module, filter });
+for (const { name, fn } of selected) test(`[${tag}] ${name}`, { timeout: 120_000 }, () => fn(ctx));
+if (selected.length === 0) {
+  test(`[${tag}] the selection has cases`, () => {
+    throw new Error(`no case selected for module ${module}${filter ? ` with TEST_FILTER=${JSON.stringify(filter)}` : ''}`);
   });
 }

@@ -11,7 +11,8 @@ export { v, l, done };
 
 // Tokenizer (issue 6).
 import { Tokenizer, Renderer, resolveTokenizerId, conversationToDatum, datumFromModelInputWeights, getRecommendedRendererNames, getModelAttributes, listModels, registerRenderer, getRenderer, unregisterRenderer, isRendererRegistered, getRegisteredRendererNames } from 'tinker-wasm';
-import type { ChatMessage, ParsedResponse, SupervisedExample, RenderedModelInput, TrainOnWhat, RendererName, ModelAttributes, RendererLike, Datum } from 'tinker-wasm';
+import { tokenizerRevision } from 'tinker-wasm';
+import type { ChatMessage, ParsedResponse, SupervisedExample, RenderedModelInput, TrainOnWhat, RendererName, ModelAttributes, RendererLike } from 'tinker-wasm';
 
 async function tokenizerUsage(json: Uint8Array, config: string): Promise<void> {
   const loaded: Promise<void> = Tokenizer.loadGeneralEngine();
@@ -24,6 +25,10 @@ async function tokenizerUsage(json: Uint8Array, config: string): Promise<void> {
   });
   const ids: Uint32Array = tok.encode('Hello world', { addSpecialTokens: false });
   const batch: Uint32Array[] = tok.encodeBatch(['a', 'b']);
+  const splitIds: Uint32Array = tok.encode('<|im_end|>', { splitSpecialTokens: true });
+  const tiktoken: Tokenizer = Tokenizer.fromTiktoken(new Uint8Array(), { pattern: '\\s+|\\S+', specialTokens: { '<|end|>': 256 }, nfc: true, eosToken: '<|end|>', config: { chat_template: '' } });
+  const revision: string | undefined = tokenizerRevision(resolveTokenizerId('moonshotai/Kimi-K2.5'));
+  void [splitIds, tiktoken, revision];
   const text: string = tok.decode(ids, { skipSpecialTokens: true });
   const fromArray: string = tok.decode([1, 2, 3]);
   const id: number | undefined = tok.tokenToId('<|im_end|>');

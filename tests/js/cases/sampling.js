@@ -20,7 +20,7 @@ async function frequencyOfB(sampler) {
 }
 
 export default {
-  async 'default transport: node:http(s) in Node, the global fetch elsewhere; options.fetch wins'(ctx) {
+  async 'default transport: node:http(s) in Node and Deno, the global fetch elsewhere; options.fetch wins'(ctx) {
     const real = globalThis.fetch;
     let calls = 0;
     globalThis.fetch = (...args) => {
@@ -36,9 +36,9 @@ export default {
         await svc.close();
       };
       await once({});
-      // Node's entry sends over node:http keep-alive agents (pkg/node-transport.js): far less
-      // CPU per request than undici's fetch. Browsers and Workers use their fetch.
-      if (ctx.runtime === 'node') assert.equal(calls, 0, 'the Node entry used the global fetch');
+      // Node's and Deno's entries send over node:http keep-alive agents (pkg/node-transport.js):
+      // less CPU per request than their fetch. Browsers, Workers and Bun use their fetch.
+      if (ctx.runtime === 'node' || ctx.runtime === 'deno') assert.equal(calls, 0, `the ${ctx.runtime} entry used the global fetch`);
       else assert.ok(calls >= 4, `global fetch called ${calls} times`);
       const before = calls;
       await once({ fetch: (...args) => globalThis.fetch(...args) });

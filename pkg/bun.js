@@ -1,0 +1,25 @@
+// tinker-wasm for Bun: the wasm is imported as a file (`with { type: 'file' }`: a path on
+// disk, or inside the executable that `bun build --compile` makes, which then embeds it),
+// read and instantiated synchronously, so importing is enough (no init call, and require()
+// works). HTTP goes through Bun's own fetch, which costs less client CPU per request in Bun
+// than node:http (BENCHMARKS.md); `options.fetch` still wins.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as glue from './gen/full/tinker_wasm.js';
+import wasmPath from './gen/full/tinker_wasm_bg.wasm' with { type: 'file' };
+import generalPath from './gen/general/tokenizer_general_bg.wasm' with { type: 'file' };
+import { install, adminClient } from './extras.js';
+import { rendererRegistry } from './renderers.js';
+import { generalHost } from './general-engine.js';
+
+glue.initSync({ module: fs.readFileSync(wasmPath) });
+
+// The general tokenizer engine, compiled synchronously on first need.
+glue.__setGeneralTokenizerHost(generalHost({ loadSync: () => fs.readFileSync(generalPath) }));
+
+export const { ModelInput, TensorData, datumFromTokens } = install(glue, { fs, path });
+export * from './gen/full/tinker_wasm.js';
+export * from './errors.js';
+export const { registerRenderer, unregisterRenderer, getRegisteredRendererNames, isRendererRegistered, getRenderer } = rendererRegistry(glue);
+export { PagePromise } from './extras.js';
+export const AdminClient = adminClient(glue.RestClient);
