@@ -164,7 +164,7 @@ impl JsRenderer {
                 format!("must be a renderer name, got {}", show(&name)),
             )
         })?;
-        let inner = core::Renderer::new(&name, &options(&options_)?).map_err(input_err)?;
+        let inner = core::Renderer::new(&name, &options(&options_)?).map_err(tok_err)?;
         Ok(JsRenderer {
             tok: tokenizer.inner.clone(),
             inner,
@@ -179,8 +179,7 @@ impl JsRenderer {
         tokenizer: &JsTokenizer,
         #[wasm_bindgen(unchecked_optional_param_type = "RendererOptions")] options_: JsValue,
     ) -> Result<JsRenderer, JsValue> {
-        let inner =
-            core::Renderer::for_model(model_name, &options(&options_)?).map_err(input_err)?;
+        let inner = core::Renderer::for_model(model_name, &options(&options_)?).map_err(tok_err)?;
         Ok(JsRenderer {
             tok: tokenizer.inner.clone(),
             inner,
@@ -384,8 +383,8 @@ pub fn get_model_attributes(
         .map_err(|m| input_err(InputError::range_error("modelName", m)))?;
     let o = Object::new();
     set(&o, "organization", &a.organization.into());
-    set(&o, "version_str", &a.version.into());
-    set(&o, "size_str", &a.size.into());
+    set(&o, "version_str", &a.version.as_ref().into());
+    set(&o, "size_str", &a.size.as_ref().into());
     set(&o, "is_chat", &a.is_chat.into());
     let r: Array = a
         .recommended_renderers

@@ -561,7 +561,13 @@ pub fn default_build_supervised_examples<F: ChatRenderer + ?Sized>(
         return Ok(vec![f.build_supervised_example(tok, messages, train_on)?]);
     }
     let candidates = match train_on {
-        TrainOnWhat::LastAssistantMessage => messages.len().saturating_sub(1)..messages.len(),
+        // Python reads `messages[-1]` here: an empty conversation raises IndexError.
+        TrainOnWhat::LastAssistantMessage if messages.is_empty() => {
+            return Err(renderer_error(
+                "build_supervised_examples needs a message to train on: the conversation is empty",
+            ))
+        }
+        TrainOnWhat::LastAssistantMessage => messages.len() - 1..messages.len(),
         TrainOnWhat::LastAssistantTurn => {
             f.last_assistant_turn_start_index(messages)..messages.len()
         }
@@ -661,32 +667,39 @@ pub fn json_dumps_with(
     crate::tokenizer::chat::py_json_dumps_with(v, seps, ensure_ascii, indent)
 }
 
-/// `_parse_tool_call_json`: `{"name": str, "arguments": object, "id"?: str}`.
+/// `_parse_tool_call_json`: `{"name": str, "arguments": object, "id"?: str}`, read as
+/// Python's `json.loads` reads it (its acceptance and error messages), with the
+/// arguments written back by `json.dumps`.
 pub fn parse_tool_call_json(text: &str, raw_text: &str) -> ParsedToolCall {
+    use super::py_json::{self, Value as Py};
     let unparsed = |error: String| {
         ParsedToolCall::Unparsed(UnparsedToolCall {
             raw_text: raw_text.to_owned(),
             error,
         })
     };
-    let v = match json_loads(py_strip(text)) {
-        Ok(v) => v,
-        Err(e) => return unparsed(format!("Invalid JSON: {e}")),
+    let fields = match py_json::loads(py_strip(text)) {
+        Ok(Py::Object(fields)) => fields,
+        Ok(_) => return unparsed("Tool call is not a JSON object".into()),
+        Err(py_json::Error::Decode(e)) => return unparsed(format!("Invalid JSON: {e}")),
+        // Python raises these past the cookbook's `except JSONDecodeError`.
+        Err(e) => return unparsed(format!("Invalid JSON: {}", e.message())),
     };
-    let Json::Object(o) = &v else {
-        return unparsed("Tool call is not a JSON object".into());
-    };
-    let Some(Json::String(name)) = o.get("name") else {
+    let get = |k: &str| fields.iter().find(|(key, _)| key == k).map(|(_, v)| v);
+    let Some(Py::Str(name)) = get("name") else {
         return unparsed("Missing or invalid 'name' field".into());
     };
-    let Some(args @ Json::Object(_)) = o.get("arguments") else {
+    let Some(args @ Py::Object(_)) = get("arguments") else {
         return unparsed("Missing or invalid 'arguments' field".into());
     };
-    let id = o.get("id").and_then(Json::as_str).map(str::to_owned);
+    let id = match get("id") {
+        Some(Py::Str(id)) => Some(id.clone()),
+        _ => None,
+    };
     ParsedToolCall::Parsed(ToolCall {
         id,
         name: name.clone(),
-        arguments: json_dumps(args),
+        arguments: py_json::dumps(args, true),
     })
 }
 

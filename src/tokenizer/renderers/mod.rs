@@ -23,6 +23,7 @@ mod kimi_k31_pro;
 mod kimi_tools_ts;
 mod llama3;
 mod nemotron3;
+mod py_json;
 mod qwen3;
 mod qwen3_5;
 mod qwen3_8;
@@ -106,7 +107,7 @@ pub const NAMES: [&str; 49] = [
 /// A family's constructor: `Some` for the names the family owns.
 type Family = fn(&str, &RendererOptions) -> Option<Box<dyn ChatRenderer>>;
 
-const FAMILIES: [Family; 14] = [
+const FAMILIES: [Family; 13] = [
     role_colon::by_name,
     llama3::by_name,
     qwen3::by_name,
@@ -117,7 +118,6 @@ const FAMILIES: [Family; 14] = [
     glm5_3::by_name,
     kimi_k2::by_name,
     kimi_k25::by_name,
-    kimi_k31_pro::by_name,
     nemotron3::by_name,
     gpt_oss::by_name,
     tml_v0::by_name,
@@ -143,21 +143,26 @@ impl std::fmt::Debug for Renderer {
 }
 
 impl Renderer {
-    /// The built-in renderer `name`; the error lists the names.
-    pub fn new(name: &str, opts: &RendererOptions) -> Result<Renderer, InputError> {
-        let inner = builtin(name, opts).ok_or_else(|| {
-            InputError::range_error(
-                "name",
-                format!(
-                    "unknown renderer {name:?}; expected one of {}",
-                    NAMES.join(", ")
-                ),
-            )
-        })?;
-        Ok(Renderer {
-            name: name.to_owned(),
-            inner,
-        })
+    /// The built-in renderer `name`. An unknown name is a `RangeError` listing the names;
+    /// a known one the cookbook itself cannot build (Kimi K3.1-Pro) is refused as it is.
+    pub fn new(name: &str, opts: &RendererOptions) -> Result<Renderer, TokenizerError> {
+        if let Some(inner) = builtin(name, opts) {
+            return Ok(Renderer {
+                name: name.to_owned(),
+                inner,
+            });
+        }
+        if let Some(why) = kimi_k31_pro::unavailable(name) {
+            return Err(TokenizerError::Renderer(why));
+        }
+        Err(InputError::range_error(
+            "name",
+            format!(
+                "unknown renderer {name:?}; expected one of {}",
+                NAMES.join(", ")
+            ),
+        )
+        .into())
     }
 
     /// A renderer implemented elsewhere (a JS `registerRenderer` factory), under `name`.
@@ -169,7 +174,7 @@ impl Renderer {
     }
 
     /// The cookbook's recommended renderer for a model (`get_recommended_renderer_name`).
-    pub fn for_model(model_name: &str, opts: &RendererOptions) -> Result<Renderer, InputError> {
+    pub fn for_model(model_name: &str, opts: &RendererOptions) -> Result<Renderer, TokenizerError> {
         let name = models::recommended_renderer(model_name)
             .map_err(|m| InputError::range_error("model", m))?;
         Renderer::new(name, opts)
@@ -339,7 +344,7 @@ pub fn datum_from_model_input_weights(
             ModelInputChunk::EncodedText { tokens } => {
                 targets.extend(tokens.iter().map(|&t| i64::from(t)))
             }
-            other => targets.extend(std::iter::repeat(0).take(len(other)?)),
+            other => targets.extend(std::iter::repeat_n(0, len(other)?)),
         }
     }
     targets.remove(0);

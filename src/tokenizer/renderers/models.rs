@@ -3,17 +3,19 @@
 //! renderers (first = recommended). Checked against the cookbook by the renderer parity
 //! suite (`tests/renderers`).
 
+use std::borrow::Cow;
+
 /// What the cookbook knows of a model (`ModelAttributes`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelAttributes {
     /// The model name without its organisation (`Qwen3-8B`).
-    pub name: &'static str,
+    pub name: Cow<'static, str>,
     /// The organisation (`Qwen`).
     pub organization: &'static str,
     /// The version (`3`).
-    pub version: &'static str,
+    pub version: Cow<'static, str>,
     /// The size (`30B-A3B`).
-    pub size: &'static str,
+    pub size: Cow<'static, str>,
     /// Chat/instruct-tuned (else a base model).
     pub is_chat: bool,
     /// Renderer names, most recommended first.
@@ -102,10 +104,10 @@ const fn m(
     is_vl: bool,
 ) -> ModelAttributes {
     ModelAttributes {
-        name,
+        name: Cow::Borrowed(name),
         organization,
-        version,
-        size,
+        version: Cow::Borrowed(version),
+        size: Cow::Borrowed(size),
         is_chat,
         recommended_renderers,
         is_vl,
@@ -113,11 +115,9 @@ const fn m(
     }
 }
 
-const fn audio(a: ModelAttributes) -> ModelAttributes {
-    ModelAttributes {
-        is_audio_in: true,
-        ..a
-    }
+const fn audio(mut a: ModelAttributes) -> ModelAttributes {
+    a.is_audio_in = true;
+    a
 }
 
 /// Every model of the lineup, in the cookbook's order.
@@ -492,16 +492,23 @@ pub fn model_attributes(model_name: &str) -> Result<ModelAttributes, String> {
         .iter()
         .find(|a| a.organization == org && a.name == name)
     {
-        return Ok(*a);
+        return Ok(a.clone());
     }
     if org == "thinkingmachines" && name.starts_with("Inkling") {
-        return Ok(audio(m(org_static(org), "", "", "", true, TML_V0, true)));
+        // Any other Inkling shares the renderer; its version and size are its name.
+        let own = || Cow::Owned(name.to_owned());
+        return Ok(ModelAttributes {
+            name: own(),
+            version: own(),
+            size: own(),
+            ..audio(m("thinkingmachines", "", "", "", true, TML_V0, true))
+        });
     }
     if ORGANIZATIONS.contains(&org) {
         let known: Vec<&str> = MODELS
             .iter()
             .filter(|a| a.organization == org)
-            .map(|a| a.name)
+            .map(|a| a.name.as_ref())
             .collect();
         return Err(format!(
             "unknown model {model_name:?}: {org} models are {}",
@@ -512,14 +519,6 @@ pub fn model_attributes(model_name: &str) -> Result<ModelAttributes, String> {
         "unknown model {model_name:?}: known organisations are {}",
         ORGANIZATIONS.join(", ")
     ))
-}
-
-fn org_static(org: &str) -> &'static str {
-    ORGANIZATIONS
-        .iter()
-        .find(|o| **o == org)
-        .copied()
-        .unwrap_or("")
 }
 
 /// `get_recommended_renderer_name`: the first recommended renderer of a model.
