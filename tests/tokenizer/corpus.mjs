@@ -34,6 +34,29 @@ export function buildCorpus() {
   return docs;
 }
 
+/**
+ * The benchmark corpus (issue 21): ~1 MB of short documents, as a data set of chat turns
+ * or web paragraphs is: the corpus above cut at line ends into pieces of at least 150
+ * bytes, every 4th piece kept (3,136 documents, 1.04 MB; the same mix of scripts, markup,
+ * JSON and code). One `encode` call per document.
+ */
+export function buildBenchCorpus() {
+  const pieces = [];
+  for (const d of buildCorpus()) {
+    let cur = '';
+    let k = 0;
+    for (const line of d.text.split(/(?<=\n)/)) {
+      cur += line;
+      if (Buffer.byteLength(cur) >= 150) {
+        pieces.push({ name: `${d.name}#${k++}`, text: cur });
+        cur = '';
+      }
+    }
+    if (cur) pieces.push({ name: `${d.name}#${k}`, text: cur });
+  }
+  return pieces.filter((_, i) => i % 4 === 0);
+}
+
 export const corpusBytes = (docs) => docs.reduce((n, d) => n + Buffer.byteLength(d.text), 0);
 
 if (import.meta.url === `file://${process.argv[1]}`) {

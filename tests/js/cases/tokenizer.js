@@ -263,6 +263,60 @@ export default {
     assert.equal(resolveTokenizerId('meta-llama/Llama-3.1-70B'), 'thinkingmachineslabinc/meta-llama-3-instruct-tokenizer');
     assert.equal(resolveTokenizerId('org/model/variant:tag'), 'org/model');
     assert.equal(resolveTokenizerId('meta-llama/Llama-3.1-70B', 'custom/tok:rev'), 'custom/tok');
+    // Python raises for Thinking Machines models (no published tokenizer package).
+    assert.throws(() => resolveTokenizerId('thinkingmachines/Inkling'), /Thinking Machines models do not support get_tokenizer/);
+    assert.equal(tinker.tokenizerRevision('Qwen/Qwen3-8B'), undefined);
+    assert.equal(typeof tinker.tokenizerRevision(resolveTokenizerId('moonshotai/Kimi-K2.5')), 'string');
+  },
+
+  async 'splitSpecialTokens encodes special tokens as text; non-special added tokens still match'(ctx) {
+    const tok = await qwen3(ctx);
+    const special = tok.tokenToId('<|im_end|>');
+    assert.deepEqual(ids(tok.encode('<|im_end|>')), [special]);
+    const split = tok.encode('a<|im_end|>b', { splitSpecialTokens: true });
+    assert.ok(!ids(split).includes(special));
+    assert.equal(tok.decode(split), 'a<|im_end|>b');
+    // `<think>` is a non-special added token of Qwen3: still one token.
+    const think = tok.encode('<think>', { splitSpecialTokens: true });
+    assert.deepEqual(ids(think), [tok.tokenToId('<think>')]);
+    assert.deepEqual(tok.encodeBatch(['a<|im_end|>b'], { splitSpecialTokens: true }).map(ids), [ids(split)]);
+    assert.throws(() => tok.encode('x', { splitSpecialTokens: 'yes' }), (e) => e instanceof TypeError && /options\.splitSpecialTokens/.test(e.message));
+  },
+
+  async 'fromTiktoken loads a ranks file; a built-in pattern and the general regex agree'() {
+    // A small byte-level vocabulary: the 256 bytes, then a few merged tokens.
+    const b64 = (s) => btoa(String.fromCharCode(...new TextEncoder().encode(s)));
+    const lines = [];
+    for (let b = 0; b < 256; b++) lines.push(`${btoa(String.fromCharCode(b))} ${b}`);
+    ['he', 'll', 'hell', 'hello', ' w', 'or', ' wor', 'ld', ' world', 'é'].forEach((t, i) => lines.push(`${b64(t)} ${256 + i}`));
+    const ranks = lines.join('\n') + '\n';
+    const o200k = "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+    const specialTokens = { '<|end|>': 300, '<|start|>': 301 };
+    const tok = Tokenizer.fromTiktoken(ranks, { pattern: o200k, specialTokens, eosToken: '<|end|>' });
+    assert.equal(tok.engine, 'fast');
+    assert.equal(tok.vocabSize, 302);
+    assert.equal(tok.eosTokenId, 300);
+    const text = 'hello world<|end|> Hello, wörld! 123';
+    const e = tok.encode(text);
+    assert.equal(tok.decode(e), text);
+    assert.deepEqual(ids(tok.encode('hello')), [tok.tokenToId('hello')]);
+    assert.ok(ids(e).includes(300));
+    assert.ok(!ids(tok.encode(text, { splitSpecialTokens: true })).includes(300));
+    assert.equal(tok.decode(e, { skipSpecialTokens: true }), text.replace('<|end|>', ''));
+    assert.equal(tok.idToToken(tok.tokenToId('Ġworld')), 'Ġworld');
+    // The same pattern written differently: the general engine's regex splits it.
+    await Tokenizer.loadGeneralEngine();
+    const gen = Tokenizer.fromTiktoken(new TextEncoder().encode(ranks), { pattern: `(?:${o200k})`, specialTokens });
+    assert.equal(gen.engine, 'general');
+    assert.deepEqual(ids(gen.encode(text)), ids(e));
+    // Bad input: a TypeError/RangeError naming the field, or a load error naming the line.
+    assert.throws(() => Tokenizer.fromTiktoken(ranks), (e) => e instanceof TypeError && /options/.test(e.message));
+    assert.throws(() => Tokenizer.fromTiktoken(ranks, {}), (e) => e instanceof TypeError && /options\.pattern/.test(e.message));
+    assert.throws(() => Tokenizer.fromTiktoken(ranks, { pattern: '(' }), (e) => e instanceof TypeError && /options\.pattern/.test(e.message));
+    assert.throws(() => Tokenizer.fromTiktoken(ranks, { pattern: o200k, specialTokens: { '<|x|>': 5 } }), (e) => e instanceof RangeError && /options\.specialTokens\["<\|x\|>"\]/.test(e.message));
+    assert.throws(() => Tokenizer.fromTiktoken(ranks, { pattern: o200k, specialTokens: { '<|x|>': -1 } }), (e) => e instanceof RangeError && /specialTokens/.test(e.message));
+    assert.throws(() => Tokenizer.fromTiktoken(ranks, { pattern: o200k, bosToken: '<s>' }), (e) => e instanceof TypeError && /options\.bosToken/.test(e.message));
+    assert.throws(() => Tokenizer.fromTiktoken('IQ== 0\nnot base64 1\n', { pattern: o200k }), (e) => /line 2/.test(e.message));
   },
 
   'the lite build has no tokenizer'() {

@@ -9,7 +9,7 @@
 
 use std::cell::RefCell;
 
-use crate::General;
+use crate::{General, Regex};
 
 thread_local! {
     static RESULT: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
@@ -80,19 +80,21 @@ pub unsafe extern "C" fn tg_drop(h: u32) {
     drop(Box::from_raw(h as usize as *mut General));
 }
 
-/// Encodes UTF-8 text: 1 with the ids as result, or 0 with the error message.
+/// Encodes UTF-8 text: 1 with the ids as result, or 0 with the error message. `flags`:
+/// bit 0 adds the post-processor's special tokens, bit 1 splits special tokens (leaves
+/// them unmatched in the text).
 ///
 /// # Safety
 /// As [`take`] and [`engine`].
 #[no_mangle]
-pub unsafe extern "C" fn tg_encode(h: u32, ptr: *mut u8, len: usize, add_special: u32) -> u32 {
+pub unsafe extern "C" fn tg_encode(h: u32, ptr: *mut u8, len: usize, flags: u32) -> u32 {
     let bytes = take(ptr, len);
     let Ok(text) = std::str::from_utf8(&bytes) else {
         set_result(b"text is not UTF-8".to_vec());
         return 0;
     };
     let mut ids = Vec::new();
-    match engine(h).encode_into(text, add_special != 0, &mut ids) {
+    match engine(h).encode_into(text, flags & 1 != 0, flags & 2 != 0, &mut ids) {
         Ok(()) => {
             set_result(ids.iter().flat_map(|id| id.to_le_bytes()).collect());
             1
@@ -163,6 +165,67 @@ pub unsafe extern "C" fn tg_vocab_size(h: u32) -> u32 {
 pub unsafe extern "C" fn tg_added_tokens(h: u32) {
     let v = serde_json::to_vec(&engine(h).added_tokens()).unwrap_or_default();
     set_result(v);
+}
+
+/// Compiles a split regex (UTF-8 bytes): a handle, or 0 with the error message as result.
+///
+/// # Safety
+/// As [`take`].
+#[no_mangle]
+pub unsafe extern "C" fn tg_regex_new(ptr: *mut u8, len: usize) -> u32 {
+    let bytes = take(ptr, len);
+    let compiled = match std::str::from_utf8(&bytes) {
+        Ok(p) => Regex::new(p),
+        Err(e) => Err(format!("the pattern is not UTF-8: {e}")),
+    };
+    match compiled {
+        Ok(r) => Box::into_raw(Box::new(r)) as usize as u32,
+        Err(m) => {
+            set_result(m.into_bytes());
+            0
+        }
+    }
+}
+
+/// Frees a regex.
+///
+/// # Safety
+/// `h` must be a live handle from [`tg_regex_new`]; it is dead afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn tg_regex_drop(h: u32) {
+    drop(Box::from_raw(h as usize as *mut Regex));
+}
+
+/// The matches of a regex in UTF-8 text: 1 with their byte ranges as result (start and
+/// end of each, little-endian `u32`s), or 0 with the error message.
+///
+/// # Safety
+/// As [`take`]; `h` must be a live handle from [`tg_regex_new`].
+#[no_mangle]
+pub unsafe extern "C" fn tg_regex_find(h: u32, ptr: *mut u8, len: usize) -> u32 {
+    let bytes = take(ptr, len);
+    let Ok(text) = std::str::from_utf8(&bytes) else {
+        set_result(b"text is not UTF-8".to_vec());
+        return 0;
+    };
+    let re = &*(h as usize as *const Regex);
+    let mut ranges = Vec::new();
+    match re.find_iter(text, &mut ranges) {
+        Ok(()) => {
+            set_result(
+                ranges
+                    .iter()
+                    .flat_map(|&(s, e)| [s.to_le_bytes(), e.to_le_bytes()])
+                    .flatten()
+                    .collect(),
+            );
+            1
+        }
+        Err(m) => {
+            set_result(m.into_bytes());
+            0
+        }
+    }
 }
 
 /// The result buffer's address.
