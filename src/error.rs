@@ -11,6 +11,7 @@ use crate::types::InputError;
 
 /// Who caused a failed request, as the server classifies it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ErrorCategory {
     /// The request was invalid (the caller can fix it).
     User,
@@ -41,6 +42,7 @@ impl ErrorCategory {
 
 /// An HTTP error response.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct StatusError {
     /// HTTP status.
     pub status: u16,
@@ -57,8 +59,12 @@ pub struct StatusError {
     pub final_poll: bool,
 }
 
-/// Any failure of an SDK operation.
+/// Any failure of an SDK operation. Non-exhaustive: match the variants you handle and
+/// keep a fallback, or use the predicates ([`status`](Error::status),
+/// [`request_id`](Error::request_id), [`is_retryable`](Error::is_retryable),
+/// [`is_user_error`](Error::is_user_error)).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Error {
     /// The server answered with an error status.
     Status(Box<StatusError>),
@@ -247,6 +253,18 @@ impl Error {
     pub fn status(&self) -> Option<u16> {
         match self {
             Error::Status(s) => Some(s.status),
+            _ => None,
+        }
+    }
+
+    /// The request this error concerns: the Tinker request id of a request that failed
+    /// or expired, else the `x-request-id` of an error response.
+    pub fn request_id(&self) -> Option<&str> {
+        match self {
+            Error::Status(s) => s.request_id.as_deref(),
+            Error::RequestFailed { request_id, .. } | Error::FutureExpired { request_id } => {
+                Some(request_id)
+            }
             _ => None,
         }
     }

@@ -6,13 +6,8 @@
 //! the SDK's traffic (a few parameters per request), so the few microseconds a bignum
 //! costs do not matter.
 //!
-//! ```
-//! use tinker_wasm::float::{pow10, shortest};
-//! assert_eq!(shortest(0.1, false), (vec![1], 0)); // 0.1 = 0.1 × 10^0
-//! assert_eq!(shortest(123.0, false), (vec![1, 2, 3], 3));
-//! assert_eq!(shortest(0.1f32 as f64, true), (vec![1], 0));
-//! assert_eq!(pow10(23), 1e23);
-//! ```
+//! `shortest(0.1, false)` is `([1], 0)` (0.1 = 0.1 × 10⁰), `shortest(123.0, false)` is
+//! `([1, 2, 3], 3)`, and `pow10(23)` is exactly `1e23` (the tests hold these and more).
 
 /// An unsigned integer of up to 40 × 32 bits (enough for every f64 and its bounds).
 #[derive(Clone, Copy)]
@@ -246,6 +241,14 @@ pub fn pow10(n: u32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_module_docs_examples() {
+        assert_eq!(shortest(0.1, false), (vec![1], 0)); // 0.1 = 0.1 × 10^0
+        assert_eq!(shortest(123.0, false), (vec![1, 2, 3], 3));
+        assert_eq!(shortest(0.1f32 as f64, true), (vec![1], 0));
+        assert_eq!(pow10(23), 1e23);
+    }
 
     fn zmij_digits(text: &str) -> (Vec<u8>, i32) {
         let (m, e) = text.split_once('e').unwrap_or((text, "0"));

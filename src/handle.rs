@@ -19,8 +19,8 @@
 //! ```
 use crate::config::{DynamicConfig, ServerConfig};
 use crate::error::Error;
-use crate::http::FromJson;
 use crate::json;
+use crate::json::FromJson;
 use crate::json::{Map, Value};
 use crate::types::InputError;
 

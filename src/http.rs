@@ -5,8 +5,13 @@
 //! Retries: connection errors, timeouts, and responses the server marks retryable
 //! (`x-should-retry: true`, or 408/409/429/5xx unless `x-should-retry: false`), up to
 //! `max_retries` times, waiting what `retry-after-ms`/`retry-after` ask (when in
-//! (0, 60] s) or `min(0.5·2ⁿ, 10)` s less up to 25 % jitter. Non-GET requests carry one
-//! `X-Idempotency-Key` across all retries.
+//! (0, 60] s) or `min(0.5·2ⁿ, 10)` s less up to 25 % jitter ([`next_attempt`] decides,
+//! [`Http::send`] sequences). Non-GET requests carry one `X-Idempotency-Key` across all
+//! retries.
+//!
+//! Requests are built from their row of [`crate::endpoints`] ([`Req::to`], [`Req::at`]).
+//! [`Connection`] is the holder's part of this layer: the HTTP layer with the credential
+//! the server asks for, and the server's flags.
 
 use std::cell::Cell;
 
@@ -14,10 +19,12 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use crate::config::{join_url, ClientOptions, LogLevel, PROTOCOL_SDK_VERSION};
+use crate::config::{DynamicConfig, ServerConfig, PROTOCOL_SDK_VERSION};
+use crate::endpoints::{self, Endpoint, HttpRetries, Retries};
 use crate::error::{Error, Result};
 use crate::json;
-use crate::json::{Map, Value};
+use crate::json::{FromJson, Map, Value};
+use crate::options::{ClientOptions, LogLevel};
 use crate::platform::{
     now_secs, uuid4, Env, Headers, HttpRequest, HttpResponse, Method, TransportError,
 };
@@ -25,9 +32,12 @@ use crate::retry::{http_retry_delay, should_retry_response};
 use crate::sync::{CancelToken, Semaphore};
 use crate::types::InputError;
 
-/// One logical API call (retried as a unit by the HTTP layer).
+/// One logical API call (retried as a unit by the HTTP layer). Built from its row of
+/// [`crate::endpoints`] with [`Req::to`] or [`Req::at`].
 #[derive(Debug, Clone)]
 pub struct Req {
+    /// The endpoint this request goes to (`None`: a bare request, e.g. in tests).
+    pub endpoint: Option<&'static Endpoint>,
     /// Method.
     pub method: Method,
     /// Endpoint path (`/api/v1/...`) or an absolute URL.
@@ -53,9 +63,10 @@ pub struct Req {
 }
 
 impl Req {
-    /// A request without a body.
+    /// A bare request without a body (no endpoint row: tests and absolute URLs).
     pub fn new(method: Method, path: impl Into<String>) -> Self {
         Req {
+            endpoint: None,
             method,
             path: path.into(),
             query: vec![],
@@ -69,9 +80,29 @@ impl Req {
             final_conflicts: false,
         }
     }
-    /// A POST with a JSON body.
+    /// A bare POST with a JSON body.
     pub fn post_json(path: impl Into<String>, body: &Value) -> Self {
         Req::new(Method::Post, path).json(body)
+    }
+    /// A request to `ep`, whose path has no parameters.
+    pub fn to(ep: &'static Endpoint) -> Self {
+        Req::at(ep, &[])
+    }
+    /// A request to `ep` with its path parameters, as its row says: method, HTTP-layer
+    /// retries, timeout, whether a 409 is final.
+    pub fn at(ep: &'static Endpoint, args: &[&str]) -> Self {
+        Req::at_path(ep, ep.fill(args))
+    }
+    /// A request to `ep` at `path`, its path already filled in ([`Endpoint::fill`]).
+    pub fn at_path(ep: &'static Endpoint, path: String) -> Self {
+        let mut r = Req::new(ep.method, path);
+        r.endpoint = Some(ep);
+        r.timeout = ep.timeout;
+        if ep.http_retries == HttpRetries::Never {
+            r.max_retries = Some(0);
+        }
+        r.final_conflicts = ep.retries == Retries::ConflictFinal;
+        r
     }
     /// Sets a JSON body already serialized (shared, e.g. by every attempt of a call).
     pub fn json_bytes(mut self, body: Rc<Vec<u8>>) -> Self {
@@ -83,6 +114,15 @@ impl Req {
     pub fn json(mut self, body: &Value) -> Self {
         self.body = Some(Rc::new(body.to_vec()));
         self.content_type = Some("application/json");
+        self
+    }
+    /// Sets a protobuf body, zstd-compressed when `zstd` (`Content-Encoding: zstd`).
+    pub fn protobuf(mut self, body: Rc<Vec<u8>>, zstd: bool) -> Self {
+        self.body = Some(body);
+        self.content_type = Some("application/x-protobuf");
+        if zstd {
+            self = self.header("Content-Encoding", "zstd");
+        }
         self
     }
     /// Adds a query parameter.
@@ -247,101 +287,110 @@ impl Http {
         }
     }
 
+    /// The idempotency key of a non-GET call, shared by all its HTTP-layer retries.
+    fn idempotency_key(&self, req: &Req) -> Option<String> {
+        (req.method != Method::Get).then(|| {
+            req.idempotency_key
+                .clone()
+                .unwrap_or_else(|| format!("tinker-wasm-retry-{}", uuid4(&*self.env)))
+        })
+    }
+
     /// Sends `req`, retrying per the HTTP layer's rules. Returns a 2xx response or the
     /// error that ended the attempts.
     pub async fn send(&self, req: Req) -> Result<HttpResponse> {
         let max_retries = req.max_retries.unwrap_or(self.opts.max_retries);
-        let idem = if req.method != Method::Get {
-            Some(
-                req.idempotency_key
-                    .clone()
-                    .unwrap_or_else(|| format!("tinker-wasm-retry-{}", uuid4(&*self.env))),
-            )
-        } else {
-            None
-        };
+        let idem = self.idempotency_key(&req);
         let mut retries_taken = 0u32;
         loop {
-            let token = self.credential.token().await?;
-            let mut result = self
-                .env
-                .send(self.build(&req, retries_taken, idem.as_deref(), &token))
-                .await;
-            if let (Ok(r), Credential::Jwt(jwt)) = (&result, &self.credential) {
-                if is_invalid_token(r) {
-                    // The server rejected this JWT itself: replace it and replay once.
-                    let replace: futures_util::future::LocalBoxFuture<'_, Result<String>> =
-                        Box::pin(jwt.replace(&token));
-                    let fresh = replace.await?;
-                    result = self
-                        .env
-                        .send(self.build(&req, retries_taken, idem.as_deref(), &fresh))
-                        .await;
-                }
+            let (token, result) = self.attempt(&req, retries_taken, idem.as_deref()).await?;
+            if let Ok(r) = &result {
+                self.log_deprecation(r, &token);
             }
-            let can_retry = retries_taken < max_retries;
-            match result {
-                Err(e) => {
-                    if can_retry {
-                        self.env
-                            .sleep(http_retry_delay(
-                                retries_taken,
-                                None,
-                                now_secs(&*self.env),
-                                self.env.random(),
-                            ))
-                            .await;
-                        retries_taken += 1;
-                        continue;
-                    }
-                    let e = match e {
-                        TransportError::Timeout => Error::Timeout {
-                            message: format!("{} {} timed out", req.method.as_str(), req.path),
-                        },
-                        TransportError::Connection(m) => Error::Connection {
-                            message: format!("{} {}: {m}", req.method.as_str(), req.path),
-                        },
-                    };
-                    return Err(self.redact(e, Some(&token)));
+            match (
+                next_attempt(&result, retries_taken, max_retries, req.final_conflicts),
+                result,
+            ) {
+                (Attempt::Done, Ok(r)) => return Ok(r),
+                (Attempt::Retry, result) => {
+                    let headers = result.as_ref().ok().map(|r| &r.headers);
+                    let now = now_secs(&*self.env);
+                    let delay = http_retry_delay(retries_taken, headers, now, self.env.random());
+                    self.env.sleep(delay).await;
+                    retries_taken += 1;
                 }
-                Ok(r) => {
-                    if let Some(note) = r.headers.get("x-deprecation-note") {
-                        let level = if r
-                            .headers
-                            .get("x-deprecation-level")
-                            .is_some_and(|l| l.trim().eq_ignore_ascii_case("error"))
-                        {
-                            LogLevel::Error
-                        } else {
-                            LogLevel::Warn
-                        };
-                        let key = self.opts.api_key.as_deref().unwrap_or_default();
-                        let note = crate::error::redact_str(note, &[&token, key]);
-                        self.opts.log(level, &format!("Deprecation notice: {note}"));
-                    }
-                    if (200..300).contains(&r.status) {
-                        return Ok(r);
-                    }
-                    if can_retry
-                        && should_retry_response(r.status, &r.headers)
-                        && !(r.status == 409 && req.final_conflicts)
-                    {
-                        self.env
-                            .sleep(http_retry_delay(
-                                retries_taken,
-                                Some(&r.headers),
-                                now_secs(&*self.env),
-                                self.env.random(),
-                            ))
-                            .await;
-                        retries_taken += 1;
-                        continue;
-                    }
-                    let e = Error::from_response(r.status, &r.headers, &r.body);
-                    return Err(self.redact(e, Some(&token)));
-                }
+                (_, result) => return Err(self.failure(&req, result, &token)),
             }
         }
+    }
+
+    /// One send of `req` with a current token. When the server rejects that JWT itself
+    /// (`invalid_token`), it is replaced and the request replayed once. Answers the token
+    /// first sent (the one to redact) and the outcome.
+    async fn attempt(
+        &self,
+        req: &Req,
+        retries_taken: u32,
+        idem: Option<&str>,
+    ) -> Result<(String, std::result::Result<HttpResponse, TransportError>)> {
+        let token = self.credential.token().await?;
+        let result = self
+            .env
+            .send(self.build(req, retries_taken, idem, &token))
+            .await;
+        if let (Ok(r), Credential::Jwt(jwt)) = (&result, &self.credential) {
+            if is_invalid_token(r) {
+                // Boxed: the exchange itself goes through `Http::send`.
+                let replace: futures_util::future::LocalBoxFuture<'_, Result<String>> =
+                    Box::pin(jwt.replace(&token));
+                let fresh = replace.await?;
+                let replayed = self
+                    .env
+                    .send(self.build(req, retries_taken, idem, &fresh))
+                    .await;
+                return Ok((token, replayed));
+            }
+        }
+        Ok((token, result))
+    }
+
+    /// Logs a response's `x-deprecation-note` (as an error when its level says so).
+    fn log_deprecation(&self, r: &HttpResponse, token: &str) {
+        let Some(note) = r.headers.get("x-deprecation-note") else {
+            return;
+        };
+        let level = if r
+            .headers
+            .get("x-deprecation-level")
+            .is_some_and(|l| l.trim().eq_ignore_ascii_case("error"))
+        {
+            LogLevel::Error
+        } else {
+            LogLevel::Warn
+        };
+        let key = self.opts.api_key.as_deref().unwrap_or_default();
+        let note = crate::error::redact_str(note, &[token, key]);
+        self.opts.log(level, &format!("Deprecation notice: {note}"));
+    }
+
+    /// The error that ends a call: no response, or an error status (credentials
+    /// redacted).
+    fn failure(
+        &self,
+        req: &Req,
+        result: std::result::Result<HttpResponse, TransportError>,
+        token: &str,
+    ) -> Error {
+        let e = match result {
+            Ok(r) => Error::from_response(r.status, &r.headers, &r.body),
+            Err(TransportError::Timeout) => Error::Timeout {
+                message: format!("{} {} timed out", req.method.as_str(), req.path),
+            },
+            Err(TransportError::Connection(m)) => Error::Connection {
+                message: format!("{} {}: {m}", req.method.as_str(), req.path),
+            },
+        };
+        self.redact(e, Some(token))
     }
 
     /// Sends `req` and parses a JSON response body.
@@ -360,15 +409,113 @@ impl Http {
     }
 }
 
-/// A wire type read from a JSON response.
-pub trait FromJson: Sized {
-    /// Reads `v`, or says what is wrong with it.
-    fn from_json(v: &Value) -> std::result::Result<Self, String>;
+/// Joins the base URL (trailing `/` enforced, path prefix kept) and an endpoint path.
+pub fn join_url(base: &str, path: &str) -> String {
+    if path.starts_with("http://") || path.starts_with("https://") {
+        return path.to_string();
+    }
+    let base = base.trim_end_matches('/');
+    format!("{base}/{}", path.trim_start_matches('/'))
 }
 
-impl FromJson for Value {
-    fn from_json(v: &Value) -> std::result::Result<Self, String> {
-        Ok(v.clone())
+/// How a holder reaches the server: the HTTP layer with the credential the server's
+/// flags ask for, the JWT provider behind it (if any), and those flags: the static ones
+/// from `client/config` and the dynamic ones, refreshed while the holder lives.
+pub struct Connection {
+    /// The authenticated HTTP layer (it holds the platform and the options).
+    pub http: Http,
+    jwt: Option<Rc<JwtProvider>>,
+    /// Server flags.
+    pub config: ServerConfig,
+    dynamic: RefCell<DynamicConfig>,
+}
+
+impl Connection {
+    /// The HTTP layer over the API key, once the options and the key are checked.
+    pub fn key_http(env: &Env, opts: &Rc<ClientOptions>) -> Result<Http> {
+        opts.validate()?;
+        let key = opts.api_key.clone().unwrap_or_default();
+        check_api_key(&key, now_secs(&**env))?;
+        Ok(Http::new(env.clone(), opts.clone(), Credential::Key(key)))
+    }
+
+    /// The connection with the credential the server's flags ask for: the API key, or
+    /// JWTs exchanged for it (refreshed in the background when `background`).
+    pub fn open(
+        key_http: Http,
+        config: ServerConfig,
+        dynamic: DynamicConfig,
+        background: bool,
+    ) -> Self {
+        let (http, jwt) = if config.pjwt_auth_enabled {
+            let j = JwtProvider::new(key_http.clone(), background);
+            (
+                key_http.with_credential(Credential::Jwt(j.clone())),
+                Some(j),
+            )
+        } else {
+            let credential = key_http.credential().clone();
+            (key_http.with_credential(credential), None)
+        };
+        Connection {
+            http,
+            jwt,
+            config,
+            dynamic: RefCell::new(dynamic),
+        }
+    }
+
+    /// The latest dynamic flags.
+    pub fn dynamic(&self) -> DynamicConfig {
+        self.dynamic.borrow().clone()
+    }
+
+    /// Replaces the dynamic flags (a refresh).
+    pub fn set_dynamic(&self, d: DynamicConfig) {
+        *self.dynamic.borrow_mut() = d;
+    }
+
+    /// Stops the JWT refresh, if any.
+    pub fn close(&self) {
+        if let Some(j) = &self.jwt {
+            j.close();
+        }
+    }
+}
+
+/// What the HTTP layer does after one attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attempt {
+    /// A 2xx response: the call's answer.
+    Done,
+    /// Send again (after the retry delay).
+    Retry,
+    /// The call fails with this attempt's outcome.
+    Fail,
+}
+
+/// The HTTP layer's decision after an attempt (Stainless `_retry_request`): a 2xx is
+/// the answer; with retries left, no response at all (connection error, timeout) is
+/// retried, and so is a response the server marks retryable ([`should_retry_response`]),
+/// except a 409 when the call says conflicts are final; anything else fails.
+pub fn next_attempt(
+    outcome: &std::result::Result<HttpResponse, TransportError>,
+    retries_taken: u32,
+    max_retries: u32,
+    final_conflicts: bool,
+) -> Attempt {
+    let can_retry = retries_taken < max_retries;
+    match outcome {
+        Ok(r) if (200..300).contains(&r.status) => Attempt::Done,
+        Err(_) if can_retry => Attempt::Retry,
+        Ok(r)
+            if can_retry
+                && should_retry_response(r.status, &r.headers)
+                && !(r.status == 409 && final_conflicts) =>
+        {
+            Attempt::Retry
+        }
+        _ => Attempt::Fail,
     }
 }
 
@@ -571,7 +718,7 @@ impl JwtProvider {
     async fn fetch(&self) -> Result<String> {
         let r: AuthTokenResponse = self
             .exchange
-            .json(Req::post_json("/api/v1/auth/token", &crate::json!({})))
+            .json(Req::to(&endpoints::AUTH_TOKEN).json(&crate::json!({})))
             .await?;
         *self.token.borrow_mut() = r.jwt.clone();
         Ok(r.jwt)
@@ -626,6 +773,68 @@ mod tests {
     fn jwt(claims: &str) -> String {
         let b = |s: &str| crate::base64::encode(s.as_bytes(), true, false);
         format!("{}.{}.sig", b(r#"{"alg":"none"}"#), b(claims))
+    }
+
+    #[test]
+    fn urls_keep_prefixes() {
+        assert_eq!(
+            join_url("http://h:1/prefix/", "/api/v1/x"),
+            "http://h:1/prefix/api/v1/x"
+        );
+        assert_eq!(join_url("http://h:1", "api/v1/x"), "http://h:1/api/v1/x");
+        assert_eq!(
+            join_url("http://h", "https://other/file"),
+            "https://other/file"
+        );
+    }
+
+    /// Expected values from Stainless `_base_client.py` `_retry_request`: a response
+    /// that `raise_for_status` accepts is the answer (line 1061); timeouts and
+    /// connection errors retry while `remaining_retries > 0` (1019-1045); an error status
+    /// retries when also `_should_retry` (1067; 711-740: `x-should-retry` wins, else
+    /// 408, 409, 429, >= 500). Ours: a 409 of a call whose conflicts are final fails.
+    #[test]
+    fn what_the_http_layer_does_after_an_attempt() {
+        let resp = |status: u16, should_retry: Option<&str>| {
+            let headers = should_retry
+                .map(|v| vec![("x-should-retry".to_string(), v.to_string())])
+                .unwrap_or_default();
+            Ok(HttpResponse {
+                status,
+                headers: Headers(headers),
+                body: vec![],
+            })
+        };
+        let timeout = || Err(TransportError::Timeout);
+        let refused = || Err(TransportError::Connection("refused".into()));
+        type Outcome = std::result::Result<HttpResponse, TransportError>;
+        let rows: Vec<(Outcome, u32, u32, bool, Attempt)> = vec![
+            // (outcome, retries taken, max retries, conflicts final, decision)
+            (resp(200, None), 0, 2, false, Attempt::Done),
+            (resp(204, Some("true")), 2, 2, false, Attempt::Done),
+            (timeout(), 0, 2, false, Attempt::Retry),
+            (timeout(), 2, 2, false, Attempt::Fail),
+            (refused(), 1, 2, false, Attempt::Retry),
+            (refused(), 0, 0, false, Attempt::Fail),
+            (resp(408, None), 0, 2, false, Attempt::Retry),
+            (resp(409, None), 0, 2, false, Attempt::Retry),
+            (resp(409, None), 0, 2, true, Attempt::Fail),
+            (resp(429, None), 1, 2, false, Attempt::Retry),
+            (resp(500, None), 0, 2, false, Attempt::Retry),
+            (resp(503, Some("false")), 0, 2, false, Attempt::Fail),
+            (resp(400, Some("true")), 0, 2, false, Attempt::Retry),
+            (resp(400, None), 0, 2, false, Attempt::Fail),
+            (resp(404, None), 0, 2, false, Attempt::Fail),
+            (resp(503, None), 2, 2, false, Attempt::Fail),
+        ];
+        for (outcome, taken, max, final_conflicts, want) in rows {
+            let shown = format!("{:?}", outcome.as_ref().map(|r| r.status));
+            assert_eq!(
+                next_attempt(&outcome, taken, max, final_conflicts),
+                want,
+                "{shown} after {taken}/{max}"
+            );
+        }
     }
 
     #[test]

@@ -13,16 +13,9 @@
 //! serde_json's default (non-`float_roundtrip`) algorithm ([`crate::float`] does the
 //! exact decimal work).
 //!
-//! ```
-//! use tinker_wasm::json::{self, Value};
-//! let mut body = tinker_wasm::json!({ "model_id": "m", "seq_id": 3 });
-//! body["type"] = "optim_step".into();
-//! assert_eq!(body.to_string(), r#"{"model_id":"m","seq_id":3,"type":"optim_step"}"#);
-//! let v = json::from_slice(br#"{"a": [1, -2, 2.5e-1, "x\n"]}"#).unwrap();
-//! assert_eq!(v["a"][2].as_f64(), Some(0.25));
-//! assert_eq!(v.get("b"), None);
-//! assert!(json::from_slice(b"{").is_err());
-//! ```
+//! `json!({ "model_id": m, "seq_id": 3 })` builds a body, `from_slice` parses one, and
+//! `Value` indexes like serde_json's (`v["a"][2].as_f64()`); the module's tests show
+//! each.
 
 use std::fmt;
 
@@ -515,67 +508,71 @@ impl ToJson for crate::map::StrMap<String> {
 /// Builds a [`Value`] from a JSON-like literal: `json!({ "k": expr, "o": { … }, "a": [ … ] })`.
 /// Keys are string literals; values are nested literals, `null`, or expressions read by
 /// reference through [`ToJson`] (as serde_json's `json!` does).
-#[macro_export]
 macro_rules! json {
     (null) => { $crate::json::Value::Null };
     ({ $($body:tt)* }) => {{
         #[allow(unused_mut)]
         let mut m = $crate::json::Map::new();
-        $crate::__json_object!(m; $($body)*);
+        $crate::json::__json_object!(m; $($body)*);
         $crate::json::Value::Object(m)
     }};
     ([ $($body:tt)* ]) => {{
         #[allow(unused_mut)]
         let mut a: ::std::vec::Vec<$crate::json::Value> = ::std::vec::Vec::new();
-        $crate::__json_array!(a; $($body)*);
+        $crate::json::__json_array!(a; $($body)*);
         $crate::json::Value::Array(a)
     }};
     ($e:expr) => { $crate::json::ToJson::to_json_value(&$e) };
 }
 
-#[doc(hidden)]
-#[macro_export]
+pub(crate) use json;
+
+/// `json!`'s object body, one `key: value` at a time.
 macro_rules! __json_object {
     ($m:ident;) => {};
     ($m:ident; $k:literal : null $(, $($rest:tt)*)?) => {
         $m.insert($k, $crate::json::Value::Null);
-        $crate::__json_object!($m; $($($rest)*)?);
+        $crate::json::__json_object!($m; $($($rest)*)?);
     };
     ($m:ident; $k:literal : { $($v:tt)* } $(, $($rest:tt)*)?) => {
         $m.insert($k, $crate::json!({ $($v)* }));
-        $crate::__json_object!($m; $($($rest)*)?);
+        $crate::json::__json_object!($m; $($($rest)*)?);
     };
     ($m:ident; $k:literal : [ $($v:tt)* ] $(, $($rest:tt)*)?) => {
         $m.insert($k, $crate::json!([ $($v)* ]));
-        $crate::__json_object!($m; $($($rest)*)?);
+        $crate::json::__json_object!($m; $($($rest)*)?);
     };
     ($m:ident; $k:literal : $v:expr $(, $($rest:tt)*)?) => {
         $m.insert($k, $crate::json::ToJson::to_json_value(&$v));
-        $crate::__json_object!($m; $($($rest)*)?);
+        $crate::json::__json_object!($m; $($($rest)*)?);
     };
 }
 
-#[doc(hidden)]
-#[macro_export]
+pub(crate) use __json_object;
+
+/// `json!`'s array body, one element at a time.
 macro_rules! __json_array {
     ($a:ident;) => {};
     ($a:ident; null $(, $($rest:tt)*)?) => {
         $a.push($crate::json::Value::Null);
-        $crate::__json_array!($a; $($($rest)*)?);
+        $crate::json::__json_array!($a; $($($rest)*)?);
     };
     ($a:ident; { $($v:tt)* } $(, $($rest:tt)*)?) => {
         $a.push($crate::json!({ $($v)* }));
-        $crate::__json_array!($a; $($($rest)*)?);
+        $crate::json::__json_array!($a; $($($rest)*)?);
     };
     ($a:ident; [ $($v:tt)* ] $(, $($rest:tt)*)?) => {
         $a.push($crate::json!([ $($v)* ]));
-        $crate::__json_array!($a; $($($rest)*)?);
+        $crate::json::__json_array!($a; $($($rest)*)?);
     };
     ($a:ident; $v:expr $(, $($rest:tt)*)?) => {
         $a.push($crate::json::ToJson::to_json_value(&$v));
-        $crate::__json_array!($a; $($($rest)*)?);
+        $crate::json::__json_array!($a; $($($rest)*)?);
     };
 }
+// Used by `json!([…])`, which not every build expands.
+#[allow(unused_imports)]
+pub(crate) use __json_array;
 
 // ---------------------------------------------------------------------------------
 // Writing
@@ -885,6 +882,8 @@ pub fn from_slice(text: &[u8]) -> Result<Value, Error> {
 }
 
 /// Parses JSON text.
+// Used by the JS skin (src/wasm) and tests only.
+#[cfg_attr(not(any(target_arch = "wasm32", test)), allow(dead_code))]
 pub fn from_str(text: &str) -> Result<Value, Error> {
     from_slice(text.as_bytes())
 }
@@ -1424,7 +1423,7 @@ mod exact {
                     self.0.push(carry);
                 }
             }
-            self.0.splice(0..0, std::iter::repeat(0).take(words));
+            self.0.splice(0..0, std::iter::repeat_n(0, words));
         }
         fn cmp(&self, o: &Nat) -> Ordering {
             let a = self.0.iter().rposition(|&l| l != 0).map_or(0, |i| i + 1);
@@ -1614,12 +1613,6 @@ impl<'a> Fields<'a> {
     pub fn u64(&self, k: &str) -> Result<u64, String> {
         self.required(k, self.opt_u64(k))
     }
-    /// An optional integer in `u32` range.
-    pub fn opt_u32(&self, k: &str) -> Result<Option<u32>, String> {
-        self.typed(k, "an integer in 0..=4294967295", |v| {
-            v.as_u64().and_then(|n| u32::try_from(n).ok())
-        })
-    }
     /// An optional integer in `usize` range.
     pub fn opt_usize(&self, k: &str) -> Result<Option<usize>, String> {
         self.typed(k, "an unsigned integer", |v| {
@@ -1643,9 +1636,17 @@ impl<'a> Fields<'a> {
                 .collect()
         })
     }
-    /// An optional object.
-    pub fn opt_object(&self, k: &str) -> Result<Option<&'a Map>, String> {
-        self.typed(k, "an object", Value::as_object)
+}
+
+/// A wire type read from JSON (a response, a sampler handle, server flags).
+pub trait FromJson: Sized {
+    /// Reads `v`, or says what is wrong with it.
+    fn from_json(v: &Value) -> Result<Self, String>;
+}
+
+impl FromJson for Value {
+    fn from_json(v: &Value) -> Result<Self, String> {
+        Ok(v.clone())
     }
 }
 
@@ -1666,6 +1667,20 @@ pub fn shown(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn builds_parses_and_indexes_bodies() {
+        let mut body = json!({ "model_id": "m", "seq_id": 3 });
+        body["type"] = "optim_step".into();
+        assert_eq!(
+            body.to_string(),
+            r#"{"model_id":"m","seq_id":3,"type":"optim_step"}"#
+        );
+        let v = from_slice(br#"{"a": [1, -2, 2.5e-1, "x\n"]}"#).unwrap();
+        assert_eq!(v["a"][2].as_f64(), Some(0.25));
+        assert_eq!(v.get("b"), None);
+        assert!(from_slice(b"{").is_err());
+    }
 
     fn same_as_serde(text: &str) {
         let ours = from_str(text);

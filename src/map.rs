@@ -5,7 +5,7 @@
 //! (issue 8's size budget). Every map here holds at most a few thousand entries.
 //!
 //! ```
-//! use tinker_wasm::map::StrMap;
+//! use tinker_wasm::StrMap;
 //! let mut m = StrMap::new();
 //! m.insert("b", 2);
 //! m.insert("a", 1);
@@ -166,10 +166,6 @@ impl<T> Default for SortedSet<T> {
 }
 
 impl<T: Ord> SortedSet<T> {
-    /// An empty set.
-    pub fn new() -> Self {
-        SortedSet(Vec::new())
-    }
     /// Adds `v`; whether it was new.
     pub fn insert(&mut self, v: T) -> bool {
         match self.0.binary_search(&v) {
@@ -193,26 +189,6 @@ impl<T: Ord> SortedSet<T> {
             }
             Err(_) => false,
         }
-    }
-    /// Whether `v` is in the set.
-    pub fn contains<Q>(&self, v: &Q) -> bool
-    where
-        T: std::borrow::Borrow<Q>,
-        Q: Ord + ?Sized,
-    {
-        self.0.binary_search_by(|x| x.borrow().cmp(v)).is_ok()
-    }
-    /// The smallest element.
-    pub fn first(&self) -> Option<&T> {
-        self.0.first()
-    }
-    /// Removes and returns the smallest element.
-    pub fn pop_first(&mut self) -> Option<T> {
-        (!self.0.is_empty()).then(|| self.0.remove(0))
-    }
-    /// Number of elements.
-    pub fn len(&self) -> usize {
-        self.0.len()
     }
     /// Whether the set is empty.
     pub fn is_empty(&self) -> bool {
@@ -248,16 +224,15 @@ mod tests {
 
     #[test]
     fn sets_keep_order() {
-        let mut s = SortedSet::new();
+        let mut s = SortedSet::default();
         for x in [5u64, 1, 3, 1] {
             s.insert(x);
         }
         assert_eq!(s.iter().copied().collect::<Vec<_>>(), [1, 3, 5]);
         assert!(s.remove(&3) && !s.remove(&3));
-        assert_eq!(s.pop_first(), Some(1));
-        assert_eq!(s.first(), Some(&5));
-        let mut t: SortedSet<String> = SortedSet::new();
+        assert_eq!(s.iter().copied().collect::<Vec<_>>(), [1, 5]);
+        let mut t: SortedSet<String> = SortedSet::default();
         t.insert("b".into());
-        assert!(t.contains("b") && t.remove("b") && t.is_empty());
+        assert!(t.remove("b") && t.is_empty());
     }
 }

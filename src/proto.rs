@@ -735,47 +735,23 @@ fn decode_batched(b: &[u8]) -> DResult<Batched> {
 /// far fewer; the count comes from the server, so it is bounded before allocating).
 const MAX_EMPTY_DATUMS: usize = 1 << 20;
 
+/// One `ArrayRecord`: its fields by name and its declared datum count.
+type Record = (StrMap<Batched>, i64);
+
 /// Decodes a `ForwardBackwardOutput` (records concatenated, byte offsets sliced per
 /// datum, BF16/INT32 widened, `module:Class` type tags trimmed).
 pub fn decode_forward_backward_output(b: &[u8]) -> DResult<ForwardBackwardOutput> {
     let what = "ForwardBackwardOutput";
     let mut r = R::new(b, what);
     let mut output_type = String::new();
-    let mut records: Vec<(StrMap<Batched>, i64)> = Vec::new();
+    let mut records: Vec<Record> = Vec::new();
     let mut metrics = StrMap::new();
     while let Some((f, v)) = r.next()? {
         match f {
             1 => output_type = as_string(v, what)?,
-            2 => {
-                let mut rr = R::new(as_len(v, what)?, "ArrayRecord");
-                let (mut fields, mut num) = (StrMap::new(), 0i64);
-                while let Some((f, v)) = rr.next()? {
-                    match f {
-                        2 => {
-                            let (k, val) = decode_map_entry(
-                                as_len(v, "ArrayRecord.fields")?,
-                                "ArrayRecord.fields",
-                            )?;
-                            fields.insert(k, decode_batched(val.unwrap_or(&[]))?);
-                        }
-                        3 => num = as_varint(v, "ArrayRecord.num_datums")? as i64,
-                        _ => {}
-                    }
-                }
-                records.push((fields, num));
-            }
+            2 => records.push(decode_record(as_len(v, what)?)?),
             3 => {
-                let entry = as_len(v, what)?;
-                let mut er = R::new(entry, "metrics entry");
-                let (mut k, mut val) = (String::new(), 0f64);
-                while let Some((f, v)) = er.next()? {
-                    match (f, v) {
-                        (1, v) => k = as_string(v, "metric name")?,
-                        (2, Val::I64(bits)) => val = f64::from_bits(bits),
-                        (2, _) => return Err("metrics: value is not a double".into()),
-                        _ => {}
-                    }
-                }
+                let (k, val) = decode_metric(as_len(v, what)?)?;
                 metrics.insert(k, val);
             }
             _ => {}
@@ -794,71 +770,113 @@ pub fn decode_forward_backward_output(b: &[u8]) -> DResult<ForwardBackwardOutput
     }
     let class = output_type.rsplit(':').next().unwrap_or("").to_string();
     let mut outputs: Vec<LossFnOutput> = Vec::new();
-    let declared: i64 = records.iter().fold(0i64, |a, r| a.saturating_add(r.1));
-    for (fields, num) in records {
-        // Datums of this record: declared count, else the first field's offset count.
-        let n = if num > 0 {
-            usize::try_from(num).map_err(|_| format!("{what}: {num} datums declared"))?
-        } else {
-            fields
-                .values()
-                .next()
-                .map_or(0, |b| b.offsets.len().saturating_sub(1))
-        };
-        // Checked before allocating: the declared count comes from the server.
-        if let Some((name, bt)) = fields
-            .iter()
-            .find(|(_, bt)| bt.offsets.len().saturating_sub(1) < n)
-        {
-            return Err(format!(
-                "{what}: field {name} has {} offsets for {n} datums",
-                bt.offsets.len()
-            ));
-        }
-        if fields.is_empty() && n > MAX_EMPTY_DATUMS {
-            return Err(format!("{what}: {n} datums declared without any field"));
-        }
-        let base = outputs.len();
-        outputs.resize_with(base + n, StrMap::new);
-        for (name, bt) in fields {
-            let size = bt.dtype.size();
-            for i in 0..n {
-                let (a, z) = (bt.offsets[i], bt.offsets[i + 1]);
-                if a < 0
-                    || z < a
-                    || z as usize > bt.data.len()
-                    || a as usize % size != 0
-                    || z as usize % size != 0
-                {
-                    return Err(format!(
-                        "{what}: field {name} has bad byte offsets {a}..{z}"
-                    ));
-                }
-                let values = bt
-                    .dtype
-                    .values(&bt.data[a as usize..z as usize], "BatchedTensor.data")?;
-                let trailing: usize = bt.trailing.iter().product();
-                let leading = values.len().checked_div(trailing).unwrap_or(0);
-
-                let mut shape = vec![leading];
-                shape.extend_from_slice(&bt.trailing);
-                outputs[base + i].insert(
-                    name.clone(),
-                    TensorData {
-                        values,
-                        shape: Some(shape),
-                        sparse_crow_indices: None,
-                        sparse_col_indices: None,
-                    },
-                );
-            }
-        }
+    for record in records {
+        slice_record(record, &mut outputs)?;
     }
-    let _ = declared;
     Ok(ForwardBackwardOutput {
         loss_fn_output_type: class,
         loss_fn_outputs: outputs,
         metrics,
+    })
+}
+
+/// An `ArrayRecord`: its batched fields and its declared datum count.
+fn decode_record(b: &[u8]) -> DResult<Record> {
+    let mut rr = R::new(b, "ArrayRecord");
+    let (mut fields, mut num) = (StrMap::new(), 0i64);
+    while let Some((f, v)) = rr.next()? {
+        match f {
+            2 => {
+                let (k, val) =
+                    decode_map_entry(as_len(v, "ArrayRecord.fields")?, "ArrayRecord.fields")?;
+                fields.insert(k, decode_batched(val.unwrap_or(&[]))?);
+            }
+            3 => num = as_varint(v, "ArrayRecord.num_datums")? as i64,
+            _ => {}
+        }
+    }
+    Ok((fields, num))
+}
+
+/// A `metrics` map entry: its name and its double.
+fn decode_metric(entry: &[u8]) -> DResult<(String, f64)> {
+    let mut er = R::new(entry, "metrics entry");
+    let (mut k, mut val) = (String::new(), 0f64);
+    while let Some((f, v)) = er.next()? {
+        match (f, v) {
+            (1, v) => k = as_string(v, "metric name")?,
+            (2, Val::I64(bits)) => val = f64::from_bits(bits),
+            (2, _) => return Err("metrics: value is not a double".into()),
+            _ => {}
+        }
+    }
+    Ok((k, val))
+}
+
+/// Appends one record's datums to `outputs`: each field's tensor sliced by its byte
+/// offsets.
+fn slice_record((fields, num): Record, outputs: &mut Vec<LossFnOutput>) -> DResult<()> {
+    let what = "ForwardBackwardOutput";
+    // Datums of this record: declared count, else the first field's offset count.
+    let n = if num > 0 {
+        usize::try_from(num).map_err(|_| format!("{what}: {num} datums declared"))?
+    } else {
+        fields
+            .values()
+            .next()
+            .map_or(0, |b| b.offsets.len().saturating_sub(1))
+    };
+    // Checked before allocating: the declared count comes from the server.
+    if let Some((name, bt)) = fields
+        .iter()
+        .find(|(_, bt)| bt.offsets.len().saturating_sub(1) < n)
+    {
+        return Err(format!(
+            "{what}: field {name} has {} offsets for {n} datums",
+            bt.offsets.len()
+        ));
+    }
+    if fields.is_empty() && n > MAX_EMPTY_DATUMS {
+        return Err(format!("{what}: {n} datums declared without any field"));
+    }
+    let base = outputs.len();
+    outputs.resize_with(base + n, StrMap::new);
+    for (name, bt) in fields {
+        for i in 0..n {
+            let tensor = datum_tensor(&bt, i, &name)?;
+            outputs[base + i].insert(name.clone(), tensor);
+        }
+    }
+    Ok(())
+}
+
+/// Datum `i`'s tensor of a batched field: its bytes between offsets `i` and `i + 1`,
+/// shaped `[leading, trailing…]`.
+fn datum_tensor(bt: &Batched, i: usize, name: &str) -> DResult<TensorData> {
+    let size = bt.dtype.size();
+    let (a, z) = (bt.offsets[i], bt.offsets[i + 1]);
+    if a < 0
+        || z < a
+        || z as usize > bt.data.len()
+        || a as usize % size != 0
+        || z as usize % size != 0
+    {
+        return Err(format!(
+            "ForwardBackwardOutput: field {name} has bad byte offsets {a}..{z}"
+        ));
+    }
+    let values = bt
+        .dtype
+        .values(&bt.data[a as usize..z as usize], "BatchedTensor.data")?;
+    let trailing: usize = bt.trailing.iter().product();
+    let leading = values.len().checked_div(trailing).unwrap_or(0);
+    let mut shape = vec![leading];
+    shape.extend_from_slice(&bt.trailing);
+    Ok(TensorData {
+        values,
+        shape: Some(shape),
+        sparse_crow_indices: None,
+        sparse_col_indices: None,
     })
 }
 
@@ -986,88 +1004,15 @@ pub fn decode_sample_response(b: &[u8], sequence_ids: &[String]) -> DResult<Samp
     };
     while let Some((f, v)) = r.next()? {
         match f {
-            1 => {
-                let mut sr = R::new(as_len(v, what)?, "SampledSequence");
-                let mut seq = SampledSequence {
-                    stop_reason: StopReason::Stop,
-                    tokens: vec![],
-                    logprobs: None,
-                    topk_logprobs: None,
-                    sequence_id: String::new(),
-                };
-                while let Some((f, v)) = sr.next()? {
-                    match f {
-                        1 => {
-                            seq.stop_reason = match as_varint(v, "stop_reason")? {
-                                0 => StopReason::Stop,
-                                1 => StopReason::Length,
-                                other => {
-                                    return Err(format!(
-                                        "SampledSequence: unknown stop_reason {other}"
-                                    ))
-                                }
-                            }
-                        }
-                        2 => seq.tokens = le_i32s(as_len(v, "tokens")?, "SampledSequence.tokens")?,
-                        3 => {
-                            let b = as_len(v, "logprobs")?;
-                            seq.logprobs = if b.is_empty() {
-                                None
-                            } else {
-                                Some(le_f32s(b, "SampledSequence.logprobs")?)
-                            };
-                        }
-                        4 => seq.topk_logprobs = decode_topk(as_len(v, "topk")?)?,
-                        _ => {}
-                    }
-                }
-                out.sequences.push(seq);
-            }
-            2 => {
-                let b = as_len(v, "prompt_logprobs")?;
-                out.prompt_logprobs = if b.is_empty() {
-                    None
-                } else {
-                    Some(le_f32s(b, "prompt_logprobs")?)
-                };
-            }
+            1 => out.sequences.push(decode_sequence(as_len(v, what)?)?),
+            2 => out.prompt_logprobs = opt_f32s(as_len(v, "prompt_logprobs")?, "prompt_logprobs")?,
             3 => out.topk_prompt_logprobs = decode_topk(as_len(v, what)?)?,
             4 => out.prompt_cache_hit_tokens = as_varint(v, "prompt_cache_hit_tokens")? as i32,
             5 => {
                 out.target_prompt_logprobs =
                     Some(decode_tensor(as_len(v, what)?, "target_prompt_logprobs")?)
             }
-            6 => {
-                let mut pr = R::new(as_len(v, what)?, "PromptAltTokens");
-                let (mut tokens, mut logprobs) = (None, None);
-                while let Some((f, v)) = pr.next()? {
-                    match f {
-                        1 => {
-                            tokens = Some(decode_tensor(
-                                as_len(v, "PromptAltTokens")?,
-                                "PromptAltTokens.tokens",
-                            )?)
-                        }
-                        2 => {
-                            logprobs = Some(decode_tensor(
-                                as_len(v, "PromptAltTokens")?,
-                                "PromptAltTokens.logprobs",
-                            )?)
-                        }
-                        _ => {}
-                    }
-                }
-                let empty = |v| TensorData {
-                    values: v,
-                    shape: Some(vec![0]),
-                    sparse_crow_indices: None,
-                    sparse_col_indices: None,
-                };
-                out.prompt_alt_tokens = Some(PromptAltTokens {
-                    tokens: tokens.unwrap_or_else(|| empty(TensorValues::Int64(vec![]))),
-                    logprobs: logprobs.unwrap_or_else(|| empty(TensorValues::Float32(vec![]))),
-                });
-            }
+            6 => out.prompt_alt_tokens = Some(decode_alt_tokens(as_len(v, what)?)?),
             _ => {}
         }
     }
@@ -1082,6 +1027,76 @@ pub fn decode_sample_response(b: &[u8], sequence_ids: &[String]) -> DResult<Samp
         s.sequence_id = id.clone();
     }
     Ok(out)
+}
+
+/// Little-endian floats, or `None` for an empty field.
+fn opt_f32s(b: &[u8], what: &'static str) -> DResult<Option<Vec<f32>>> {
+    Ok(if b.is_empty() {
+        None
+    } else {
+        Some(le_f32s(b, what)?)
+    })
+}
+
+/// One `SampledSequence` (its id is attached by the caller).
+fn decode_sequence(b: &[u8]) -> DResult<SampledSequence> {
+    let mut sr = R::new(b, "SampledSequence");
+    let mut seq = SampledSequence {
+        stop_reason: StopReason::Stop,
+        tokens: vec![],
+        logprobs: None,
+        topk_logprobs: None,
+        sequence_id: String::new(),
+    };
+    while let Some((f, v)) = sr.next()? {
+        match f {
+            1 => {
+                seq.stop_reason = match as_varint(v, "stop_reason")? {
+                    0 => StopReason::Stop,
+                    1 => StopReason::Length,
+                    other => return Err(format!("SampledSequence: unknown stop_reason {other}")),
+                }
+            }
+            2 => seq.tokens = le_i32s(as_len(v, "tokens")?, "SampledSequence.tokens")?,
+            3 => seq.logprobs = opt_f32s(as_len(v, "logprobs")?, "SampledSequence.logprobs")?,
+            4 => seq.topk_logprobs = decode_topk(as_len(v, "topk")?)?,
+            _ => {}
+        }
+    }
+    Ok(seq)
+}
+
+/// `PromptAltTokens`: its tokens and logprobs tensors, empty (`[0]`) when absent.
+fn decode_alt_tokens(b: &[u8]) -> DResult<PromptAltTokens> {
+    let mut pr = R::new(b, "PromptAltTokens");
+    let (mut tokens, mut logprobs) = (None, None);
+    while let Some((f, v)) = pr.next()? {
+        match f {
+            1 => {
+                tokens = Some(decode_tensor(
+                    as_len(v, "PromptAltTokens")?,
+                    "PromptAltTokens.tokens",
+                )?)
+            }
+            2 => {
+                logprobs = Some(decode_tensor(
+                    as_len(v, "PromptAltTokens")?,
+                    "PromptAltTokens.logprobs",
+                )?)
+            }
+            _ => {}
+        }
+    }
+    let empty = |v| TensorData {
+        values: v,
+        shape: Some(vec![0]),
+        sparse_crow_indices: None,
+        sparse_col_indices: None,
+    };
+    Ok(PromptAltTokens {
+        tokens: tokens.unwrap_or_else(|| empty(TensorValues::Int64(vec![]))),
+        logprobs: logprobs.unwrap_or_else(|| empty(TensorValues::Float32(vec![]))),
+    })
 }
 
 #[cfg(test)]

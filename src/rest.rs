@@ -12,10 +12,11 @@ use futures_util::future::LocalBoxFuture;
 use crate::json;
 use crate::json::Value;
 
+use crate::endpoints::{self, Endpoint, Idempotency, Reply};
 use crate::error::{Error, Result};
 use crate::http::{jwt_claims, Credential, Req};
 use crate::paths::{CheckpointType, TinkerPath};
-use crate::platform::{uuid4, Method};
+use crate::platform::uuid4;
 use crate::session::Holder;
 use crate::types::InputError;
 
@@ -152,12 +153,14 @@ enum Answer {
 
 /// One REST call, checked and built before anything is sent; [`RestClient::call`] runs
 /// it. Every REST method is a constructor here, so bad input fails before any request
-/// (and every call shares one request state machine: issue 8's size budget).
+/// (and every call shares one request state machine: issue 8's size budget). Its
+/// endpoint row says how it is sent and retried.
 #[derive(Debug, Clone)]
 pub struct RestCall {
-    what: &'static str,
+    /// The endpoint (`None`: answered without a request, `whoami`).
+    endpoint: Option<&'static Endpoint>,
+    /// The public method (`x-sdk-method`).
     method: &'static str,
-    http: Method,
     path: String,
     query: Vec<(String, String)>,
     body: Option<Value>,
@@ -212,34 +215,36 @@ fn paging(limit: u64, offset: u64) -> Vec<(String, String)> {
     ]
 }
 
-fn checkpoint_base(path: &str) -> Result<String> {
+/// The run id and the checkpoint id of a `tinker://` path (the REST API's address of
+/// a checkpoint).
+fn checkpoint_ids(path: &str) -> Result<(String, String)> {
     let p = TinkerPath::parse(path)?;
-    Ok(format!(
-        "/api/v1/training_runs/{}/checkpoints/{}",
-        p.training_run_id,
-        p.checkpoint_id()
-    ))
+    let id = p.checkpoint_id();
+    Ok((p.training_run_id, id))
 }
 
 impl RestCall {
-    fn get(what: &'static str, method: &'static str, path: String) -> Self {
+    /// A call to `ep` at `path` (its parameters filled in) answering JSON, or nothing
+    /// for mutations.
+    fn at(ep: &'static Endpoint, method: &'static str, args: &[&str]) -> Self {
         RestCall {
-            what,
+            endpoint: Some(ep),
             method,
-            http: Method::Get,
-            path,
+            path: ep.fill(args),
             query: vec![],
             body: None,
             token: None,
-            answer: Answer::Json,
+            answer: if ep.reply == Reply::Any {
+                Answer::Nothing
+            } else {
+                Answer::Json
+            },
         }
     }
-    fn send(what: &'static str, method: &'static str, http: Method, path: String) -> Self {
-        RestCall {
-            http,
-            answer: Answer::Nothing,
-            ..Self::get(what, method, path)
-        }
+    /// A call to a checkpoint's `ep` (its run and checkpoint ids from `path`).
+    fn checkpoint(ep: &'static Endpoint, method: &'static str, path: &str) -> Result<Self> {
+        let (run, checkpoint) = checkpoint_ids(path)?;
+        Ok(Self::at(ep, method, &[&run, &checkpoint]))
     }
     fn query(mut self, q: Vec<(String, String)>) -> Self {
         self.query = q;
@@ -259,20 +264,20 @@ impl RestCall {
 
     /// Models the server offers.
     pub fn get_server_capabilities() -> Self {
-        Self::get(
-            "get_server_capabilities",
+        Self::at(
+            &endpoints::GET_SERVER_CAPABILITIES,
             "RestClient.get_server_capabilities",
-            "/api/v1/get_server_capabilities".into(),
+            &[],
         )
     }
 
     /// One training run.
     pub fn get_training_run(training_run_id: &str, scope: AccessScope) -> Result<Self> {
         check_id("trainingRunId", training_run_id)?;
-        Ok(Self::get(
-            "get_training_run",
+        Ok(Self::at(
+            &endpoints::GET_TRAINING_RUN,
             "RestClient.get_training_run",
-            format!("/api/v1/training_runs/{training_run_id}"),
+            &[training_run_id],
         )
         .scope(scope))
     }
@@ -298,10 +303,10 @@ impl RestCall {
         if let Some(p) = project_id {
             q.push(("project_id".into(), p.into()));
         }
-        Ok(Self::get(
-            "list_training_runs",
+        Ok(Self::at(
+            &endpoints::LIST_TRAINING_RUNS,
             "RestClient.list_training_runs",
-            "/api/v1/training_runs".into(),
+            &[],
         )
         .query(q)
         .answer(Answer::Page {
@@ -314,20 +319,20 @@ impl RestCall {
     /// Checkpoints of one training run.
     pub fn list_checkpoints(training_run_id: &str) -> Result<Self> {
         check_id("trainingRunId", training_run_id)?;
-        Ok(Self::get(
-            "list_checkpoints",
+        Ok(Self::at(
+            &endpoints::LIST_CHECKPOINTS,
             "RestClient.list_checkpoints",
-            format!("/api/v1/training_runs/{training_run_id}/checkpoints"),
+            &[training_run_id],
         ))
     }
 
     /// A page of all the caller's checkpoints (newest first).
     pub fn list_user_checkpoints(limit: u64, offset: u64) -> Result<Self> {
         check_limit(limit, 1000)?;
-        Ok(Self::get(
-            "list_user_checkpoints",
+        Ok(Self::at(
+            &endpoints::LIST_USER_CHECKPOINTS,
             "RestClient.list_user_checkpoints",
-            "/api/v1/checkpoints".into(),
+            &[],
         )
         .query(paging(limit, offset))
         .answer(Answer::Page {
@@ -339,33 +344,28 @@ impl RestCall {
 
     /// Deletes a checkpoint.
     pub fn delete_checkpoint(path: &str) -> Result<Self> {
-        Ok(Self::send(
-            "delete_checkpoint",
+        Self::checkpoint(
+            &endpoints::DELETE_CHECKPOINT,
             "RestClient.delete_checkpoint_from_tinker_path",
-            Method::Delete,
-            checkpoint_base(path)?,
-        ))
+            path,
+        )
     }
 
     /// Makes a checkpoint public (`true`) or private (`false`).
     pub fn set_published(path: &str, public: bool) -> Result<Self> {
-        let (m, name) = if public {
-            (
-                Method::Post,
+        if public {
+            Self::checkpoint(
+                &endpoints::PUBLISH_CHECKPOINT,
                 "RestClient.publish_checkpoint_from_tinker_path",
+                path,
             )
         } else {
-            (
-                Method::Delete,
+            Self::checkpoint(
+                &endpoints::UNPUBLISH_CHECKPOINT,
                 "RestClient.unpublish_checkpoint_from_tinker_path",
+                path,
             )
-        };
-        Ok(Self::send(
-            "publish_checkpoint",
-            name,
-            m,
-            format!("{}/publish", checkpoint_base(path)?),
-        ))
+        }
     }
 
     /// Sets (or, with `None`, removes) a checkpoint's time to live.
@@ -377,23 +377,21 @@ impl RestCall {
             )
             .into());
         }
-        Ok(Self::send(
-            "set_checkpoint_ttl",
+        Ok(Self::checkpoint(
+            &endpoints::SET_CHECKPOINT_TTL,
             "RestClient.set_checkpoint_ttl_from_tinker_path",
-            Method::Put,
-            format!("{}/ttl", checkpoint_base(path)?),
-        )
+            path,
+        )?
         .body(json!({ "ttl_seconds": ttl_seconds })))
     }
 
     /// Public information about any readable checkpoint.
     pub fn get_weights_info(path: &str) -> Result<Self> {
         TinkerPath::parse(path)?;
-        Ok(Self::send(
-            "weights_info",
+        Ok(Self::at(
+            &endpoints::WEIGHTS_INFO,
             "RestClient.get_weights_info_by_tinker_path",
-            Method::Post,
-            "/api/v1/weights_info".into(),
+            &[],
         )
         .body(json!({ "tinker_path": path }))
         .answer(Answer::Json))
@@ -405,13 +403,10 @@ impl RestCall {
         if p.checkpoint_type != CheckpointType::External {
             return Err(InputError::type_error("path", format!("get_external_weights_urls only accepts external weights checkpoints (tinker://<run>/external_weights/<name>), got {}", json::quote(path))).into());
         }
-        Ok(Self::get(
-            "external_weights_urls",
+        Ok(Self::at(
+            &endpoints::EXTERNAL_WEIGHTS_URLS,
             "RestClient.get_external_weights_urls",
-            format!(
-                "/api/v1/training_runs/{}/checkpoints/external_weights/{}/external_weights_urls",
-                p.training_run_id, p.name
-            ),
+            &[&p.training_run_id, &p.name],
         ))
     }
 
@@ -436,14 +431,9 @@ impl RestCall {
         if let Some(t) = ttl_seconds {
             body["ttl_seconds"] = t.into();
         }
-        let mut c = Self::send(
-            "copy_weights",
-            "RestClient.copy_weights",
-            Method::Post,
-            "/api/v1/copy_weights".into(),
-        )
-        .body(body)
-        .answer(Answer::CopiedPath);
+        let mut c = Self::at(&endpoints::COPY_WEIGHTS, "RestClient.copy_weights", &[])
+            .body(body)
+            .answer(Answer::CopiedPath);
         c.token = weights_access_token.map(str::to_string);
         Ok(c)
     }
@@ -451,10 +441,10 @@ impl RestCall {
     /// One session: its training runs and samplers.
     pub fn get_session(session_id: &str, scope: AccessScope) -> Result<Self> {
         check_id("sessionId", session_id)?;
-        Ok(Self::get(
-            "get_session",
+        Ok(Self::at(
+            &endpoints::GET_SESSION,
             "RestClient.get_session",
-            format!("/api/v1/sessions/{session_id}"),
+            &[session_id],
         )
         .scope(scope))
     }
@@ -464,17 +454,15 @@ impl RestCall {
         check_limit(limit, 1000)?;
         let mut q = paging(limit, offset);
         q.push(("access_scope".into(), scope.as_str().into()));
-        Ok(Self::get(
-            "list_sessions",
-            "RestClient.list_sessions",
-            "/api/v1/sessions".into(),
+        Ok(
+            Self::at(&endpoints::LIST_SESSIONS, "RestClient.list_sessions", &[])
+                .query(q)
+                .answer(Answer::Page {
+                    key: "sessions",
+                    offset,
+                    limit,
+                }),
         )
-        .query(q)
-        .answer(Answer::Page {
-            key: "sessions",
-            offset,
-            limit,
-        }))
     }
 
     /// Searches sessions (experimental); `request` is the wire body, `cursor` the
@@ -495,11 +483,10 @@ impl RestCall {
         if let Some(c) = cursor {
             request["cursor"] = c;
         }
-        Ok(Self::send(
-            "search_sessions",
+        Ok(Self::at(
+            &endpoints::SEARCH_SESSIONS,
             "RestClient.search_sessions",
-            Method::Post,
-            "/api/v1/sessions/search".into(),
+            &[],
         )
         .body(request)
         .answer(Answer::Search))
@@ -509,11 +496,10 @@ impl RestCall {
     pub fn assign_session_project(session_id: &str, project_id: &str) -> Result<Self> {
         check_id("sessionId", session_id)?;
         check_id("projectId", project_id)?;
-        Ok(Self::send(
-            "assign_session_project",
+        Ok(Self::at(
+            &endpoints::ASSIGN_SESSION_PROJECT,
             "RestClient.assign_session_project",
-            Method::Put,
-            format!("/api/v1/sessions/{session_id}/project"),
+            &[session_id],
         )
         .body(json!({ "project_id": project_id })))
     }
@@ -521,10 +507,10 @@ impl RestCall {
     /// Exports a session's Perfetto trace; polls every 5 s until ready; answers its URL.
     pub fn export_session_trace(session_id: &str) -> Result<Self> {
         check_id("sessionId", session_id)?;
-        Ok(Self::get(
-            "trace_export",
+        Ok(Self::at(
+            &endpoints::TRACE_EXPORT,
             "RestClient.export_session_trace",
-            format!("/api/v1/sessions/{session_id}/trace_export"),
+            &[session_id],
         )
         .answer(Answer::TraceUrl))
     }
@@ -532,10 +518,10 @@ impl RestCall {
     /// One sampler: its base model and weights path.
     pub fn get_sampler(sampler_id: &str) -> Result<Self> {
         check_id("samplerId", sampler_id)?;
-        Ok(Self::get(
-            "get_sampler",
+        Ok(Self::at(
+            &endpoints::GET_SAMPLER,
             "RestClient.get_sampler",
-            format!("/api/v1/samplers/{sampler_id}"),
+            &[sampler_id],
         ))
     }
 
@@ -565,20 +551,15 @@ impl RestCall {
             }
             q.push(("day".into(), d.into()));
         }
-        Ok(Self::get(
-            "get_audit_log",
-            "AdminClient.get_audit_log",
-            "/api/v1/audit".into(),
-        )
-        .query(q))
+        Ok(Self::at(&endpoints::AUDIT_LOG, "AdminClient.get_audit_log", &[]).query(q))
     }
 
     /// Billing usage events between two RFC 3339 times.
     pub fn get_billing_usage(starting_on: &str, ending_before: &str) -> Self {
-        Self::get(
-            "get_billing_usage",
+        Self::at(
+            &endpoints::BILLING_USAGE,
             "AdminClient.get_billing_usage",
-            "/api/v1/billing/usage/events".into(),
+            &[],
         )
         .query(vec![
             ("starting_on".into(), starting_on.into()),
@@ -588,10 +569,10 @@ impl RestCall {
 
     /// Current checkpoint storage usage.
     pub fn get_current_checkpoint_storage_usage(project_id: Option<&str>) -> Self {
-        Self::get(
-            "checkpoint_storage_usage",
+        Self::at(
+            &endpoints::CHECKPOINT_STORAGE_USAGE,
             "AdminClient.get_current_checkpoint_storage_usage",
-            "/api/v1/billing/usage/checkpoints/current".into(),
+            &[],
         )
         .query(
             project_id
@@ -602,7 +583,15 @@ impl RestCall {
 
     /// Who the credentials belong to, from the held JWT's claims (no request).
     pub fn whoami() -> Self {
-        Self::get("whoami", "RestClient.whoami", String::new()).answer(Answer::WhoAmI)
+        RestCall {
+            endpoint: None,
+            method: "RestClient.whoami",
+            path: String::new(),
+            query: vec![],
+            body: None,
+            token: None,
+            answer: Answer::WhoAmI,
+        }
     }
 }
 
@@ -636,103 +625,49 @@ impl RestClient {
     }
 
     async fn run(&self, c: RestCall) -> Result<RestOutput> {
-        if c.answer == Answer::WhoAmI {
+        let Some(ep) = c.endpoint else {
             return self.whoami().await.map(RestOutput::Json);
-        }
-        let h = &self.holder;
-        h.ensure_open()?;
-        let method = Some(self.outer_method.unwrap_or(c.method));
+        };
+        self.holder.ensure_open()?;
         loop {
-            let raw = if c.http == Method::Get {
-                h.request_json(c.what, c.path.clone(), c.query.clone(), None, method)
-                    .await?
-            } else if c.answer == Answer::CopiedPath {
-                let key = uuid4(&*h.env);
-                h.with_retries(c.what, || {
-                    let mut r =
-                        Req::post_json(c.path.clone(), c.body.as_ref().unwrap_or(&Value::Null))
-                            .method_name(method);
-                    r.idempotency_key = Some(key.clone());
-                    if let Some(t) = &c.token {
-                        r = r.header("X-Tinker-Weights-Access-Token", t.clone());
-                    }
-                    h.http.json_value(r)
-                })
-                .await?
-            } else {
-                let r = h
-                    .with_retries_no_conflict(c.what, || {
-                        // A 409 is a final answer here: no HTTP-layer retries of it either.
-                        let mut r = Req::new(c.http, c.path.clone()).method_name(method);
-                        r.final_conflicts = true;
-                        if let Some(b) = &c.body {
-                            r = r.json(b);
-                        }
-                        h.http.send(r)
-                    })
-                    .await?;
-                json::from_slice(&r.body).unwrap_or(Value::Null)
-            };
-            return Ok(match c.answer {
-                Answer::Json | Answer::WhoAmI => RestOutput::Json(raw),
-                Answer::Nothing => RestOutput::Nothing,
-                Answer::Page { key, offset, limit } => {
-                    RestOutput::Page(offset_page(raw, key, offset, limit))
-                }
-                Answer::Search => {
-                    let items = raw
-                        .get("sessions")
-                        .and_then(Value::as_array)
-                        .cloned()
-                        .unwrap_or_default();
-                    let next_cursor = raw.get("next_cursor").filter(|c| !c.is_null()).cloned();
-                    RestOutput::Page(Page {
-                        items,
-                        raw,
-                        next_offset: None,
-                        next_cursor,
-                    })
-                }
-                Answer::CopiedPath => RestOutput::Text(
-                    raw.get("tinker_path")
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                        .ok_or_else(|| Error::InvalidResponse {
-                            message: format!("copy_weights response without tinker_path: {raw}"),
-                        })?,
-                ),
-                Answer::TraceUrl => match raw.get("status").and_then(Value::as_str) {
-                    Some("ready") => RestOutput::Text(
-                        raw.get("url")
-                            .and_then(Value::as_str)
-                            .map(str::to_string)
-                            .ok_or_else(|| Error::InvalidResponse {
-                                message: "trace export ready without url".into(),
-                            })?,
-                    ),
-                    Some("failed") => {
-                        let session = c.path.rsplit('/').nth(1).unwrap_or_default();
-                        return Err(Error::RequestFailed {
-                            message: format!(
-                                "Trace export failed for session {session}: {}",
-                                raw.get("error").map(Value::to_string).unwrap_or_default()
-                            ),
-                            request_id: session.into(),
-                            category: crate::error::ErrorCategory::Unknown,
-                        });
-                    }
-                    _ => {
-                        h.env.sleep(Duration::from_secs(5)).await;
-                        continue;
-                    }
-                },
-            });
+            let raw = self.fetch(ep, &c).await?;
+            if let Some(out) = read_answer(c.answer, raw, &c.path)? {
+                return Ok(out);
+            }
+            // A trace export not ready yet: ask again in 5 s.
+            self.holder.env().sleep(TRACE_POLL).await;
+        }
+    }
+
+    /// Sends `c` to `ep` under its row's retries; the answer as JSON (`null` for an
+    /// empty or non-JSON answer to a mutation). A copy keeps one idempotency key
+    /// across its retries.
+    async fn fetch(&self, ep: &'static Endpoint, c: &RestCall) -> Result<Value> {
+        let h = &self.holder;
+        let method = self.outer_method.unwrap_or(c.method);
+        let mut req = Req::at_path(ep, c.path.clone()).method_name(Some(method));
+        req.query = c.query.clone();
+        if let Some(b) = &c.body {
+            req = req.json(b);
+        }
+        if let Some(t) = &c.token {
+            req = req.header("X-Tinker-Weights-Access-Token", t.clone());
+        }
+        if ep.idempotency == Idempotency::PerCall {
+            req.idempotency_key = Some(uuid4(&**h.env()));
+        }
+        match ep.reply {
+            Reply::Any => {
+                let r = h.send(req).await?;
+                Ok(json::from_slice(&r.body).unwrap_or(Value::Null))
+            }
+            _ => h.json_value(req).await,
         }
     }
 
     /// Who the credentials belong to, from the held JWT's claims (no request).
     async fn whoami(&self) -> Result<Value> {
-        let jwt = match self.holder.http.credential() {
+        let jwt = match self.holder.http().credential() {
             Credential::Jwt(j) => j.get_token().await?,
             Credential::Key(k) if k.starts_with("eyJ") && jwt_claims(k).ok().and_then(|c| c.get("iss").and_then(Value::as_str).map(|s| s.starts_with("passport-"))).unwrap_or(false) => k.clone(),
             _ => return Err(Error::Closed { message: "whoami needs a JWT: the server has JWT auth disabled and a plain API key is in use".into() }),
@@ -748,6 +683,70 @@ impl RestClient {
             "org_urn": org.map(|o| format!("tml:organization:{o}")),
             "email": c.get("email").and_then(Value::as_str).filter(|e| !e.is_empty()),
         }))
+    }
+}
+
+/// How long a trace export waits before asking again.
+const TRACE_POLL: Duration = Duration::from_secs(5);
+
+/// What a call answered, read as its [`Answer`] says; `None` while a trace export is
+/// not ready.
+fn read_answer(answer: Answer, raw: Value, path: &str) -> Result<Option<RestOutput>> {
+    Ok(Some(match answer {
+        Answer::Json | Answer::WhoAmI => RestOutput::Json(raw),
+        Answer::Nothing => RestOutput::Nothing,
+        Answer::Page { key, offset, limit } => {
+            RestOutput::Page(offset_page(raw, key, offset, limit))
+        }
+        Answer::Search => {
+            let items = raw
+                .get("sessions")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let next_cursor = raw.get("next_cursor").filter(|c| !c.is_null()).cloned();
+            RestOutput::Page(Page {
+                items,
+                raw,
+                next_offset: None,
+                next_cursor,
+            })
+        }
+        Answer::CopiedPath => RestOutput::Text(
+            raw.get("tinker_path")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| Error::InvalidResponse {
+                    message: format!("copy_weights response without tinker_path: {raw}"),
+                })?,
+        ),
+        Answer::TraceUrl => return trace_url(&raw, path),
+    }))
+}
+
+/// A trace export's URL once ready, an error once failed, `None` before.
+fn trace_url(raw: &Value, path: &str) -> Result<Option<RestOutput>> {
+    match raw.get("status").and_then(Value::as_str) {
+        Some("ready") => Ok(Some(RestOutput::Text(
+            raw.get("url")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| Error::InvalidResponse {
+                    message: "trace export ready without url".into(),
+                })?,
+        ))),
+        Some("failed") => {
+            let session = path.rsplit('/').nth(1).unwrap_or_default();
+            Err(Error::RequestFailed {
+                message: format!(
+                    "Trace export failed for session {session}: {}",
+                    raw.get("error").map(Value::to_string).unwrap_or_default()
+                ),
+                request_id: session.into(),
+                category: crate::error::ErrorCategory::Unknown,
+            })
+        }
+        _ => Ok(None),
     }
 }
 

@@ -12,10 +12,6 @@ use std::time::Duration;
 
 use crate::platform::Headers;
 
-/// Default HTTP-layer retries per request (Python `DEFAULT_MAX_RETRIES`).
-pub const DEFAULT_MAX_RETRIES: u32 = 10;
-/// Default per-request timeout (Python `DEFAULT_TIMEOUT`).
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// The holder-level retry window (Python `execute_with_retries`' `MAX_WAIT_TIME`).
 pub const HOLDER_RETRY_WINDOW_SECS: f64 = 300.0;
 /// Sleep between retries while billing is paused (HTTP 402).

@@ -1,37 +1,35 @@
 //! `SamplingClient`: sampling and prompt logprobs from a base model or saved weights,
 //! with the Python SDK 0.38's machinery:
 //!
-//! * a per-client retry handler (`RetryConfig`): a concurrency semaphore, retries of
-//!   transient failures (a retry is a new submission with a new `seq_id`) with
-//!   `min(0.5·2ᵃ, 10)` s ± 25 % waits, and stuck detection;
-//! * holder-wide dispatch limits: 400 submissions in flight, a prompt-bytes budget, and
-//!   429 as backpressure: every client of the holder backs off 1 s (5 s for prompts
-//!   over 128 KiB), then the same submission (same `seq_id`) is retried; for 10 s after
-//!   a backoff, dispatch is throttled harder;
-//! * session-wide batched polling through `retrieve_futures` when the server enables
-//!   `sample_use_retrieve_futures`, and `cancel_future` for abandoned polls when the
-//!   dynamic config enables `sample_cancel_enabled`.
+//! * a per-sampler retry handler (`RetryConfig`, [`crate::sampling_retry`]): a
+//!   concurrency semaphore, retries of transient failures (a retry is a new submission
+//!   with a new `seq_id`) with `min(0.5·2ᵃ, 10)` s ± 25 % waits, and stuck detection;
+//! * holder-wide admission ([`crate::admission`]): 400 submissions in flight, a
+//!   prompt-bytes budget, and 429 as backpressure: every client of the holder backs off
+//!   1 s (5 s for prompts over 128 KiB), then the same submission (same `seq_id`) is
+//!   retried; for 10 s after a backoff, dispatch is throttled harder;
+//! * session-wide batched polling through `retrieve_futures` ([`crate::poller`]) when
+//!   the server enables `sample_use_retrieve_futures`, and `cancel_future` for
+//!   abandoned polls when the dynamic config enables `sample_cancel_enabled`.
 
-use std::cell::Cell;
-
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::time::Duration;
 
-use futures_util::future::{select, Either, LocalBoxFuture};
+use futures_util::future::LocalBoxFuture;
 
 use crate::call::{CallOptions, Guard};
+use crate::endpoints;
 use crate::error::{Error, Result};
-use crate::future::{retrieve, PauseLogger, Payload, Poll, QueueState};
-use crate::http::{decode, FromJson, Req};
+use crate::future::{retrieve, PauseLogger, Payload, Poll, QueueState, Submitted, UntypedFuture};
+use crate::http::{decode, parse_json, Req};
 use crate::json;
-use crate::json::{Fields, Map, ObjectWriter, Value};
-use crate::map::{SortedSet, StrMap};
+use crate::json::{Fields, FromJson, Map, ObjectWriter, Value};
+use crate::poller::SessionPoller;
 use crate::proto::{decode_sample_response, SampleResponse};
-use crate::retry::{SamplingRetryConfig, BILLING_PAUSE_SLEEP};
+use crate::retry::SamplingRetryConfig;
+use crate::sampling_retry::RetryHandler;
 use crate::session::Holder;
-use crate::sync::{CancelToken, Event, Semaphore};
-use crate::training::UntypedFuture;
+use crate::sync::Semaphore;
 use crate::types::{DType, InputError, ModelInput, ModelInputChunk, SamplingParams, TensorData};
 
 /// Options of a sampling client.
@@ -178,286 +176,12 @@ impl SampleRequest {
     }
 }
 
-// ---------------------------------------------------------------------------------
-// Retry handler
-
-/// One per (holder, sampler, retry config), shared by every client on that sampler, as
-/// the Python SDK's `_get_retry_handler` cache shares it (keyed by sampling session,
-/// config and the holder's telemetry): its concurrency limit and stuck clock cover them
-/// all.
-pub(crate) struct RetryHandler {
-    config: SamplingRetryConfig,
-    semaphore: Option<Semaphore>,
-    last_progress_ms: Cell<f64>,
-    in_flight: Cell<usize>,
-    /// The stuck-detection watchdog of the current burst of calls (one timer shared by
-    /// every call in flight, instead of one per call; Python runs one task per call, to
-    /// the same effect: every call in flight fails once no call made progress for
-    /// `progress_timeout`).
-    watchdog: RefCell<Option<Watchdog>>,
-}
-
-struct Watchdog {
-    /// Cancelled when no progress was made in time: every call waiting on it fails.
-    stuck: CancelToken,
-    /// Cancelled when the last call in flight ends: the watchdog stops (no timer left).
-    idle: CancelToken,
-}
-
-fn sampling_retryable(e: &Error) -> bool {
-    matches!(
-        e,
-        Error::Connection { .. } | Error::Timeout { .. } | Error::FutureExpired { .. }
-    ) || matches!(e, Error::Status(s) if !s.final_poll && crate::error::is_retryable_status(s.status))
-}
-
 /// Cancels a submitted sample on the server when dropped while still set.
 struct CancelOnDrop<'a>(Option<(&'a Rc<Holder>, &'a str)>);
 impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
         if let Some((h, id)) = self.0 {
             h.enqueue_cancel(id);
-        }
-    }
-}
-
-struct InFlight<'a>(&'a RetryHandler);
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        let n = self.0.in_flight.get() - 1;
-        self.0.in_flight.set(n);
-        if n == 0 {
-            let w = self.0.watchdog.borrow_mut().take();
-            if let Some(w) = w {
-                w.idle.cancel();
-            }
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------
-// Session-wide batched polling (`retrieve_futures`)
-
-#[derive(Debug, Clone)]
-struct Completion {
-    state: String,
-    request_id: String,
-    response_payload_uncompressed_size: Option<u64>,
-}
-
-struct FuturesResponse {
-    completions: Vec<Completion>,
-    cursor: i64,
-}
-
-impl FromJson for FuturesResponse {
-    fn from_json(v: &Value) -> std::result::Result<Self, String> {
-        let f = Fields::of(v)?;
-        let completions = match f.get("completions") {
-            None | Some(Value::Null) => vec![],
-            Some(Value::Array(a)) => a
-                .iter()
-                .map(|c| {
-                    let c = Fields::of(c)?;
-                    Ok(Completion {
-                        state: c.str("state")?,
-                        request_id: c.str("request_id")?,
-                        response_payload_uncompressed_size: c
-                            .opt_u64("response_payload_uncompressed_size")?,
-                    })
-                })
-                .collect::<std::result::Result<_, String>>()
-                .map_err(|e| format!("`completions`: {e}"))?,
-            Some(other) => {
-                return Err(format!(
-                    "`completions`: expected an array, got {}",
-                    other.kind()
-                ))
-            }
-        };
-        Ok(FuturesResponse {
-            completions,
-            cursor: f
-                .opt_i64("cursor")?
-                .ok_or_else(|| "missing field `cursor`".to_string())?,
-        })
-    }
-}
-
-#[derive(Default)]
-struct PollerState {
-    cursor: i64,
-    acked: i64,
-    completions: StrMap<Completion>,
-    waiters: StrMap<Event>,
-    abandoned: SortedSet<String>,
-    retrieved: SortedSet<String>,
-    /// Why polling stopped for good: every waiter fails with it, and (as Python's
-    /// `TinkerError` there) the sampling retry handler does not retry it.
-    failure: Option<Error>,
-    running: bool,
-}
-
-struct SessionPoller {
-    holder: Rc<Holder>,
-    sampling_session_id: String,
-    clone_id: u64,
-    state: RefCell<PollerState>,
-}
-
-impl SessionPoller {
-    fn ensure_running(self: &Rc<Self>) {
-        if !self.state.borrow().running {
-            self.state.borrow_mut().running = true;
-            let me = self.clone();
-            self.holder
-                .env
-                .spawn(Box::pin(async move { me.poll_loop().await }));
-        }
-    }
-
-    async fn wait_for(self: &Rc<Self>, request_id: &str) -> Result<Completion> {
-        let event = {
-            let mut s = self.state.borrow_mut();
-            if let Some(c) = s.completions.remove(request_id) {
-                return Ok(c);
-            }
-            if let Some(f) = &s.failure {
-                return Err(f.clone());
-            }
-            let e = Event::new();
-            s.waiters.insert(request_id, e.clone());
-            e
-        };
-        self.ensure_running();
-        struct Unregister<'a>(&'a SessionPoller, &'a str, bool);
-        impl Drop for Unregister<'_> {
-            fn drop(&mut self) {
-                let mut s = self.0.state.borrow_mut();
-                s.waiters.remove(self.1);
-                if !self.2 {
-                    // Abandoned: drop its completion when it arrives.
-                    if s.completions.remove(self.1).is_none() {
-                        s.abandoned.insert(self.1.to_string());
-                    }
-                }
-            }
-        }
-        let mut guard = Unregister(self, request_id, false);
-        event.wait().await;
-        guard.2 = true;
-        drop(guard);
-        let mut s = self.state.borrow_mut();
-        match s.completions.remove(request_id) {
-            Some(c) => Ok(c),
-            None => Err(s.failure.clone().unwrap_or_else(|| Error::Connection {
-                message: "retrieve_futures polling stopped".into(),
-            })),
-        }
-    }
-
-    fn mark_retrieved(self: &Rc<Self>, request_id: &str) {
-        self.state
-            .borrow_mut()
-            .retrieved
-            .insert(request_id.to_string());
-        self.ensure_running();
-    }
-
-    async fn poll_loop(self: Rc<Self>) {
-        let h = self.holder.clone();
-        let mut bad_requests = 0u32;
-        loop {
-            let closing = h.is_closed();
-            let (cursor, ids, ack_only) = {
-                let mut s = self.state.borrow_mut();
-                let idle = s.waiters.is_empty() && s.retrieved.is_empty() && s.cursor <= s.acked;
-                if idle || (closing && s.cursor <= s.acked && s.retrieved.is_empty()) {
-                    s.running = false;
-                    return;
-                }
-                (
-                    s.cursor,
-                    s.retrieved.iter().cloned().collect::<Vec<_>>(),
-                    closing || s.waiters.is_empty(),
-                )
-            };
-            let mut body = json!({
-                "target": { "type": "sampling_session", "sampling_session_id": self.sampling_session_id, "cloned_sampler_id": self.clone_id },
-                "prev_cursor": cursor,
-                "retrieved_request_ids": ids,
-            });
-            if ack_only {
-                body["timeout"] = 0.0.into(); // Python sends the float 0.0
-            }
-            let req = Req::post_json("/api/v1/retrieve_futures", &body)
-                .retries(0)
-                .timeout(Duration::from_secs(if ack_only { 5 } else { 45 }));
-            match h.http.json::<FuturesResponse>(req).await {
-                Ok(r) => {
-                    bad_requests = 0;
-                    let mut s = self.state.borrow_mut();
-                    for id in &ids {
-                        s.retrieved.remove(id);
-                    }
-                    s.acked = s.acked.max(cursor);
-                    s.cursor = r.cursor;
-                    for c in r.completions {
-                        if s.abandoned.remove(&c.request_id) {
-                            // Nobody waits for it; report it retrieved so the server can drop it.
-                            s.retrieved.insert(c.request_id.clone());
-                            continue;
-                        }
-                        let id = c.request_id.clone();
-                        s.completions.insert(id.clone(), c);
-                        if let Some(e) = s.waiters.remove(&id) {
-                            e.set();
-                        }
-                    }
-                    if closing {
-                        s.running = false;
-                        return;
-                    }
-                }
-                Err(_) if closing => {
-                    self.state.borrow_mut().running = false;
-                    return;
-                }
-                Err(e) => {
-                    if e.status() == Some(402) && h.should_pause_on_billing(402) {
-                        h.env.sleep(BILLING_PAUSE_SLEEP).await;
-                        continue;
-                    }
-                    if e.is_retryable() {
-                        h.env.sleep(Duration::from_secs(1)).await;
-                        continue;
-                    }
-                    if e.status() == Some(400) && bad_requests < 3 {
-                        bad_requests += 1;
-                        h.env.sleep(Duration::from_secs(1)).await;
-                        continue;
-                    }
-                    let message = format!(
-                        "retrieve_futures polling failed for sampling session {} (clone {}): {e}",
-                        self.sampling_session_id, self.clone_id
-                    );
-                    let failure = match e {
-                        Error::Status(mut st) => {
-                            st.message = message;
-                            st.final_poll = true;
-                            Error::Status(st)
-                        }
-                        _ => Error::InvalidResponse { message },
-                    };
-                    let mut s = self.state.borrow_mut();
-                    s.failure = Some(failure);
-                    s.running = false;
-                    for (_, w) in s.waiters.drain() {
-                        w.set();
-                    }
-                    return;
-                }
-            }
         }
     }
 }
@@ -508,38 +232,11 @@ impl FromJson for SamplerInfo {
     }
 }
 
-/// The live retry handler of `holder`'s clients on sampler `id` with `config`, or a new
-/// one.
-fn shared_retry_handler(
-    holder: &Holder,
-    id: &str,
-    config: SamplingRetryConfig,
-) -> Rc<RetryHandler> {
-    let mut all = holder.sampling_retry.borrow_mut();
-    all.retain(|(_, h)| h.strong_count() > 0);
-    let live = all
-        .iter()
-        .filter(|(sampler, _)| sampler == id)
-        .filter_map(|(_, h)| h.upgrade())
-        .find(|h| h.config == config);
-    live.unwrap_or_else(|| {
-        let h = Rc::new(RetryHandler {
-            semaphore: config.max_connections.map(Semaphore::new),
-            config,
-            last_progress_ms: Cell::new(holder.env.now_ms()),
-            in_flight: Cell::new(0),
-            watchdog: RefCell::new(None),
-        });
-        all.push((id.to_string(), Rc::downgrade(&h)));
-        h
-    })
-}
-
 /// The clone id of a client on a sampler others may use: `None` when the server
 /// allocates it (`sample_join_sampling_session`), else a random one in 1..=1e9.
 fn fresh_clone_id(holder: &Holder) -> Option<u64> {
-    (!holder.config.sample_join_sampling_session)
-        .then(|| (holder.env.random() * 1e9) as u64 % 1_000_000_000 + 1)
+    (!holder.config().sample_join_sampling_session)
+        .then(|| (holder.env().random() * 1e9) as u64 % 1_000_000_000 + 1)
 }
 
 impl SamplingClient {
@@ -604,11 +301,9 @@ impl SamplingClient {
         let base_model = match base_model {
             Some(b) => b,
             None => {
-                let path = format!("/api/v1/samplers/{sampling_session_id}");
-                holder
-                    .get_json::<SamplerInfo>("get_sampler", path, vec![], Some(sdk_method))
-                    .await?
-                    .base_model
+                let req = Req::at(&endpoints::GET_SAMPLER, &[&sampling_session_id]);
+                let info: SamplerInfo = holder.json(req.method_name(Some(sdk_method))).await?;
+                info.base_model
             }
         };
         Ok(Self::build(
@@ -631,7 +326,7 @@ impl SamplingClient {
     pub fn from_handle(
         env: crate::platform::Env,
         handle: &str,
-        mut opts: crate::config::ClientOptions,
+        mut opts: crate::options::ClientOptions,
     ) -> Result<Self> {
         let h = crate::handle::SamplerHandle::decode(handle)?;
         opts.base_url = h.holder.base_url;
@@ -674,14 +369,14 @@ impl SamplingClient {
             session_id,
             sampling_session_id: self.0.sampling_session_id.clone(),
             holder: crate::handle::HandleHolder {
-                base_url: holder.opts.base_url.clone(),
+                base_url: holder.opts().base_url.clone(),
                 default_headers_overrides: holder
-                    .opts
+                    .opts()
                     .default_headers
                     .iter()
                     .map(|(k, v)| (k.clone(), Value::from(v)))
                     .collect::<Map>(),
-                client_config: holder.config.clone(),
+                client_config: holder.config().clone(),
                 client_dynamic_config: holder.dynamic(),
                 api_key: (),
             },
@@ -711,15 +406,19 @@ impl SamplingClient {
         owns_holder: bool,
     ) -> Self {
         let mut config = opts.retry.unwrap_or_default();
-        config.max_connections = if holder.config.sample_use_retrieve_futures {
+        let flags = holder.config();
+        config.max_connections = if flags.sample_use_retrieve_futures {
             None
         } else {
-            Some(holder.config.sample_max_concurrent_requests)
+            Some(flags.sample_max_concurrent_requests)
         };
-        if !holder.config.sample_enable_stuck_detection {
+        if !flags.sample_enable_stuck_detection {
             config.enable_stuck_detection = false;
         }
-        let retry = shared_retry_handler(&holder, &sampling_session_id, config);
+        let now_ms = holder.env().now_ms();
+        let retry = holder
+            .retry_handlers
+            .get(&sampling_session_id, config, now_ms);
         SamplingClient(Rc::new(Inner {
             pauses: PauseLogger::sampling(&sampling_session_id),
             holder,
@@ -753,19 +452,19 @@ impl SamplingClient {
         self.0.queue_state.get()
     }
 
+    /// The session-wide poller of this client's clone (`sample_use_retrieve_futures`).
     fn poller(&self) -> Option<Rc<SessionPoller>> {
-        if !self.0.holder.config.sample_use_retrieve_futures {
+        if !self.0.holder.config().sample_use_retrieve_futures {
             return None;
         }
         let mut p = self.0.poller.borrow_mut();
         Some(
             p.get_or_insert_with(|| {
-                Rc::new(SessionPoller {
-                    holder: self.0.holder.clone(),
-                    sampling_session_id: self.0.sampling_session_id.clone(),
-                    clone_id: self.0.clone_id.get().unwrap_or(0),
-                    state: RefCell::new(PollerState::default()),
-                })
+                Rc::new(SessionPoller::new(
+                    self.0.holder.clone(),
+                    self.0.sampling_session_id.clone(),
+                    self.0.clone_id.get().unwrap_or(0),
+                ))
             })
             .clone(),
         )
@@ -818,118 +517,20 @@ impl SamplingClient {
         method: &'static str,
     ) -> Result<LocalBoxFuture<'static, Result<SampleResponse>>> {
         self.0.holder.ensure_open()?;
-        let guard = Guard::new(&self.0.holder.env, &opts, method);
+        let guard = Guard::new(self.0.holder.env(), &opts, method);
         guard.check()?;
         let me = self.clone();
         Ok(Box::pin(async move {
             let req = Rc::new(req);
             // Python bypasses the retry handler for `sample` only (compute_logprobs
             // always goes through it).
-            if me.0.holder.config.sample_no_retries && method == "SamplingClient.sample" {
+            if me.0.holder.config().sample_no_retries && method == "SamplingClient.sample" {
                 return me.sample_once(&req, &guard, method).await;
             }
-            me.with_retry_handler(&guard, || me.sample_once(&req, &guard, method))
-                .await
+            let env = me.0.holder.env();
+            let attempt = || me.sample_once(&req, &guard, method);
+            me.0.retry.run(env, &guard, attempt).await
         }))
-    }
-
-    async fn with_retry_handler<F, Fut>(&self, guard: &Guard, mut f: F) -> Result<SampleResponse>
-    where
-        F: FnMut() -> Fut,
-        Fut: std::future::Future<Output = Result<SampleResponse>>,
-    {
-        let rh = &self.0.retry;
-        let env = self.0.holder.env.clone();
-        let _permit = match &rh.semaphore {
-            Some(s) => Some(guard.run(async { Ok(s.acquire().await) }).await?),
-            None => None,
-        };
-        if rh.in_flight.get() == 0 {
-            rh.last_progress_ms.set(env.now_ms());
-        }
-        rh.in_flight.set(rh.in_flight.get() + 1);
-        let _in_flight = InFlight(rh);
-        let attempts = async {
-            let mut attempt = 0u32;
-            loop {
-                match f().await {
-                    Ok(r) => return Ok(r),
-                    Err(e) if rh.config.enable_retry_logic && sampling_retryable(&e) => {
-                        let d = rh.config.delay(attempt, env.random());
-                        attempt += 1;
-                        guard.sleep(d).await?;
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-        };
-        let stuck = rh.config.enable_stuck_detection.then(|| self.stuck_token());
-        let watchdog = async {
-            match stuck {
-                None => std::future::pending().await,
-                Some(t) => t.cancelled().await,
-            }
-            Error::Connection {
-                message: format!(
-                    "No progress made in {}s. Requests appear to be stuck.",
-                    crate::types::fmt_num(rh.config.progress_timeout.as_secs_f64())
-                ),
-            }
-        };
-        futures_util::pin_mut!(attempts, watchdog);
-        match select(attempts, watchdog).await {
-            Either::Left((r, _)) => {
-                if r.is_ok() {
-                    rh.last_progress_ms.set(env.now_ms());
-                }
-                r
-            }
-            Either::Right((e, _)) => Err(e),
-        }
-    }
-
-    /// The stuck token of the current burst of calls, starting its watchdog if none runs.
-    fn stuck_token(&self) -> CancelToken {
-        let rh = &self.0.retry;
-        if let Some(w) = rh.watchdog.borrow().as_ref() {
-            if !w.stuck.is_cancelled() {
-                return w.stuck.clone();
-            }
-        }
-        let (stuck, idle) = (CancelToken::new(), CancelToken::new());
-        *rh.watchdog.borrow_mut() = Some(Watchdog {
-            stuck: stuck.clone(),
-            idle: idle.clone(),
-        });
-        let handler = Rc::downgrade(rh);
-        let env = self.0.holder.env.clone();
-        let timeout_ms = rh.config.progress_timeout.as_secs_f64() * 1000.0;
-        let fire = stuck.clone();
-        self.0.holder.env.spawn(Box::pin(async move {
-            loop {
-                if idle.is_cancelled() {
-                    return; // the burst ended before this task first ran
-                }
-                let Some(deadline) = handler
-                    .upgrade()
-                    .map(|h| h.last_progress_ms.get() + timeout_ms)
-                else {
-                    return;
-                };
-                let now = env.now_ms();
-                if now > deadline {
-                    fire.cancel();
-                    return;
-                }
-                let sleep = env.sleep(Duration::from_secs_f64((deadline - now) / 1000.0 + 0.001));
-                let stop = idle.cancelled();
-                futures_util::pin_mut!(stop);
-                if let Either::Right(_) = select(sleep, stop).await {
-                    return;
-                }
-            }
-        }));
-        stuck
     }
 
     /// Has the server allocate this clone's id, once, before its first request.
@@ -943,15 +544,10 @@ impl SamplingClient {
         }
         let h = &self.0.holder;
         let body = json!({ "sampling_session_id": self.0.sampling_session_id, "type": "join_sampling_session" });
-        let r: Value = guard
-            .run(h.request_json(
-                "join_sampling_session",
-                "/api/v1/join_sampling_session".into(),
-                vec![],
-                Some(&body),
-                Some(method),
-            ))
-            .await?;
+        let req = Req::to(&endpoints::JOIN_SAMPLING_SESSION)
+            .json(&body)
+            .method_name(Some(method));
+        let r: Value = guard.run(h.json(req)).await?;
         let counter = r
             .get("client_counter")
             .and_then(Value::as_u64)
@@ -964,14 +560,14 @@ impl SamplingClient {
         Ok(())
     }
 
+    /// One attempt of a sample (Python `_sample_async_impl`): a new seq id, admission,
+    /// the submission (429 is backpressure), the poll, and the result's checks.
     async fn sample_once(
         &self,
         req: &SampleRequest,
         guard: &Guard,
         method: &'static str,
     ) -> Result<SampleResponse> {
-        let h = self.0.holder.clone();
-        let est = req.estimated_bytes() as i64;
         self.join(guard, method).await?;
         let seq_id = self.0.next_seq.get();
         self.0.next_seq.set(seq_id + 1);
@@ -982,122 +578,98 @@ impl SamplingClient {
             seq_id,
             self.0.record_stability_info,
         ));
-        let recently = |h: &Holder| {
-            h.sample_backoff_until
-                .get()
-                .is_some_and(|u| h.now() - u < 10.0)
-        };
-        let submitted = {
-            let _count = guard
-                .run(async { Ok(h.sample_dispatch.acquire().await) })
-                .await?;
-            let _throttle = if recently(&h) {
-                Some(
-                    guard
-                        .run(async { Ok(h.sample_throttle.acquire().await) })
-                        .await?,
-                )
-            } else {
-                None
-            };
-            let bytes = if recently(&h) { est * 20 } else { est };
-            let _bytes = guard
-                .run(async { Ok(h.sample_bytes.acquire(bytes).await) })
-                .await?;
-            loop {
-                if let Some(until) = h.sample_backoff_until.get() {
-                    if h.now() < until {
-                        guard.sleep(Duration::from_secs(1)).await?;
-                        continue;
-                    }
-                }
-                let started = h.env.now_ms();
-                let r = h
-                    .with_retries("asample", || async {
-                        match h
-                            .http
-                            .send(
-                                Req::new(crate::platform::Method::Post, "/api/v1/asample")
-                                    .json_bytes(body.clone())
-                                    .retries(0)
-                                    .method_name(Some(method))
-                                    .header("X-Tinker-Sampling-Backpressure", "1"),
-                            )
-                            .await
-                        {
-                            Ok(resp) => crate::http::parse_json(&resp.body, "/api/v1/asample")
-                                .and_then(|v| decode::<UntypedFuture>(&v, "/api/v1/asample"))
-                                .map(Some),
-                            Err(e)
-                                if e.status() == Some(429)
-                                    || (e.status() == Some(402)
-                                        && h.should_pause_on_billing(402)) =>
-                            {
-                                Ok(None)
-                            }
-                            Err(e) => Err(e),
-                        }
-                    })
-                    .await?;
-                match r {
-                    Some(f) => break (f, (h.env.now_ms() - started) / 1000.0),
-                    None => {
-                        let wait = if est <= 128 * 1024 { 1.0 } else { 5.0 };
-                        h.sample_backoff_until.set(Some(h.now() + wait));
-                    }
-                }
+        let sub = self
+            .submit(body, req.estimated_bytes() as i64, guard, method)
+            .await?;
+        let ids = sub.future.sample_sequence_ids.clone().ok_or_else(|| {
+            let message = format!(
+                "asample response for {} has no sample_sequence_ids",
+                sub.future.request_id
+            );
+            Error::InvalidResponse { message }
+        })?;
+        let bytes = self.await_result(&sub, guard, method).await?;
+        let id = &sub.future.request_id;
+        let resp = decode_sample_response(&bytes, &ids).map_err(|m| Error::InvalidResponse {
+            message: format!("request {id}: {m}"),
+        })?;
+        check_alt_tokens(req, &resp)?;
+        check_last_n(req, &resp)?;
+        Ok(resp)
+    }
+
+    /// Admits and submits one sample request: while every client of the holder backs
+    /// off after a 429 it waits, and a 429 (or a 402 in the billing pause) starts a new
+    /// backoff and sends the same body again (Python lines 391-418).
+    async fn submit(
+        &self,
+        body: Rc<Vec<u8>>,
+        estimated: i64,
+        guard: &Guard,
+        method: &'static str,
+    ) -> Result<Submitted> {
+        let h = &self.0.holder;
+        let admission = &h.admission;
+        let now = || h.now();
+        let _admitted = admission.admit(guard, &now, estimated).await?;
+        loop {
+            if let Some(wait) = admission.backoff_wait(&now) {
+                guard.sleep(wait).await?;
+                continue;
             }
-        };
-        let (fut, roundtrip) = submitted;
-        let ids = fut
-            .sample_sequence_ids
-            .clone()
-            .ok_or_else(|| Error::InvalidResponse {
-                message: format!(
-                    "asample response for {} has no sample_sequence_ids",
-                    fut.request_id
-                ),
-            })?;
-        let poller = self.poller();
-        let observe = |qs: QueueState, reason: Option<&str>| {
-            self.0.queue_state.set(Some(qs));
-            self.0.pauses.observe(&h, qs, reason);
-        };
-        let poll = async {
-            let known = match &poller {
-                Some(p) => {
-                    let c = p.wait_for(&fut.request_id).await?;
-                    (c.state == "finished")
-                        .then_some(c.response_payload_uncompressed_size)
-                        .flatten()
+            let started = h.env().now_ms();
+            let future = h
+                .retrying(&endpoints::ASAMPLE, || self.send_asample(&body, method))
+                .await?;
+            match future {
+                Some(future) => {
+                    let roundtrip_secs = (h.env().now_ms() - started) / 1000.0;
+                    return Ok(Submitted {
+                        future,
+                        roundtrip_secs,
+                    });
                 }
-                None => None,
-            };
-            let r = retrieve(
-                &h,
-                Poll {
-                    request_id: &fut.request_id,
-                    request_type: "Sample",
-                    proto: true,
-                    submit_roundtrip_secs: roundtrip,
-                    sdk_method: Some(method),
-                    observer: Some(&observe),
-                    known_payload_size: known,
-                },
-            )
-            .await;
-            if let Some(p) = &poller {
-                if matches!(&r, Ok(_) | Err(Error::RequestFailed { .. })) {
-                    p.mark_retrieved(&fut.request_id);
-                }
+                None => admission.back_off(h.now(), estimated),
             }
-            r
-        };
-        // Polling abandoned (an abort, a timeout, stuck detection dropping the attempt, or
-        // a dropped future): the server is told to stop the work (when enabled), as Python
-        // does on cancellation.
-        let mut cancel = CancelOnDrop(Some((&h, &fut.request_id)));
-        let payload = match guard.run(poll).await {
+        }
+    }
+
+    /// One `asample` send: the future, or `None` for backpressure (Python
+    /// `_send_asample_request`, lines 333-372).
+    async fn send_asample(
+        &self,
+        body: &Rc<Vec<u8>>,
+        method: &'static str,
+    ) -> Result<Option<UntypedFuture>> {
+        let h = &self.0.holder;
+        let req = Req::to(&endpoints::ASAMPLE)
+            .json_bytes(body.clone())
+            .method_name(Some(method))
+            .header("X-Tinker-Sampling-Backpressure", "1");
+        let path = endpoints::ASAMPLE.path;
+        match h.http().send(req).await {
+            Ok(resp) => parse_json(&resp.body, path)
+                .and_then(|v| decode::<UntypedFuture>(&v, path))
+                .map(Some),
+            Err(e) if is_backpressure(&e, || h.should_pause_on_billing(402)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Polls a submitted sample's result: through the session poller when the server
+    /// enables it, then `retrieve_future`. Polling abandoned (an abort, a timeout, stuck
+    /// detection dropping the attempt, or a dropped future) tells the server to stop
+    /// the work (when enabled), as Python does on cancellation.
+    async fn await_result(
+        &self,
+        sub: &Submitted,
+        guard: &Guard,
+        method: &'static str,
+    ) -> Result<Vec<u8>> {
+        let h = &self.0.holder;
+        let id = &sub.future.request_id;
+        let mut cancel = CancelOnDrop(Some((h, id)));
+        let payload = match guard.run(self.poll(sub, method)).await {
             Ok(p) => p,
             Err(e @ (Error::Aborted { .. } | Error::Timeout { .. })) => return Err(e),
             Err(e) => {
@@ -1106,24 +678,70 @@ impl SamplingClient {
             }
         };
         cancel.0 = None;
-        let bytes = match payload {
-            Payload::Proto(b) => b,
+        match payload {
+            Payload::Proto(b) => Ok(b),
             Payload::Json(_) => unreachable!("retrieve rejects JSON for protobuf results"),
-        };
-        let resp = decode_sample_response(&bytes, &ids).map_err(|m| Error::InvalidResponse {
-            message: format!("request {}: {m}", fut.request_id),
-        })?;
-        if req.prompt_alt_tokens_k > 0 && resp.prompt_alt_tokens.is_none() {
-            return Err(Error::InvalidResponse { message: format!("prompt_alt_tokens_k={} was requested but the server returned no prompt_alt_tokens; it may predate this feature", req.prompt_alt_tokens_k) });
         }
-        if let (Some(n), Some(lp)) = (req.prompt_logprobs_last_n, &resp.prompt_logprobs) {
-            let cut = lp.len().saturating_sub(n as usize);
-            if lp[..cut].iter().any(|x| !x.is_nan()) {
-                return Err(Error::InvalidResponse { message: format!("prompt_logprobs_last_n={n} was requested but the server returned prompt logprobs before that suffix; it may predate this feature") });
+    }
+
+    /// Waits for the session poller's completion (if any), then fetches the result;
+    /// a result (or a failure) is reported retrieved to the poller.
+    async fn poll(&self, sub: &Submitted, method: &'static str) -> Result<Payload> {
+        let h = &self.0.holder;
+        let id = &sub.future.request_id;
+        let poller = self.poller();
+        let known = match &poller {
+            Some(p) => {
+                let c = p.wait_for(id).await?;
+                (c.state == "finished")
+                    .then_some(c.response_payload_uncompressed_size)
+                    .flatten()
+            }
+            None => None,
+        };
+        let observe = |qs: QueueState, reason: Option<&str>| {
+            self.0.queue_state.set(Some(qs));
+            self.0.pauses.observe(h, qs, reason);
+        };
+        let p = Poll {
+            known_payload_size: known,
+            ..Poll::of(sub, &endpoints::ASAMPLE, Some(method), Some(&observe))
+        };
+        let r = retrieve(h, p).await;
+        if let Some(p) = &poller {
+            if matches!(&r, Ok(_) | Err(Error::RequestFailed { .. })) {
+                p.mark_retrieved(id);
             }
         }
-        Ok(resp)
+        r
     }
+}
+
+/// Whether a failed `asample` is backpressure: a 429, or a 402 while the holder's
+/// billing window allows (`billing_pause`, asked only for a 402).
+fn is_backpressure(e: &Error, billing_pause: impl FnOnce() -> bool) -> bool {
+    e.status() == Some(429) || (e.status() == Some(402) && billing_pause())
+}
+
+/// Python `_check_prompt_alt_tokens_returned`: alternatives were asked for, so the
+/// answer must have them (an older server ignores the field).
+fn check_alt_tokens(req: &SampleRequest, resp: &SampleResponse) -> Result<()> {
+    if req.prompt_alt_tokens_k > 0 && resp.prompt_alt_tokens.is_none() {
+        return Err(Error::InvalidResponse { message: format!("prompt_alt_tokens_k={} was requested but the server returned no prompt_alt_tokens; it may predate this feature", req.prompt_alt_tokens_k) });
+    }
+    Ok(())
+}
+
+/// Python `_check_prompt_logprobs_last_n_honored`: with `prompt_logprobs_last_n`, no
+/// logprob may come before the last N positions (an older server computes them all).
+fn check_last_n(req: &SampleRequest, resp: &SampleResponse) -> Result<()> {
+    if let (Some(n), Some(lp)) = (req.prompt_logprobs_last_n, &resp.prompt_logprobs) {
+        let cut = lp.len().saturating_sub(n as usize);
+        if lp[..cut].iter().any(|x| !x.is_nan()) {
+            return Err(Error::InvalidResponse { message: format!("prompt_logprobs_last_n={n} was requested but the server returned prompt logprobs before that suffix; it may predate this feature") });
+        }
+    }
+    Ok(())
 }
 
 /// Creates a sampling session on saved weights (`model_path`) or a base model and a
@@ -1145,10 +763,8 @@ pub async fn create_sampling_client(
     if let Some(m) = &base_model {
         body["base_model"] = m.into();
     }
-    let r: Created = holder
-        .http
-        .json(Req::post_json("/api/v1/create_sampling_session", &body).method_name(Some(method)))
-        .await?;
+    let req = Req::to(&endpoints::CREATE_SAMPLING_SESSION).json(&body);
+    let r: Created = holder.json(req.method_name(Some(method))).await?;
     SamplingClient::connect(holder, r.0, base_model, opts, method).await
 }
 
@@ -1186,5 +802,78 @@ pub fn check_sampler_target(
             "must be a non-empty model name",
         )),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::SampledSequence;
+
+    fn status(code: u16) -> Error {
+        Error::from_response(code, &crate::platform::Headers::default(), b"")
+    }
+
+    /// Python `sampling_client.py` 367-372: `e.status_code == 429 or
+    /// holder._should_pause_on_billing(...)` (which is false for anything but a 402).
+    #[test]
+    fn backpressure_is_a_429_or_a_402_in_the_billing_window() {
+        let rows = [
+            (status(429), false, true),
+            (status(402), true, true),
+            (status(402), false, false),
+            (status(503), true, false),
+            (status(400), true, false),
+        ];
+        for (e, window, want) in rows {
+            let asked = Cell::new(false);
+            let pause = || {
+                asked.set(true);
+                window
+            };
+            assert_eq!(is_backpressure(&e, pause), want, "{e}");
+            assert_eq!(asked.get(), e.status() == Some(402), "{e}");
+        }
+    }
+
+    fn response(prompt_logprobs: Option<Vec<f32>>) -> SampleResponse {
+        SampleResponse {
+            sequences: Vec::<SampledSequence>::new(),
+            prompt_logprobs,
+            topk_prompt_logprobs: None,
+            prompt_cache_hit_tokens: 0,
+            target_prompt_logprobs: None,
+            prompt_alt_tokens: None,
+        }
+    }
+
+    /// Python `sampling_client.py` 141-175: alternatives asked for must come back, and
+    /// with `prompt_logprobs_last_n` only the last N positions may carry logprobs (NaN
+    /// elsewhere).
+    #[test]
+    fn results_must_honour_what_was_asked() {
+        let mut req =
+            SampleRequest::new(ModelInput::from_ints(vec![1, 2, 3]), 1, Default::default());
+        assert!(check_alt_tokens(&req, &response(None)).is_ok());
+        req.prompt_alt_tokens_k = 2;
+        assert!(check_alt_tokens(&req, &response(None)).is_err());
+
+        let nan = f32::NAN;
+        let rows = [
+            (None, Some(vec![nan, 0.5, 0.25]), true),
+            (Some(2), Some(vec![nan, 0.5, 0.25]), true),
+            (Some(1), Some(vec![nan, nan, 0.25]), true),
+            (Some(1), Some(vec![nan, 0.5, 0.25]), false),
+            (Some(5), Some(vec![0.1, 0.5]), true), // N past the prompt: nothing before it
+            (Some(1), None, true),
+        ];
+        for (last_n, lp, ok) in rows {
+            req.prompt_logprobs_last_n = last_n;
+            assert_eq!(
+                check_last_n(&req, &response(lp.clone())).is_ok(),
+                ok,
+                "{last_n:?} {lp:?}"
+            );
+        }
     }
 }

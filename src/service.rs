@@ -9,12 +9,14 @@ use std::rc::Rc;
 use futures_util::future::LocalBoxFuture;
 
 use crate::call::{CallOptions, Guard};
-use crate::config::{ClientOptions, SessionState};
+use crate::config::SessionState;
+use crate::endpoints;
 use crate::error::{Error, Result};
-use crate::future::{retrieve, PauseLogger, Payload, Poll};
+use crate::future::{retrieve, submit, PauseLogger, Payload, Poll};
 use crate::http::Req;
 use crate::json;
 use crate::json::Value;
+use crate::options::ClientOptions;
 use crate::paths::{console, TinkerPath};
 use crate::platform::Env;
 use crate::rest::{RestCall, RestClient, RestOutput};
@@ -23,7 +25,7 @@ use crate::sampling::{
 };
 use crate::session::{FinishStatus, Holder};
 use crate::sync::AsyncOnce;
-use crate::training::{TrainingClient, UntypedFuture};
+use crate::training::TrainingClient;
 use crate::types::{InputError, LoraConfig, OptimizerConfig};
 
 struct Inner {
@@ -170,41 +172,13 @@ impl ServiceClient {
         let me = self.clone();
         Ok(Box::pin(async move {
             let h = guard.run(me.holder()).await?;
-            let session_id = h.require_session()?.to_string();
-            let model_seq_id = h.take_model_seq_id();
-            let mut body = json!({
-                "session_id": session_id,
-                "model_seq_id": model_seq_id,
-                "base_model": o.base_model,
-                "lora_config": o.lora.to_json(),
-                "optimizer_config": &o.optimizer.unwrap_or_default(),
-                "type": "create_model",
-            });
-            if let Some(m) = &o.user_metadata {
-                body["user_metadata"] = m.into();
-            }
-            let started = h.env.now_ms();
-            let sub: UntypedFuture = h
-                .http
-                .json(Req::post_json("/api/v1/create_model", &body).method_name(Some(METHOD)))
-                .await?;
-            let rt = (h.env.now_ms() - started) / 1000.0;
+            let body = create_model_body(&h, &o)?;
+            let ep = &endpoints::CREATE_MODEL;
+            let sub = submit(&h, ep, || Req::to(ep).json(&body).method_name(Some(METHOD))).await?;
             let pauses = PauseLogger::new("Model creation", &o.base_model);
-            let r = guard
-                .run(retrieve(
-                    &h,
-                    Poll {
-                        request_id: &sub.request_id,
-                        request_type: "CreateModel",
-                        proto: false,
-                        submit_roundtrip_secs: rt,
-                        sdk_method: Some(METHOD),
-                        observer: Some(&|qs, r| pauses.observe(&h, qs, r)),
-                        known_payload_size: None,
-                    },
-                ))
-                .await?;
-            let model_id = match r {
+            let observe = |qs, r: Option<&str>| pauses.observe(&h, qs, r);
+            let poll = Poll::of(&sub, ep, Some(METHOD), Some(&observe));
+            let model_id = match guard.run(retrieve(&h, poll)).await? {
                 Payload::Json(v) => v
                     .get("model_id")
                     .and_then(Value::as_str)
@@ -257,46 +231,13 @@ impl ServiceClient {
         let me = self.clone();
         Ok(Box::pin(async move {
             let h = guard.run(me.holder()).await?;
-            let session_id = h.require_session()?.to_string();
-            let model_seq_id = h.take_model_seq_id();
-            let model_id = format!("{session_id}:train:{model_seq_id}");
-            let mut body = json!({ "session_id": session_id, "model_seq_id": model_seq_id, "path": o.path, "optimizer": o.with_optimizer, "type": "load_weights" });
-            if let Some(b) = &o.base_model {
-                body["base_model"] = b.into();
-            }
-            if let Some(m) = &o.user_metadata {
-                body["user_metadata"] = m.into();
-            }
-            if let Some(c) = &o.optimizer {
-                body["optimizer_config"] = c.into();
-            }
-            if let Some(t) = &o.weights_access_token {
-                body["weights_access_token"] = t.into();
-            }
-            let started = h.env.now_ms();
-            let sub: UntypedFuture = h
-                .with_retries("load_weights", || {
-                    h.http.json(
-                        Req::post_json("/api/v1/load_weights", &body).method_name(Some(method)),
-                    )
-                })
-                .await?;
-            let rt = (h.env.now_ms() - started) / 1000.0;
+            let (model_id, body) = from_state_body(&h, &o)?;
+            let ep = &endpoints::CREATE_MODEL_FROM_STATE;
+            let sub = submit(&h, ep, || Req::to(ep).json(&body).method_name(Some(method))).await?;
             let pauses = PauseLogger::new("Model creation", &model_id);
-            guard
-                .run(retrieve(
-                    &h,
-                    Poll {
-                        request_id: &sub.request_id,
-                        request_type: "LoadWeights",
-                        proto: false,
-                        submit_roundtrip_secs: rt,
-                        sdk_method: Some(method),
-                        observer: Some(&|qs, r| pauses.observe(&h, qs, r)),
-                        known_payload_size: None,
-                    },
-                ))
-                .await?;
+            let observe = |qs, r: Option<&str>| pauses.observe(&h, qs, r);
+            let poll = Poll::of(&sub, ep, Some(method), Some(&observe));
+            guard.run(retrieve(&h, poll)).await?;
             TrainingClient::attach(h, model_id, 1, Some(method)).await
         }))
     }
@@ -426,4 +367,44 @@ impl ServiceClient {
             None => Ok(()),
         }
     }
+}
+
+/// The `create_model` body of a new LoRA training run, on the session's next model
+/// number.
+fn create_model_body(h: &Holder, o: &LoraOptions) -> Result<Value> {
+    let session_id = h.require_session()?;
+    let mut body = json!({
+        "session_id": session_id,
+        "model_seq_id": h.take_model_seq_id(),
+        "base_model": o.base_model,
+        "lora_config": o.lora.to_json(),
+        "optimizer_config": &o.optimizer.clone().unwrap_or_default(),
+        "type": "create_model",
+    });
+    if let Some(m) = &o.user_metadata {
+        body["user_metadata"] = m.into();
+    }
+    Ok(body)
+}
+
+/// The new run's model id and the create-via-load `load_weights` body, on the
+/// session's next model number.
+fn from_state_body(h: &Holder, o: &FromStateOptions) -> Result<(String, Value)> {
+    let session_id = h.require_session()?;
+    let model_seq_id = h.take_model_seq_id();
+    let model_id = format!("{session_id}:train:{model_seq_id}");
+    let mut body = json!({ "session_id": session_id, "model_seq_id": model_seq_id, "path": o.path, "optimizer": o.with_optimizer, "type": "load_weights" });
+    if let Some(b) = &o.base_model {
+        body["base_model"] = b.into();
+    }
+    if let Some(m) = &o.user_metadata {
+        body["user_metadata"] = m.into();
+    }
+    if let Some(c) = &o.optimizer {
+        body["optimizer_config"] = c.into();
+    }
+    if let Some(t) = &o.weights_access_token {
+        body["weights_access_token"] = t.into();
+    }
+    Ok((model_id, body))
 }

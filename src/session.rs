@@ -1,34 +1,40 @@
-//! The per-client state behind every operation (Python `InternalClientHolder`): server
-//! flags, authentication, the session and its heartbeat, the holder-level retry loop
-//! (`execute_with_retries`), dispatch budgets, telemetry, and shutdown.
+//! The per-client state behind every operation (Python `InternalClientHolder`), made of
+//! parts each owned by its layer: the connection (HTTP layer, credential, server flags:
+//! [`crate::http::Connection`]), the session's identity and counters, the holder-level
+//! retries and their 402 pause, sampling admission and the byte budgets
+//! ([`crate::admission`]), the sampling retry handlers ([`crate::sampling_retry`]),
+//! the closing state with its queue of sample cancels, and telemetry.
 //!
 //! Startup order, as the Python SDK's: `client/config` (with the API key) → JWT
 //! exchange if the server enables it (lazily, on the first authenticated request) →
 //! `client/dynamic_config` → `create_session` (unless session-less or resumed) →
 //! background heartbeat and config refresh (unless `background` is off).
 
-use std::cell::Cell;
-
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::Future;
-use std::rc::{Rc, Weak};
+use std::rc::Rc;
 use std::time::Duration;
 
-use crate::config::{
-    ClientOptions, DynamicConfig, LogLevel, ServerConfig, SessionState, PROTOCOL_SDK_VERSION,
-};
+use crate::admission::{ByteBudgets, SampleAdmission};
+use crate::config::{DynamicConfig, ServerConfig, SessionState, PROTOCOL_SDK_VERSION};
+use crate::endpoints::{self, Endpoint, Retries};
 use crate::error::{Error, Result};
-use crate::http::{check_api_key, decode, Credential, FromJson, Http, JwtProvider, Req};
+use crate::http::{decode, Connection, Http, Req};
 use crate::json;
-use crate::json::{Fields, Value};
-use crate::platform::{now_secs, Env, Method};
+use crate::json::{Fields, FromJson, Value};
+use crate::options::{ClientOptions, LogLevel};
+use crate::platform::{now_secs, Env, HttpResponse};
 use crate::retry::{holder_retry_delay, BillingPause, BILLING_PAUSE_SLEEP};
-use crate::sync::{BytesSemaphore, CancelToken, Semaphore};
+use crate::sampling_retry::RetryHandlers;
+use crate::sync::CancelToken;
 use crate::telemetry::{error_type, Telemetry};
 
 const HEARTBEAT_PERIOD: Duration = Duration::from_secs(10);
 const HEARTBEAT_WARN_AFTER_SECS: f64 = 120.0;
+/// The window of the retries while connecting: the 402 pause of `client/config` lasts
+/// up to an hour, since the server's own limit is not known yet.
+const STARTUP_MAX_PAUSE_SECS: f64 = 3600.0;
 
 /// How a session ended (`ServiceClient.close(status)`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,71 +87,101 @@ pub async fn sleep_or_stop(env: &Env, d: Duration, stop: &CancelToken) -> bool {
     )
 }
 
-/// The HTTP layer over the API key, once the options and the key are checked.
-fn key_http(env: &Env, opts: &Rc<ClientOptions>) -> Result<Http> {
-    opts.validate()?;
-    let key = opts.api_key.clone().unwrap_or_default();
-    check_api_key(&key, now_secs(&**env))?;
-    Ok(Http::new(env.clone(), opts.clone(), Credential::Key(key)))
+// ---------------------------------------------------------------------------------
+// Parts
+
+/// The session a holder works in, and its per-session counters.
+struct SessionIds {
+    /// `None` for a session-less (REST-only) holder.
+    session_id: Option<String>,
+    next_model_seq_id: Cell<u32>,
+    next_sampling_seq_id: Cell<u32>,
 }
 
-/// The HTTP layer with the credential the server's flags ask for: the API key, or JWTs
-/// exchanged for it.
-fn authenticate(
-    key_http: Http,
-    config: &ServerConfig,
-    background: bool,
-) -> (Http, Option<Rc<JwtProvider>>) {
-    if config.pjwt_auth_enabled {
-        let j = JwtProvider::new(key_http.clone(), background);
-        (
-            key_http.with_credential(Credential::Jwt(j.clone())),
-            Some(j),
-        )
-    } else {
-        let credential = key_http.credential().clone();
-        (key_http.with_credential(credential), None)
+impl SessionIds {
+    fn new(session_id: Option<String>, next_model: u32, next_sampling: u32) -> Self {
+        SessionIds {
+            session_id,
+            next_model_seq_id: Cell::new(next_model),
+            next_sampling_seq_id: Cell::new(next_sampling),
+        }
+    }
+
+    fn take(counter: &Cell<u32>) -> u32 {
+        let n = counter.get();
+        counter.set(n + 1);
+        n
+    }
+}
+
+/// Whether the holder is closed, the token that stops its background work, and the
+/// cancels of abandoned samples waiting to be sent.
+struct Lifecycle {
+    closed: Cell<bool>,
+    /// What calls after `close` are told.
+    closed_message: Cell<&'static str>,
+    stop: CancelToken,
+    cancel_queue: RefCell<VecDeque<String>>,
+    cancel_draining: Cell<bool>,
+}
+
+impl Lifecycle {
+    fn new() -> Self {
+        Lifecycle {
+            closed: Cell::new(false),
+            closed_message: Cell::new("the ServiceClient is closed"),
+            stop: CancelToken::new(),
+            cancel_queue: RefCell::new(VecDeque::new()),
+            cancel_draining: Cell::new(false),
+        }
     }
 }
 
 /// Shared state of a connected client.
 pub struct Holder {
-    /// The platform.
-    pub env: Env,
-    /// Client options.
-    pub opts: Rc<ClientOptions>,
-    /// The authenticated HTTP layer.
-    pub http: Http,
-    /// Server flags.
-    pub config: ServerConfig,
-    dynamic: RefCell<DynamicConfig>,
-    session_id: Option<String>,
-    next_model_seq_id: Cell<u32>,
-    next_sampling_seq_id: Cell<u32>,
+    /// The HTTP layer, its credential and the server's flags.
+    conn: Connection,
+    ids: SessionIds,
+    /// The 402 pause window of the holder's retries (Python `_should_pause_on_billing`).
     billing: RefCell<BillingPause>,
-    /// At most 400 sampling submissions in flight.
-    pub sample_dispatch: Semaphore,
-    /// At most 10 more while backing off.
-    pub sample_throttle: Semaphore,
-    /// Sampling prompt-bytes budget.
-    pub sample_bytes: BytesSemaphore,
-    /// Forward/backward request-bytes budget.
-    pub fwdbwd_bytes: BytesSemaphore,
-    /// Budget for large result payloads (`complete_metadata`).
-    pub inflight_bytes: BytesSemaphore,
-    /// Sampling backoff deadline (seconds since epoch) after a 429.
-    pub sample_backoff_until: Cell<Option<f64>>,
-    closed: Cell<bool>,
-    /// What calls after `close` are told.
-    closed_message: Cell<&'static str>,
-    stop: CancelToken,
-    jwt: Option<Rc<JwtProvider>>,
+    /// Sampling admission: dispatch limits and the 429 backoff of every sampling client.
+    pub(crate) admission: SampleAdmission,
+    /// Forward/backward and result byte budgets.
+    pub(crate) budgets: ByteBudgets,
+    /// The sampling retry handlers of this holder's clients, by sampler.
+    pub(crate) retry_handlers: RetryHandlers,
+    life: Lifecycle,
     /// Telemetry.
     pub telemetry: Rc<Telemetry>,
-    cancel_queue: RefCell<VecDeque<String>>,
-    cancel_draining: Cell<bool>,
-    /// The sampling retry handlers of this holder's clients, by sampler.
-    pub(crate) sampling_retry: RefCell<Vec<(String, Weak<crate::sampling::RetryHandler>)>>,
+}
+
+/// A new session's id, after logging the server's messages about it.
+async fn create_session(http: &Http, opts: &ClientOptions) -> Result<String> {
+    let mut body = json!({
+        "tags": opts.tags,
+        "user_metadata": opts.user_metadata,
+        "sdk_version": PROTOCOL_SDK_VERSION,
+    });
+    if let Some(p) = &opts.project_id {
+        body["project_id"] = p.into();
+    }
+    if let Some(n) = &opts.display_name {
+        body["display_name"] = n.into();
+    }
+    body["type"] = "create_session".into();
+    let r: CreateSessionResponse = http
+        .json(Req::to(&endpoints::CREATE_SESSION).json(&body))
+        .await?;
+    for (level, m) in [
+        (LogLevel::Info, &r.info_message),
+        (LogLevel::Warn, &r.warning_message),
+        (LogLevel::Error, &r.error_message),
+    ] {
+        if let Some(m) = m {
+            opts.log(level, m);
+        }
+    }
+    Ok(r.session_id)
 }
 
 impl Holder {
@@ -156,99 +192,38 @@ impl Holder {
         opts: Rc<ClientOptions>,
         with_session: bool,
     ) -> Result<Rc<Holder>> {
-        let key_http = key_http(&env, &opts)?;
-
-        let mut startup_billing = BillingPause::default();
-        let config: ServerConfig = retry_loop(
-            &env,
-            &mut startup_billing,
-            3600.0,
-            None,
-            "client_config",
-            || {
-                key_http.json(Req::post_json(
-                    "/api/v1/client/config",
-                    &json!({ "sdk_version": PROTOCOL_SDK_VERSION }),
-                ))
-            },
-        )
+        let key_http = Connection::key_http(&env, &opts)?;
+        let mut billing = BillingPause::default();
+        let sdk = json!({ "sdk_version": PROTOCOL_SDK_VERSION });
+        let config: ServerConfig = retry_loop(&env, &mut billing, STARTUP_MAX_PAUSE_SECS, || {
+            key_http.json(Req::to(&endpoints::CLIENT_CONFIG).json(&sdk))
+        })
         .await?;
-
-        let (http, jwt) = authenticate(key_http, &config, opts.background);
-
-        let dynamic_req = || {
-            http.json::<DynamicConfig>(
-                Req::post_json(
-                    "/api/v1/client/dynamic_config",
-                    &json!({ "sdk_version": PROTOCOL_SDK_VERSION }),
-                )
-                .retries(0)
-                .timeout(Duration::from_secs(10)),
-            )
-        };
-        let dynamic = match retry_loop(
-            &env,
-            &mut startup_billing,
-            config.billing_exception_max_pause_duration_sec,
-            None,
-            "dynamic_config",
-            dynamic_req,
-        )
-        .await
-        {
+        let max_pause = config.billing_exception_max_pause_duration_sec;
+        let conn = Connection::open(key_http, config, DynamicConfig::default(), opts.background);
+        let dynamic = retry_loop(&env, &mut billing, max_pause, || {
+            conn.http
+                .json::<DynamicConfig>(Req::to(&endpoints::DYNAMIC_CONFIG).json(&sdk))
+        })
+        .await;
+        conn.set_dynamic(match dynamic {
             Ok(d) => d,
             Err(e) if e.status() == Some(404) => DynamicConfig::default(),
             Err(e) => return Err(e),
-        };
-
-        let (session_id, next_model, next_sampling) = if !with_session {
-            (None, 0, 0)
-        } else if let Some(s) = &opts.session {
-            (
+        });
+        let ids = match (with_session, &opts.session) {
+            (false, _) => SessionIds::new(None, 0, 0),
+            (true, Some(s)) => SessionIds::new(
                 Some(s.session_id.clone()),
                 s.next_model_seq_id,
                 s.next_sampling_session_seq_id,
-            )
-        } else {
-            let mut body = json!({
-                "tags": opts.tags,
-                "user_metadata": opts.user_metadata,
-                "sdk_version": PROTOCOL_SDK_VERSION,
-            });
-            if let Some(p) = &opts.project_id {
-                body["project_id"] = p.into();
+            ),
+            (true, None) => {
+                let id = create_session(&conn.http, &opts).await?;
+                SessionIds::new(Some(id), 0, 0)
             }
-            if let Some(n) = &opts.display_name {
-                body["display_name"] = n.into();
-            }
-            body["type"] = "create_session".into();
-            let r: CreateSessionResponse = http
-                .json(Req::post_json("/api/v1/create_session", &body))
-                .await?;
-            for (level, m) in [
-                (LogLevel::Info, &r.info_message),
-                (LogLevel::Warn, &r.warning_message),
-                (LogLevel::Error, &r.error_message),
-            ] {
-                if let Some(m) = m {
-                    opts.log(level, m);
-                }
-            }
-            (Some(r.session_id), 0, 0)
         };
-        let holder = Self::assemble(
-            env,
-            opts,
-            http,
-            jwt,
-            config,
-            dynamic,
-            session_id,
-            startup_billing,
-        );
-        holder.next_model_seq_id.set(next_model);
-        holder.next_sampling_seq_id.set(next_sampling);
-        Ok(holder)
+        Ok(Self::assemble(conn, ids, billing))
     }
 
     /// A holder on a session another client created and keeps (a restored sampler
@@ -261,133 +236,121 @@ impl Holder {
         config: ServerConfig,
         dynamic: DynamicConfig,
     ) -> Result<Rc<Holder>> {
-        let key_http = key_http(&env, &opts)?;
-        let (http, jwt) = authenticate(key_http, &config, opts.background);
-        let holder = Self::assemble(
-            env,
-            opts,
-            http,
-            jwt,
-            config,
-            dynamic,
-            Some(session_id),
-            BillingPause::default(),
-        );
+        let key_http = Connection::key_http(&env, &opts)?;
+        let conn = Connection::open(key_http, config, dynamic, opts.background);
+        let ids = SessionIds::new(Some(session_id), 0, 0);
+        let holder = Self::assemble(conn, ids, BillingPause::default());
         holder
+            .life
             .closed_message
             .set("the SamplingClient is closed (its close() was called)");
         Ok(holder)
     }
 
-    /// The holder over a ready HTTP layer, with its background work started.
-    #[allow(clippy::too_many_arguments)]
-    fn assemble(
-        env: Env,
-        opts: Rc<ClientOptions>,
-        http: Http,
-        jwt: Option<Rc<JwtProvider>>,
-        config: ServerConfig,
-        dynamic: DynamicConfig,
-        session_id: Option<String>,
-        billing: BillingPause,
-    ) -> Rc<Holder> {
+    /// The holder over an open connection, with its background work started.
+    fn assemble(conn: Connection, ids: SessionIds, billing: BillingPause) -> Rc<Holder> {
+        let (env, opts) = (conn.http.env.clone(), conn.http.opts.clone());
         let runtime = opts.user_agent.clone().unwrap_or_else(|| "browser".into());
-        let telemetry = Telemetry::new(
-            env.clone(),
-            http.clone(),
-            opts.telemetry,
-            session_id.as_deref(),
-            &runtime,
-        );
+        let session = ids.session_id.as_deref();
+        let telemetry = Telemetry::new(env, conn.http.clone(), opts.telemetry, session, &runtime);
+        let c = &conn.config;
         let holder = Rc::new(Holder {
-            sample_bytes: BytesSemaphore::new(config.sample_dispatch_bytes_semaphore_size),
-            fwdbwd_bytes: BytesSemaphore::new(config.fwdbwd_dispatch_bytes_semaphore_size),
-            inflight_bytes: BytesSemaphore::new(config.inflight_response_bytes_semaphore_size),
-            env,
-            opts,
-            http,
-            config,
-            dynamic: RefCell::new(dynamic),
-            session_id,
-            next_model_seq_id: Cell::new(0),
-            next_sampling_seq_id: Cell::new(0),
+            admission: SampleAdmission::new(c.sample_dispatch_bytes_semaphore_size),
+            budgets: ByteBudgets::new(
+                c.fwdbwd_dispatch_bytes_semaphore_size,
+                c.inflight_response_bytes_semaphore_size,
+            ),
+            conn,
+            ids,
             billing: RefCell::new(billing),
-            sample_dispatch: Semaphore::new(400),
-            sample_throttle: Semaphore::new(10),
-            sample_backoff_until: Cell::new(None),
-            closed: Cell::new(false),
-            closed_message: Cell::new("the ServiceClient is closed"),
-            stop: CancelToken::new(),
-            jwt,
+            retry_handlers: RetryHandlers::default(),
+            life: Lifecycle::new(),
             telemetry,
-            cancel_queue: RefCell::new(VecDeque::new()),
-            cancel_draining: Cell::new(false),
-            sampling_retry: RefCell::new(Vec::new()),
         });
-        if holder.opts.background {
-            if let Some(id) = holder.session_id.clone() {
-                let h = holder.clone();
-                holder
-                    .env
-                    .spawn(Box::pin(async move { h.heartbeat_loop(id).await }));
-            }
-            let h = holder.clone();
-            holder
-                .env
-                .spawn(Box::pin(async move { h.dynamic_refresh_loop().await }));
-            let (t, stop) = (holder.telemetry.clone(), holder.stop.clone());
-            holder
-                .env
-                .spawn(Box::pin(async move { t.flush_loop(stop).await }));
+        if opts.background {
+            holder.start_background();
         }
         holder
     }
 
+    /// Starts the heartbeat (with a session), the dynamic-config refresh and the
+    /// telemetry flushes.
+    fn start_background(self: &Rc<Self>) {
+        let env = self.env();
+        if let Some(id) = self.ids.session_id.clone() {
+            let h = self.clone();
+            env.spawn(Box::pin(async move { h.heartbeat_loop(id).await }));
+        }
+        let h = self.clone();
+        env.spawn(Box::pin(async move { h.dynamic_refresh_loop().await }));
+        let (t, stop) = (self.telemetry.clone(), self.life.stop.clone());
+        env.spawn(Box::pin(async move { t.flush_loop(stop).await }));
+    }
+
+    // -----------------------------------------------------------------------------
+    // The parts
+
+    /// The platform.
+    pub fn env(&self) -> &Env {
+        &self.conn.http.env
+    }
+
+    /// The client options.
+    pub fn opts(&self) -> &ClientOptions {
+        &self.conn.http.opts
+    }
+
+    /// The authenticated HTTP layer.
+    pub fn http(&self) -> &Http {
+        &self.conn.http
+    }
+
+    /// The server's flags.
+    pub fn config(&self) -> &ServerConfig {
+        &self.conn.config
+    }
+
+    /// The latest dynamic flags.
+    pub fn dynamic(&self) -> DynamicConfig {
+        self.conn.dynamic()
+    }
+
     /// The session id (`None` for a session-less client).
     pub fn session_id(&self) -> Option<&str> {
-        self.session_id.as_deref()
+        self.ids.session_id.as_deref()
     }
 
     /// The session id, or an error for session-less clients.
     pub fn require_session(&self) -> Result<&str> {
-        self.session_id.as_deref().ok_or_else(|| Error::Closed {
+        self.session_id().ok_or_else(|| Error::Closed {
             message: "this client has no session (REST-only)".into(),
         })
     }
 
     /// Takes the next training-client number of the session.
     pub fn take_model_seq_id(&self) -> u32 {
-        let n = self.next_model_seq_id.get();
-        self.next_model_seq_id.set(n + 1);
-        n
+        SessionIds::take(&self.ids.next_model_seq_id)
     }
 
     /// Takes the next sampling-session number of the session.
     pub fn take_sampling_seq_id(&self) -> u32 {
-        let n = self.next_sampling_seq_id.get();
-        self.next_sampling_seq_id.set(n + 1);
-        n
+        SessionIds::take(&self.ids.next_sampling_seq_id)
     }
 
     /// What another process or request needs to resume this session.
     pub fn session_state(&self) -> Option<SessionState> {
         Some(SessionState {
-            session_id: self.session_id.clone()?,
-            next_model_seq_id: self.next_model_seq_id.get(),
-            next_sampling_session_seq_id: self.next_sampling_seq_id.get(),
+            session_id: self.ids.session_id.clone()?,
+            next_model_seq_id: self.ids.next_model_seq_id.get(),
+            next_sampling_session_seq_id: self.ids.next_sampling_seq_id.get(),
         })
-    }
-
-    /// The latest dynamic flags.
-    pub fn dynamic(&self) -> DynamicConfig {
-        self.dynamic.borrow().clone()
     }
 
     /// Fails once the client is closed.
     pub fn ensure_open(&self) -> Result<()> {
-        if self.closed.get() {
+        if self.life.closed.get() {
             Err(Error::Closed {
-                message: self.closed_message.get().into(),
+                message: self.life.closed_message.get().into(),
             })
         } else {
             Ok(())
@@ -396,97 +359,129 @@ impl Holder {
 
     /// Whether `close` has run.
     pub fn is_closed(&self) -> bool {
-        self.closed.get()
+        self.life.closed.get()
     }
 
     /// Seconds since the epoch.
     pub fn now(&self) -> f64 {
-        now_secs(&*self.env)
+        now_secs(&**self.env())
     }
+
+    // -----------------------------------------------------------------------------
+    // Retries
 
     /// Whether a 402 should pause (sleep 5 s and retry) rather than fail.
     pub fn should_pause_on_billing(&self, status: u16) -> bool {
         self.billing.borrow_mut().should_pause(
             status,
             self.now(),
-            self.config.billing_exception_max_pause_duration_sec,
+            self.config().billing_exception_max_pause_duration_sec,
         )
     }
 
-    /// Python `execute_with_retries`: retries transient failures (timeouts, connection
-    /// errors, 408/409/429/5xx) with `min(2ᵏ, 30)` s waits within 300 s, and pauses on
-    /// HTTP 402 while the billing window lasts.
-    pub async fn with_retries<T, F, Fut>(&self, what: &'static str, f: F) -> Result<T>
+    /// Runs `attempt` under the retry layer `ep`'s row names: the holder's retries
+    /// (Python `execute_with_retries`) for `Transient` and `ConflictFinal` rows, once
+    /// otherwise (the HTTP layer below still retries as the row says).
+    pub async fn retrying<T, F, Fut>(&self, ep: &Endpoint, attempt: F) -> Result<T>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        let max_pause = self.config.billing_exception_max_pause_duration_sec;
-        let mut billing = BillingProxy(self);
-        retry_loop_with(
-            &self.env,
-            &mut billing,
-            max_pause,
-            Some(&self.telemetry),
-            what,
-            &Error::is_retryable,
-            f,
-        )
-        .await
+        match ep.retries {
+            Retries::Transient => {
+                self.with_retries(ep.name, &Error::is_retryable, attempt)
+                    .await
+            }
+            Retries::ConflictFinal => {
+                // A 409 is final here: "already public", "already exists" cannot resolve,
+                // and retrying for five minutes, as the Python SDK does, only delays it.
+                let retryable = |e: &Error| e.is_retryable() && e.status() != Some(409);
+                self.with_retries(ep.name, &retryable, attempt).await
+            }
+            Retries::None | Retries::Loop => {
+                let mut attempt = attempt;
+                attempt().await
+            }
+        }
     }
 
-    /// Like [`with_retries`](Self::with_retries) but a 409 fails at once: for REST calls
-    /// whose conflicts are final ("already public", "already exists"), where retrying
-    /// for five minutes, as the Python SDK does, only delays the error.
-    pub async fn with_retries_no_conflict<T, F, Fut>(&self, what: &'static str, f: F) -> Result<T>
+    /// Sends `req` under its endpoint's retries (a bare request: once).
+    pub async fn send(&self, req: Req) -> Result<HttpResponse> {
+        match req.endpoint {
+            Some(ep) => self.retrying(ep, || self.http().send(req.clone())).await,
+            None => self.http().send(req).await,
+        }
+    }
+
+    /// Sends `req` under its endpoint's retries and parses the JSON answer.
+    pub async fn json_value(&self, req: Req) -> Result<Value> {
+        match req.endpoint {
+            Some(ep) => {
+                self.retrying(ep, || self.http().json_value(req.clone()))
+                    .await
+            }
+            None => self.http().json_value(req).await,
+        }
+    }
+
+    /// Sends `req` under its endpoint's retries and reads the JSON answer as a `T`.
+    pub async fn json<T: FromJson>(&self, req: Req) -> Result<T> {
+        let path = req.path.clone();
+        let v = self.json_value(req).await?;
+        decode(&v, &path).map_err(|e| self.http().redact(e, None))
+    }
+
+    /// Python `execute_with_retries`: retries what `retryable` allows (timeouts,
+    /// connection errors, 408/409/429/5xx) with `min(2ᵏ, 30)` s waits within 300 s, and
+    /// pauses on HTTP 402 while the billing window lasts; every failure is reported to
+    /// telemetry.
+    async fn with_retries<T, F, Fut>(
+        &self,
+        what: &'static str,
+        retryable: &dyn Fn(&Error) -> bool,
+        f: F,
+    ) -> Result<T>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        let max_pause = self.config.billing_exception_max_pause_duration_sec;
-        let mut billing = BillingProxy(self);
-        let retryable = |e: &Error| e.is_retryable() && e.status() != Some(409);
-        retry_loop_with(
-            &self.env,
-            &mut billing,
-            max_pause,
-            Some(&self.telemetry),
+        let policy = RetryPolicy {
+            env: self.env(),
+            max_pause: self.config().billing_exception_max_pause_duration_sec,
+            telemetry: Some(&self.telemetry),
             what,
-            &retryable,
-            f,
-        )
-        .await
+            retryable,
+        };
+        policy.run(&mut HolderBilling(self), f).await
+    }
+
+    // -----------------------------------------------------------------------------
+    // Background work
+
+    /// The `session_heartbeat` request.
+    fn heartbeat(session_id: &str) -> Req {
+        let body = json!({ "session_id": session_id, "type": "session_heartbeat" });
+        Req::to(&endpoints::SESSION_HEARTBEAT).json(&body)
     }
 
     /// Heartbeats every 10 s until closed or the server answers 410 (session finished).
     async fn heartbeat_loop(self: Rc<Self>, session_id: String) {
         let mut last_ok = self.now();
         loop {
-            if sleep_or_stop(&self.env, HEARTBEAT_PERIOD, &self.stop).await {
+            if sleep_or_stop(self.env(), HEARTBEAT_PERIOD, &self.life.stop).await {
                 return;
             }
-            let body = json!({ "session_id": session_id, "type": "session_heartbeat" });
-            match self
-                .http
-                .send(
-                    Req::post_json("/api/v1/session_heartbeat", &body)
-                        .retries(0)
-                        .timeout(Duration::from_secs(10)),
-                )
-                .await
-            {
+            match self.http().send(Self::heartbeat(&session_id)).await {
                 Ok(_) => last_ok = self.now(),
                 Err(e) if e.status() == Some(410) => {
-                    self.opts.log(
-                        LogLevel::Info,
-                        &format!("Session {session_id} has finished; stopping its heartbeat."),
-                    );
+                    let msg = format!("Session {session_id} has finished; stopping its heartbeat.");
+                    self.opts().log(LogLevel::Info, &msg);
                     return;
                 }
                 Err(e) => {
                     let missed = self.now() - last_ok;
                     if missed > HEARTBEAT_WARN_AFTER_SECS {
-                        self.opts.log(LogLevel::Warn, &format!("Session heartbeat failed for {} s for session {session_id}: {e}. If this persists, the session will be terminated.", missed.round() as i64));
+                        self.opts().log(LogLevel::Warn, &format!("Session heartbeat failed for {} s for session {session_id}: {e}. If this persists, the session will be terminated.", missed.round() as i64));
                     }
                 }
             }
@@ -495,35 +490,22 @@ impl Holder {
 
     /// Sends one heartbeat now (for callers that drive it themselves, e.g. in Workers).
     pub async fn heartbeat_once(&self) -> Result<()> {
-        let id = self.require_session()?.to_string();
-        self.http
-            .send(
-                Req::post_json(
-                    "/api/v1/session_heartbeat",
-                    &json!({ "session_id": id, "type": "session_heartbeat" }),
-                )
-                .retries(0)
-                .timeout(Duration::from_secs(10)),
-            )
-            .await
-            .map(|_| ())
+        let id = self.require_session()?;
+        self.http().send(Self::heartbeat(id)).await.map(|_| ())
     }
 
+    /// Refreshes the dynamic flags every `refresh_interval_sec` (at least 10 s); on
+    /// failure the last good values stay (the next refresh is the retry).
     async fn dynamic_refresh_loop(self: Rc<Self>) {
         loop {
-            let every =
-                Duration::from_secs_f64(self.dynamic.borrow().refresh_interval_sec.max(10.0));
-            if sleep_or_stop(&self.env, every, &self.stop).await {
+            let every = Duration::from_secs_f64(self.dynamic().refresh_interval_sec.max(10.0));
+            if sleep_or_stop(self.env(), every, &self.life.stop).await {
                 return;
             }
-            let req = Req::post_json(
-                "/api/v1/client/dynamic_config",
-                &json!({ "sdk_version": PROTOCOL_SDK_VERSION }),
-            )
-            .retries(0)
-            .timeout(Duration::from_secs(10));
-            if let Ok(d) = self.http.json::<DynamicConfig>(req).await {
-                *self.dynamic.borrow_mut() = d; // on failure the last good values stay
+            let sdk = json!({ "sdk_version": PROTOCOL_SDK_VERSION });
+            let req = Req::to(&endpoints::DYNAMIC_CONFIG).json(&sdk);
+            if let Ok(d) = self.http().json::<DynamicConfig>(req).await {
+                self.conn.set_dynamic(d);
             }
         }
     }
@@ -531,82 +513,65 @@ impl Holder {
     /// Queues a server-side cancel of an abandoned sampling request (only when the
     /// dynamic config enables it); a drain task sends them in batches.
     pub fn enqueue_cancel(self: &Rc<Self>, request_id: &str) {
-        if !self.dynamic.borrow().sample_cancel_enabled || self.closed.get() {
+        if !self.dynamic().sample_cancel_enabled || self.is_closed() {
             return;
         }
-        self.cancel_queue
+        let life = &self.life;
+        life.cancel_queue
             .borrow_mut()
             .push_back(request_id.to_string());
-        if !self.cancel_draining.replace(true) {
+        if !life.cancel_draining.replace(true) {
             let h = self.clone();
-            self.env
+            self.env()
                 .spawn(Box::pin(async move { h.drain_cancels().await }));
         }
     }
 
+    /// Sends the queued cancels, a batch (`sample_cancel_max_batch_size`) at a time.
     async fn drain_cancels(self: Rc<Self>) {
         loop {
-            let max = self.dynamic.borrow().sample_cancel_max_batch_size.max(1);
+            let max = self.dynamic().sample_cancel_max_batch_size.max(1);
             let batch: Vec<String> = {
-                let mut q = self.cancel_queue.borrow_mut();
+                let mut q = self.life.cancel_queue.borrow_mut();
                 let n = q.len().min(max);
                 q.drain(..n).collect()
             };
             if batch.is_empty() {
-                self.cancel_draining.set(false);
+                self.life.cancel_draining.set(false);
                 return;
             }
-            let sends = batch.iter().map(|id| {
-                let h = self.clone();
-                async move {
-                    let r = h
-                        .with_retries("cancel_future", || {
-                            h.http.send(
-                                Req::post_json(
-                                    "/api/v1/cancel_future",
-                                    &json!({ "request_id": id }),
-                                )
-                                .retries(0)
-                                .timeout(Duration::from_secs(30)),
-                            )
-                        })
-                        .await;
-                    if let Err(e) = r {
-                        h.opts.log(
-                            LogLevel::Error,
-                            &format!("Failed to cancel sampling request {id}: {e}"),
-                        );
-                    }
-                }
-            });
-            crate::sync::join_all(sends).await;
+            crate::sync::join_all(batch.iter().map(|id| self.cancel(id))).await;
         }
     }
+
+    /// One `cancel_future`, under its retries; a failure is only logged.
+    async fn cancel(&self, request_id: &str) {
+        let req = Req::to(&endpoints::CANCEL_FUTURE).json(&json!({ "request_id": request_id }));
+        if let Err(e) = self.send(req).await {
+            let msg = format!("Failed to cancel sampling request {request_id}: {e}");
+            self.opts().log(LogLevel::Error, &msg);
+        }
+    }
+
+    // -----------------------------------------------------------------------------
+    // Closing
 
     /// Finishes the session (first call wins; later calls do nothing), stops background
     /// work and flushes telemetry. Session-less holders only stop and flush.
     pub async fn close(&self, status: FinishStatus, detail: Option<&str>) -> Result<()> {
-        if self.closed.replace(true) {
+        if self.life.closed.replace(true) {
             return Ok(());
         }
         let mut result = Ok(());
-        if let Some(id) = &self.session_id {
+        if let Some(id) = self.session_id() {
             let body = json!({ "reason": { "type": status.as_str() }, "detail": detail });
-            let path = format!("/api/v1/sessions/{id}/finish");
-            result = self
-                .with_retries("finish_session", || {
-                    self.http.send(
-                        Req::post_json(path.clone(), &body)
-                            .method_name(Some("ServiceClient.close")),
-                    )
-                })
-                .await
-                .map(|_| ());
+            let req = Req::at(&endpoints::FINISH_SESSION, &[id])
+                .json(&body)
+                .method_name(Some("ServiceClient.close"));
+            result = self.send(req).await.map(|_| ());
         }
-        self.stop.cancel();
-        if let Some(j) = &self.jwt {
-            j.close();
-        }
+        self.life.stop.cancel();
+        self.conn.close();
         self.telemetry.close().await;
         result
     }
@@ -614,49 +579,17 @@ impl Holder {
     /// Stops background work without finishing the session (for clients that only
     /// borrowed a session).
     pub fn detach(&self) {
-        self.closed.set(true);
-        self.stop.cancel();
-        if let Some(j) = &self.jwt {
-            j.close();
-        }
-    }
-
-    /// A GET under the holder's retries, read as a `T`.
-    pub async fn get_json<T: FromJson>(
-        &self,
-        what: &'static str,
-        path: String,
-        query: Vec<(String, String)>,
-        sdk_method: Option<&'static str>,
-    ) -> Result<T> {
-        let v = self
-            .request_json(what, path.clone(), query, None, sdk_method)
-            .await?;
-        decode(&v, &path)
-    }
-
-    /// A GET (or, with a body, a JSON POST) under the holder's retries.
-    pub async fn request_json(
-        &self,
-        what: &'static str,
-        path: String,
-        query: Vec<(String, String)>,
-        body: Option<&Value>,
-        sdk_method: Option<&'static str>,
-    ) -> Result<Value> {
-        self.with_retries(what, || {
-            let mut r = match body {
-                Some(b) => Req::post_json(path.clone(), b),
-                None => Req::new(Method::Get, path.clone()),
-            }
-            .method_name(sdk_method);
-            r.query = query.clone();
-            self.http.json_value(r)
-        })
-        .await
+        self.life.closed.set(true);
+        self.life.stop.cancel();
+        self.conn.close();
     }
 }
 
+// ---------------------------------------------------------------------------------
+// The holder's retry loop (Python `execute_with_retries`)
+
+/// Where a retry loop keeps its 402 pause window: its own (while connecting) or the
+/// holder's.
 trait PauseState {
     fn should_pause(&mut self, status: u16, now: f64, max_pause: f64) -> bool;
 }
@@ -667,9 +600,9 @@ impl PauseState for BillingPause {
     }
 }
 
-struct BillingProxy<'a>(&'a Holder);
+struct HolderBilling<'a>(&'a Holder);
 
-impl PauseState for BillingProxy<'_> {
+impl PauseState for HolderBilling<'_> {
     fn should_pause(&mut self, status: u16, now: f64, max_pause: f64) -> bool {
         self.0
             .billing
@@ -678,112 +611,173 @@ impl PauseState for BillingProxy<'_> {
     }
 }
 
+/// What the holder's retry loop does after a failed attempt.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RetryStep {
+    /// HTTP 402 within the billing window: sleep 5 s and try again (uncounted).
+    Pause,
+    /// Sleep this long and try again.
+    Retry(Duration),
+    /// Give up with the error.
+    Fail,
+}
+
+/// The holder's decision after attempt number `attempt` (from 0) failed, `start_secs`
+/// being when the call started (Python `execute_with_retries`,
+/// `internal_client_holder.py` 953-1005): a billing pause wins; a retryable error is
+/// retried with `min(2ᵏ, 30)` s waits while the 300 s window lasts; anything else fails.
+pub fn holder_step(
+    billing_pause: bool,
+    retryable: bool,
+    attempt: u32,
+    start_secs: f64,
+    now_secs: f64,
+) -> RetryStep {
+    if billing_pause {
+        return RetryStep::Pause;
+    }
+    match holder_retry_delay(attempt, start_secs, now_secs) {
+        Some(wait) if retryable => RetryStep::Retry(wait),
+        _ => RetryStep::Fail,
+    }
+}
+
+/// One retry loop's fixed inputs.
+struct RetryPolicy<'a> {
+    env: &'a Env,
+    /// The server's `billing_exception_max_pause_duration_sec`.
+    max_pause: f64,
+    /// Where failures are reported (none while connecting).
+    telemetry: Option<&'a Telemetry>,
+    /// The operation's name in telemetry.
+    what: &'static str,
+    retryable: &'a dyn Fn(&Error) -> bool,
+}
+
+/// The connection's retry loop (before a holder exists): `execute_with_retries` with a
+/// billing window of its own and no telemetry.
 async fn retry_loop<T, F, Fut>(
     env: &Env,
     billing: &mut BillingPause,
     max_pause: f64,
-    telemetry: Option<&Telemetry>,
-    what: &'static str,
     f: F,
 ) -> Result<T>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T>>,
 {
-    retry_loop_with(
+    let policy = RetryPolicy {
         env,
-        billing,
         max_pause,
-        telemetry,
-        what,
-        &Error::is_retryable,
-        f,
-    )
-    .await
-}
-
-async fn retry_loop_with<T, F, Fut, P: PauseState>(
-    env: &Env,
-    billing: &mut P,
-    max_pause: f64,
-    telemetry: Option<&Telemetry>,
-    what: &'static str,
-    is_retryable: &dyn Fn(&Error) -> bool,
-    mut f: F,
-) -> Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T>>,
-{
-    // Generic only in this thin wrapper; the loop itself is one type-erased copy.
-    let slot = std::cell::RefCell::new(None);
-    let mut attempt = || -> futures_util::future::LocalBoxFuture<'_, Result<()>> {
-        let fut = f();
-        let slot = &slot;
-        Box::pin(async move {
-            *slot.borrow_mut() = Some(fut.await?);
-            Ok(())
-        })
+        telemetry: None,
+        what: "",
+        retryable: &Error::is_retryable,
     };
-    retry_loop_erased(
-        env,
-        billing,
-        max_pause,
-        telemetry,
-        what,
-        is_retryable,
-        &mut attempt,
-    )
-    .await?;
-    Ok(slot
-        .into_inner()
-        .expect("the loop returns Ok only after an attempt succeeded"))
+    policy.run(billing, f).await
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn retry_loop_erased<'a>(
-    env: &Env,
-    billing: &mut dyn PauseState,
-    max_pause: f64,
-    telemetry: Option<&Telemetry>,
-    what: &'static str,
-    is_retryable: &dyn Fn(&Error) -> bool,
-    f: &mut (dyn FnMut() -> futures_util::future::LocalBoxFuture<'a, Result<()>> + 'a),
-) -> Result<()> {
-    let start = now_secs(&**env);
-    let mut attempt = 0u32;
-    loop {
-        match f().await {
-            Ok(v) => return Ok(v),
-            Err(e) => {
-                if let Some(status) = e.status() {
-                    if billing.should_pause(status, now_secs(&**env), max_pause) {
-                        env.sleep(BILLING_PAUSE_SLEEP).await;
-                        continue;
-                    }
-                }
-                let retryable = is_retryable(&e);
-                if let Some(t) = telemetry {
-                    let severity = if retryable || e.is_user_error() {
-                        "WARNING"
-                    } else {
-                        "ERROR"
-                    };
-                    t.log(
-                        "InternalClientHolder.execute_with_retries.exception",
-                        json!({ "func": what, "exception": e.to_string(), "exception_type": error_type(&e), "status_code": e.status(), "is_retryable": retryable, "is_user_error": e.is_user_error(), "attempt_count": attempt, "elapsed_time": now_secs(&**env) - start }),
-                        severity,
-                    );
-                }
-                if retryable {
-                    if let Some(wait) = holder_retry_delay(attempt, start, now_secs(&**env)) {
-                        attempt += 1;
-                        env.sleep(wait).await;
-                        continue;
-                    }
-                }
-                return Err(e);
+impl RetryPolicy<'_> {
+    /// Runs `f` until it succeeds or [`holder_step`] says to give up.
+    async fn run<T, F, Fut>(&self, billing: &mut dyn PauseState, mut f: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        // Generic only in this thin wrapper; the loop itself is one type-erased copy.
+        let slot = RefCell::new(None);
+        let mut attempt = || -> futures_util::future::LocalBoxFuture<'_, Result<()>> {
+            let fut = f();
+            let slot = &slot;
+            Box::pin(async move {
+                *slot.borrow_mut() = Some(fut.await?);
+                Ok(())
+            })
+        };
+        self.run_erased(billing, &mut attempt).await?;
+        Ok(slot
+            .into_inner()
+            .expect("the loop returns Ok only after an attempt succeeded"))
+    }
+
+    async fn run_erased<'a>(
+        &self,
+        billing: &mut dyn PauseState,
+        f: &mut (dyn FnMut() -> futures_util::future::LocalBoxFuture<'a, Result<()>> + 'a),
+    ) -> Result<()> {
+        let now = || now_secs(&**self.env);
+        let start = now();
+        let mut attempt = 0u32;
+        loop {
+            let Err(e) = f().await else {
+                return Ok(());
+            };
+            let pause = e
+                .status()
+                .is_some_and(|s| billing.should_pause(s, now(), self.max_pause));
+            let retryable = !pause && (self.retryable)(&e);
+            if !pause {
+                self.report(&e, retryable, attempt, now() - start);
             }
+            match holder_step(pause, retryable, attempt, start, now()) {
+                RetryStep::Pause => self.env.sleep(BILLING_PAUSE_SLEEP).await,
+                RetryStep::Retry(wait) => {
+                    attempt += 1;
+                    self.env.sleep(wait).await;
+                }
+                RetryStep::Fail => return Err(e),
+            }
+        }
+    }
+
+    /// Reports a failed attempt to telemetry (Python's
+    /// `InternalClientHolder.execute_with_retries.exception` event).
+    fn report(&self, e: &Error, retryable: bool, attempt: u32, elapsed: f64) {
+        let Some(t) = self.telemetry else {
+            return;
+        };
+        let severity = if retryable || e.is_user_error() {
+            "WARNING"
+        } else {
+            "ERROR"
+        };
+        t.log(
+            "InternalClientHolder.execute_with_retries.exception",
+            json!({ "func": self.what, "exception": e.to_string(), "exception_type": error_type(e), "status_code": e.status(), "is_retryable": retryable, "is_user_error": e.is_user_error(), "attempt_count": attempt, "elapsed_time": elapsed }),
+            severity,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Expected values from Python `internal_client_holder.py` 953-1005: a 402 inside
+    /// the billing window sleeps 5 s and retries (lines 963-967); a retryable error
+    /// sleeps `min(2 ** attempt_count, 30)`, cut to what is left of `MAX_WAIT_TIME`
+    /// (300 s, lines 997-1003), while `elapsed_time < MAX_WAIT_TIME`; else it raises.
+    #[test]
+    fn the_holders_retry_decisions() {
+        let secs = Duration::from_secs;
+        let rows = [
+            // (billing pause, retryable, attempt, start, now, step)
+            (true, false, 0, 0.0, 0.0, RetryStep::Pause),
+            (true, true, 9, 0.0, 1000.0, RetryStep::Pause),
+            (false, true, 0, 0.0, 0.0, RetryStep::Retry(secs(1))),
+            (false, true, 1, 0.0, 1.0, RetryStep::Retry(secs(2))),
+            (false, true, 4, 0.0, 31.0, RetryStep::Retry(secs(16))),
+            (false, true, 5, 0.0, 47.0, RetryStep::Retry(secs(30))),
+            (false, true, 20, 0.0, 100.0, RetryStep::Retry(secs(30))),
+            (false, true, 6, 0.0, 290.0, RetryStep::Retry(secs(10))),
+            (false, true, 6, 0.0, 300.0, RetryStep::Fail),
+            (false, false, 0, 0.0, 0.0, RetryStep::Fail),
+        ];
+        for (pause, retryable, attempt, start, now, want) in rows {
+            assert_eq!(
+                holder_step(pause, retryable, attempt, start, now),
+                want,
+                "{pause} {retryable} {attempt} {start} {now}"
+            );
         }
     }
 }

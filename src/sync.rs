@@ -152,6 +152,7 @@ impl Event {
         wakers.into_iter().for_each(Waker::wake);
     }
     /// Whether the event is set.
+    #[cfg(test)]
     pub fn is_set(&self) -> bool {
         self.0.borrow().set
     }
@@ -205,6 +206,7 @@ impl Semaphore {
         })))
     }
     /// Permits currently available.
+    #[cfg(test)]
     pub fn available(&self) -> usize {
         self.0.borrow().permits
     }
@@ -273,13 +275,6 @@ impl Drop for Acquire {
 /// A held semaphore permit (or none, for an unlimited gate).
 pub struct Permit(Option<Rc<RefCell<SemInner>>>);
 
-impl Permit {
-    /// A permit of no semaphore (for optional limits).
-    pub fn none() -> Self {
-        Permit(None)
-    }
-}
-
 impl Drop for Permit {
     fn drop(&mut self) {
         if let Some(sem) = self.0.take() {
@@ -312,6 +307,7 @@ impl BytesSemaphore {
         })))
     }
     /// Remaining budget (may be negative).
+    #[cfg(test)]
     pub fn remaining(&self) -> i64 {
         self.0.borrow().budget
     }

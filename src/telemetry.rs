@@ -15,6 +15,7 @@ use crate::json;
 use crate::json::Value;
 
 use crate::config::PROTOCOL_SDK_VERSION;
+use crate::endpoints;
 use crate::http::{Http, Req};
 use crate::platform::{uuid4, Env};
 use crate::sync::CancelToken;
@@ -171,7 +172,7 @@ impl Telemetry {
                 "session_id": self.session_id,
                 "process_uuid": self.process_uuid,
             });
-            let req = Req::post_json("/api/v1/telemetry", &batch).timeout(Duration::from_secs(5));
+            let req = Req::to(&endpoints::TELEMETRY).json(&batch);
             if self.http.send(req).await.is_err() {
                 self.dropped.set(self.dropped.get() + 1);
             }

@@ -11,11 +11,12 @@ use futures_util::future::LocalBoxFuture;
 
 use crate::call::{CallOptions, Guard};
 use crate::chunking::{plan_chunks, Chunk};
+use crate::endpoints::{self, Endpoint};
 use crate::error::{Error, Result};
-use crate::future::{retrieve, PauseLogger, Payload, Poll, QueueState};
-use crate::http::{FromJson, Req};
+use crate::future::{retrieve, submit, PauseLogger, Payload, Poll, QueueState, UntypedFuture};
+use crate::http::Req;
 use crate::json;
-use crate::json::{Fields, Map, Value};
+use crate::json::{Map, Value};
 use crate::metrics::combine_forward_backward;
 use crate::paths::console;
 use crate::proto::{
@@ -172,22 +173,6 @@ pub struct CustomLossOutput {
 pub type CustomLossFn =
     Rc<dyn Fn(Vec<Datum>, Vec<TensorData>) -> LocalBoxFuture<'static, Result<CustomLossOutput>>>;
 
-/// A submitted request's answer: its id (and, for samples, the sequence ids).
-pub(crate) struct UntypedFuture {
-    pub request_id: String,
-    pub sample_sequence_ids: Option<Vec<String>>,
-}
-
-impl FromJson for UntypedFuture {
-    fn from_json(v: &Value) -> std::result::Result<Self, String> {
-        let f = Fields::of(v)?;
-        Ok(UntypedFuture {
-            request_id: f.str("request_id")?,
-            sample_sequence_ids: f.opt_strings("sample_sequence_ids")?,
-        })
-    }
-}
-
 pub(crate) struct Inner {
     pub holder: Rc<Holder>,
     pub model_id: String,
@@ -246,17 +231,9 @@ impl TrainingClient {
         next_seq_id: i64,
         sdk_method: Option<&'static str>,
     ) -> Result<Self> {
-        let raw: Value = holder
-            .with_retries("get_info", || {
-                holder.http.json(
-                    Req::post_json(
-                        "/api/v1/get_info",
-                        &json!({ "model_id": model_id, "type": "get_info" }),
-                    )
-                    .method_name(sdk_method),
-                )
-            })
-            .await?;
+        let body = json!({ "model_id": model_id, "type": "get_info" });
+        let req = Req::to(&endpoints::GET_INFO).json(&body);
+        let raw: Value = holder.json(req.method_name(sdk_method)).await?;
         let info = ModelInfo::from_raw(raw)?;
         Ok(TrainingClient(Rc::new(Inner {
             holder,
@@ -293,7 +270,7 @@ impl TrainingClient {
         if let Some(why) = self.0.seq.poisoned() {
             return Err(Error::Closed { message: format!("A previous request failed; this TrainingClient is poisoned and cannot accept further requests ({why})") });
         }
-        let g = Guard::new(&self.0.holder.env, opts, what);
+        let g = Guard::new(self.0.holder.env(), opts, what);
         g.check()?;
         Ok(g)
     }
@@ -340,20 +317,14 @@ impl TrainingClient {
         check_batch(&data, loss_fn)?;
         check_config(config.as_ref())?;
         let guard = self.precheck(&opts, method)?;
-        let cfg = &self.0.holder.config;
-        let chunks = plan_chunks(
-            &data,
-            cfg.fwdbwd_max_chunk_len,
-            cfg.fwdbwd_max_chunk_bytes_count,
-        );
+        let chunks = self.plan(&data);
         let ticket = self.0.seq.ticket();
         let me = self.clone();
         let loss_fn = loss_fn.to_string();
         Ok(Box::pin(async move {
             let turn = guard.run(async { ticket.wait().await }).await?;
-            let data = Rc::new(data);
             let spec = FwdBwd {
-                data: data.clone(),
+                data: Rc::new(data),
                 loss_fn: &loss_fn,
                 config: config.as_ref(),
                 forward_only,
@@ -362,8 +333,18 @@ impl TrainingClient {
             let ids = me.submit_chunks(&turn, &spec, &chunks).await;
             drop(turn);
             let ids = ids?;
-            guard.run(me.collect(ids, forward_only, method)).await
+            guard.run(me.collect(ids, spec.ep(), method)).await
         }))
+    }
+
+    /// The chunks of a batch, as the server's limits cut it.
+    fn plan(&self, data: &[Datum]) -> Vec<Chunk> {
+        let cfg = self.0.holder.config();
+        plan_chunks(
+            data,
+            cfg.fwdbwd_max_chunk_len,
+            cfg.fwdbwd_max_chunk_bytes_count,
+        )
     }
 
     /// Reserves seq ids for `chunks` and submits them: all but the first concurrently,
@@ -387,9 +368,9 @@ impl TrainingClient {
         chunks: &[Chunk],
     ) -> Result<Vec<String>> {
         let h = &self.0.holder;
-        let started = h.env.now_ms();
+        let started = h.env().now_ms();
         let submit = |i: usize| self.submit_chunk(first_seq + i as i64, spec, &chunks[i], started);
-        if h.config.parallel_fwdbwd_chunks && chunks.len() > 1 {
+        if h.config().parallel_fwdbwd_chunks && chunks.len() > 1 {
             let rest = crate::sync::join_all((1..chunks.len()).map(submit)).await;
             let head = submit(0).await;
             let mut out = vec![head?.0];
@@ -406,6 +387,8 @@ impl TrainingClient {
         }
     }
 
+    /// Submits one chunk as seq id `seq_id` under its byte budget and the holder's
+    /// retries; its request id and the seconds since `started_ms`.
     async fn submit_chunk(
         &self,
         seq_id: i64,
@@ -417,13 +400,12 @@ impl TrainingClient {
         let seq_id = i32::try_from(seq_id).map_err(|_| Error::Closed {
             message: "seq_id overflow".into(),
         })?;
-        let data = &spec.data[chunk.range.clone()];
-        let compressed = h.config.proto_compress_fwdbwd;
+        let compressed = h.config().proto_compress_fwdbwd;
         let body = forward_backward_body(
             &ForwardBackwardRequest {
                 model_id: &self.0.model_id,
                 seq_id,
-                data,
+                data: &spec.data[chunk.range.clone()],
                 loss_fn: spec.loss_fn,
                 loss_fn_config: spec.config,
                 forward_only: spec.forward_only,
@@ -432,49 +414,27 @@ impl TrainingClient {
         )
         .map_err(|m| InputError::type_error("data", m))?;
         let body = Rc::new(body);
-        let _budget = h.fwdbwd_bytes.acquire(chunk.estimated_bytes as i64).await;
+        let _budget = h.budgets.fwdbwd.acquire(chunk.estimated_bytes as i64).await;
         let fut: UntypedFuture = h
-            .with_retries("forward_backward", || {
-                let mut r = Req::new(crate::platform::Method::Post, "/api/v1/forward_backward")
-                    .method_name(Some(spec.method));
-                r.body = Some(body.clone());
-                r.content_type = Some("application/x-protobuf");
-                if compressed {
-                    r = r.header("Content-Encoding", "zstd");
-                }
-                h.http.json(r)
+            .retrying(spec.ep(), || {
+                let req = Req::to(spec.ep()).method_name(Some(spec.method));
+                h.http().json(req.protobuf(body.clone(), compressed))
             })
             .await?;
-        Ok((fut.request_id, (h.env.now_ms() - started_ms) / 1000.0))
+        Ok((fut.request_id, (h.env().now_ms() - started_ms) / 1000.0))
     }
 
+    /// Polls the chunks' results (`ep`: forward or forward/backward) and combines them.
     async fn collect(
         &self,
         ids: Vec<String>,
-        forward_only: bool,
+        ep: &'static Endpoint,
         method: &'static str,
     ) -> Result<ForwardBackwardOutput> {
         let h = &self.0.holder;
         let observe = |qs: QueueState, r: Option<&str>| self.0.pauses.observe(h, qs, r);
-        let request_type = if forward_only {
-            "Forward"
-        } else {
-            "ForwardBackward"
-        };
         let polls = ids.iter().map(|id| async move {
-            let p = retrieve(
-                h,
-                Poll {
-                    request_id: id,
-                    request_type,
-                    proto: true,
-                    submit_roundtrip_secs: 0.0,
-                    sdk_method: Some(method),
-                    observer: Some(&observe),
-                    known_payload_size: None,
-                },
-            )
-            .await?;
+            let p = retrieve(h, Poll::new(id, ep, Some(method), Some(&observe))).await?;
             match p {
                 Payload::Proto(b) => {
                     decode_forward_backward_output(&b).map_err(|m| Error::InvalidResponse {
@@ -489,68 +449,40 @@ impl TrainingClient {
     }
 
     /// Runs one single-request operation in turn: builds its body with the assigned
-    /// seq id, submits it under the holder's retries, then polls its result.
+    /// seq id (again for every attempt), submits it to `ep` under its retries, then
+    /// polls its result.
     fn simple_op(
         &self,
         opts: CallOptions,
         method: &'static str,
-        path: &'static str,
-        request_type: &'static str,
-        http_retries: Option<u32>,
+        ep: &'static Endpoint,
         body: impl Fn(i64) -> Value + 'static,
     ) -> Result<LocalBoxFuture<'static, Result<Value>>> {
         // One instantiation of the (large) operation for every kind of request.
-        self.simple_op_boxed(
-            opts,
-            method,
-            path,
-            request_type,
-            http_retries,
-            Box::new(body),
-        )
+        self.simple_op_boxed(opts, method, ep, Box::new(body))
     }
 
     fn simple_op_boxed(
         &self,
         opts: CallOptions,
         method: &'static str,
-        path: &'static str,
-        request_type: &'static str,
-        http_retries: Option<u32>,
+        ep: &'static Endpoint,
         body: Box<dyn Fn(i64) -> Value>,
     ) -> Result<LocalBoxFuture<'static, Result<Value>>> {
         let guard = self.precheck(&opts, method)?;
         let ticket = self.0.seq.ticket();
         let me = self.clone();
         Ok(Box::pin(async move {
-            let h = me.0.holder.clone();
+            let h = &me.0.holder;
             let turn = guard.run(async { ticket.wait().await }).await?;
             let seq_id = turn.reserve(1);
-            let started = h.env.now_ms();
-            let submitted: Result<UntypedFuture> = h
-                .with_retries(request_type, || {
-                    let mut r = Req::post_json(path, &body(seq_id)).method_name(Some(method));
-                    r.max_retries = http_retries;
-                    h.http.json(r)
-                })
-                .await;
+            let attempt = || Req::to(ep).json(&body(seq_id)).method_name(Some(method));
+            let submitted = submit(h, ep, attempt).await;
             drop(turn);
-            let fut = submitted?;
-            let rt = (h.env.now_ms() - started) / 1000.0;
-            let p = guard
-                .run(retrieve(
-                    &h,
-                    Poll {
-                        request_id: &fut.request_id,
-                        request_type,
-                        proto: false,
-                        submit_roundtrip_secs: rt,
-                        sdk_method: Some(method),
-                        observer: Some(&|qs, r| me.0.pauses.observe(&h, qs, r)),
-                        known_payload_size: None,
-                    },
-                ))
-                .await?;
+            let sub = submitted?;
+            let observe = |qs, r: Option<&str>| me.0.pauses.observe(h, qs, r);
+            let poll = Poll::of(&sub, ep, Some(method), Some(&observe));
+            let p = guard.run(retrieve(h, poll)).await?;
             json_future(p, method)
         }))
     }
@@ -596,9 +528,7 @@ impl TrainingClient {
         self.simple_op(
             opts,
             "TrainingClient.optim_step",
-            "/api/v1/optim_step",
-            "OptimStep",
-            None,
+            &endpoints::OPTIM_STEP,
             move |seq| {
                 let mut b = json!({ "model_id": model_id, "seq_id": seq, "type": "optim_step" });
                 b[key] = value.clone();
@@ -619,7 +549,7 @@ impl TrainingClient {
         check_name(name)?;
         check_ttl(ttl_seconds)?;
         let (model_id, name) = (self.0.model_id.clone(), name.to_string());
-        self.simple_op(opts, "TrainingClient.save_state", "/api/v1/save_weights", "SaveWeights", Some(0), move |seq| {
+        self.simple_op(opts, "TrainingClient.save_state", &endpoints::SAVE_WEIGHTS, move |seq| {
             let mut b = json!({ "model_id": model_id, "path": name, "seq_id": seq, "overwrite": overwrite, "type": "save_weights" });
             if let Some(t) = ttl_seconds {
                 b["ttl_seconds"] = t.into();
@@ -646,7 +576,7 @@ impl TrainingClient {
         } else {
             "TrainingClient.load_state"
         };
-        self.simple_op(opts, method, "/api/v1/load_weights", "LoadWeights", None, move |seq| {
+        self.simple_op(opts, method, &endpoints::LOAD_WEIGHTS, move |seq| {
             let mut b = json!({ "model_id": model_id, "path": path, "seq_id": seq, "optimizer": optimizer, "type": "load_weights" });
             if let Some(t) = &weights_access_token {
                 b["weights_access_token"] = t.clone().into();
@@ -666,7 +596,7 @@ impl TrainingClient {
         check_name(name)?;
         check_ttl(ttl_seconds)?;
         let (model_id, name) = (self.0.model_id.clone(), name.to_string());
-        self.simple_op(opts, "TrainingClient.save_weights_for_sampler", "/api/v1/save_weights_for_sampler", "SaveWeightsForSampler", Some(0), move |seq| {
+        self.simple_op(opts, "TrainingClient.save_weights_for_sampler", &endpoints::SAVE_WEIGHTS_FOR_SAMPLER, move |seq| {
             let mut b = json!({ "model_id": model_id, "path": name, "kind": "snapshot", "seq_id": seq, "type": "save_weights_for_sampler" });
             if let Some(t) = ttl_seconds {
                 b["ttl_seconds"] = t.into();
@@ -699,7 +629,7 @@ impl TrainingClient {
             }
         }
         let (model_id, name) = (self.0.model_id.clone(), name.to_string());
-        self.simple_op(opts, "TrainingClient.save_weights_external", "/api/v1/save_weights_external", "SaveWeightsExternal", Some(0), move |seq| {
+        self.simple_op(opts, "TrainingClient.save_weights_external", &endpoints::SAVE_WEIGHTS_EXTERNAL, move |seq| {
             let mut b = json!({ "model_id": model_id, "path": name, "seq_id": seq, "type": "save_weights_external" });
             if let Some(t) = ttl_seconds {
                 b["ttl_seconds"] = t.into();
@@ -738,7 +668,7 @@ impl TrainingClient {
         let h2 = h.clone();
         // A new sampling session number per attempt, as Python takes one in each try of
         // its request (the body is built again for every attempt).
-        let op = self.simple_op(opts, "TrainingClient.save_weights_and_get_sampling_client", "/api/v1/save_weights_for_sampler", "SaveWeightsForSampler", Some(0), move |seq| {
+        let op = self.simple_op(opts, "TrainingClient.save_weights_and_get_sampling_client", &endpoints::SAVE_WEIGHTS_FOR_SAMPLER, move |seq| {
             let n = h2.take_sampling_seq_id();
             json!({ "model_id": model_id, "sampling_session_seq_id": n, "kind": kind, "seq_id": seq, "type": "save_weights_for_sampler" })
         })?;
@@ -772,57 +702,20 @@ impl TrainingClient {
         loss: CustomLossFn,
         opts: CallOptions,
     ) -> Result<LocalBoxFuture<'static, Result<ForwardBackwardOutput>>> {
-        const METHOD: &str = "TrainingClient.forward_backward_custom";
-        if data.is_empty() {
-            return Err(InputError::range_error("data", "must contain at least one Datum").into());
-        }
-        let mut forward = Vec::with_capacity(data.len());
-        for (i, d) in data.iter().enumerate() {
-            let tt = d.loss_fn_inputs.get("target_tokens").ok_or_else(|| {
-                InputError::type_error(
-                    format!("data[{i}].loss_fn_inputs.target_tokens"),
-                    "is required by forward_backward_custom",
-                )
-            })?;
-            let weights = d
-                .loss_fn_inputs
-                .get("weights")
-                .cloned()
-                .unwrap_or_else(|| TensorData {
-                    values: TensorValues::Float32(vec![0.0; tt.values.len()]),
-                    shape: tt.shape.clone(),
-                    sparse_crow_indices: None,
-                    sparse_col_indices: None,
-                });
-            let mut inputs = LossFnInputs::new();
-            inputs.insert("target_tokens", tt.clone());
-            inputs.insert("weights", weights);
-            let fd = Datum {
-                model_input: d.model_input.clone(),
-                loss_fn_inputs: inputs,
-                model_input_spans: d.model_input_spans.clone(),
-                loss_fn_input_spans: d.loss_fn_input_spans.clone(),
-            };
-            fd.validate("cross_entropy")
-                .map_err(|e| e.within(&format!("data[{i}]")))?;
-            forward.push(fd);
-        }
-        let guard = self.precheck(&opts, METHOD)?;
-        let cfg = &self.0.holder.config;
-        let chunks = plan_chunks(
-            &forward,
-            cfg.fwdbwd_max_chunk_len,
-            cfg.fwdbwd_max_chunk_bytes_count,
-        );
+        let forward = custom_forward_data(&data)?;
+        let guard = self.precheck(&opts, CUSTOM)?;
+        let chunks = self.plan(&forward);
         let ticket = self.0.seq.ticket();
         let me = self.clone();
         Ok(Box::pin(async move {
             let turn = guard.run(async { ticket.wait().await }).await?;
-            let n = chunks.len();
-            let first = turn.reserve(2 * n);
-            let result = me
-                .custom_reserved(&turn, first, forward, data, &chunks, loss, &guard)
-                .await;
+            let first = turn.reserve(2 * chunks.len());
+            let passes = Passes {
+                first,
+                chunks: &chunks,
+                guard: &guard,
+            };
+            let result = me.custom_reserved(&passes, forward, data, loss).await;
             if let Err(e) = &result {
                 me.0.seq.poison(&e.to_string());
             }
@@ -830,22 +723,11 @@ impl TrainingClient {
             let ids = result?;
             // As in Python, a failure while waiting for the backward result (including an
             // abort or a timeout) poisons the client too.
-            let out = guard
-                .run(me.collect(ids.backward, false, METHOD))
+            let backward =
+                guard.run(me.collect(ids.backward, &endpoints::FORWARD_BACKWARD, CUSTOM));
+            let out = backward
                 .await
-                .and_then(|mut out| {
-                    let surrogate =
-                        out.metrics
-                            .remove("loss:sum")
-                            .ok_or_else(|| Error::InvalidResponse {
-                                message: "the custom loss's backward result has no loss:sum metric"
-                                    .into(),
-                            })?;
-                    out.metrics.extend(ids.user_metrics);
-                    out.metrics.insert("loss:sum", ids.loss);
-                    out.metrics.insert("surrogate_loss:sum", surrogate);
-                    Ok(out)
-                });
+                .and_then(|out| custom_output(out, ids.loss, ids.user_metrics));
             if let Err(e) = &out {
                 me.0.seq.poison(&e.to_string());
             }
@@ -853,112 +735,44 @@ impl TrainingClient {
         }))
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// The custom loss's two passes on reserved seq ids: the forward pass and its
+    /// logprobs, the loss function, then the backward pass's submission.
     async fn custom_reserved(
         &self,
-        _turn: &Turn,
-        first: i64,
+        passes: &Passes<'_>,
         forward: Vec<Datum>,
         original: Vec<Datum>,
-        chunks: &[Chunk],
         loss: CustomLossFn,
-        guard: &Guard,
     ) -> Result<CustomIds> {
-        const METHOD: &str = "TrainingClient.forward_backward_custom";
-        let n = chunks.len() as i64;
         let forward = Rc::new(forward);
-        let spec = FwdBwd {
-            data: forward.clone(),
-            loss_fn: "cross_entropy",
-            config: None,
-            forward_only: true,
-            method: METHOD,
-        };
-        let fwd_ids = self.submit_reserved(first, &spec, chunks).await?;
-        let fwd = guard.run(self.collect(fwd_ids, true, METHOD)).await?;
-        if fwd.loss_fn_outputs.len() != forward.len() {
-            return Err(Error::InvalidResponse {
-                message: format!(
-                    "forward returned {} outputs for {} datums",
-                    fwd.loss_fn_outputs.len(),
-                    forward.len()
-                ),
-            });
-        }
-        let mut logprobs = Vec::with_capacity(forward.len());
-        for (i, o) in fwd.loss_fn_outputs.iter().enumerate() {
-            logprobs.push(
-                o.get("logprobs")
-                    .cloned()
-                    .ok_or_else(|| Error::InvalidResponse {
-                        message: format!("forward output {i} has no logprobs"),
-                    })?,
-            );
-        }
+        let spec = FwdBwd::cross_entropy(forward.clone(), true);
+        let fwd_ids = self
+            .submit_reserved(passes.first, &spec, passes.chunks)
+            .await?;
+        let fwd = passes
+            .guard
+            .run(self.collect(fwd_ids, &endpoints::FORWARD, CUSTOM))
+            .await?;
+        let logprobs = forward_logprobs(&fwd, forward.len())?;
         let sizes: Vec<usize> = logprobs.iter().map(|l| l.values.len()).collect();
         // The loss itself is only reported (as `loss:sum`), never sent: a NaN or infinite
-        // loss is passed through, as in Python. Gradients are sent, and checked below.
-        let out = guard.run(loss(original, logprobs)).await?;
-        if out.gradients.len() != sizes.len() {
-            return Err(InputError::range_error(
-                "gradients",
-                format!(
-                    "expected one gradient per datum ({}), got {}",
-                    sizes.len(),
-                    out.gradients.len()
-                ),
-            )
-            .into());
-        }
-        let mut backward = Vec::with_capacity(forward.len());
-        for (i, (g, d)) in out.gradients.iter().zip(forward.iter()).enumerate() {
-            if g.len() != sizes[i] {
-                return Err(InputError::range_error(
-                    format!("gradients[{i}]"),
-                    format!(
-                        "must have {} values (like logprobs[{i}]), got {}",
-                        sizes[i],
-                        g.len()
-                    ),
-                )
-                .into());
-            }
-            if let Some(j) = g.iter().position(|x| !x.is_finite()) {
-                return Err(InputError::range_error(
-                    format!("gradients[{i}][{j}]"),
-                    format!("must be finite, got {}", fmt_num(f64::from(g[j]))),
-                )
-                .into());
-            }
-            let mut bd = d.clone();
-            let shape = d.loss_fn_inputs["target_tokens"].shape.clone();
-            bd.loss_fn_inputs.insert(
-                "weights",
-                TensorData {
-                    values: TensorValues::Float32(g.iter().map(|x| -x).collect()),
-                    shape,
-                    sparse_crow_indices: None,
-                    sparse_col_indices: None,
-                },
-            );
-            backward.push(bd);
-        }
+        // loss is passed through, as in Python. Gradients are sent, and checked.
+        let out = passes.guard.run(loss(original, logprobs)).await?;
+        let backward = backward_data(&forward, &out.gradients, &sizes)?;
         // Same chunk boundaries as the forward pass, so the reserved ids line up.
-        let bchunks: Vec<Chunk> = chunks
+        let bchunks: Vec<Chunk> = passes
+            .chunks
             .iter()
             .map(|c| Chunk {
                 range: c.range.clone(),
                 estimated_bytes: c.range.clone().map(|i| backward[i].estimated_bytes()).sum(),
             })
             .collect();
-        let spec = FwdBwd {
-            data: Rc::new(backward),
-            loss_fn: "cross_entropy",
-            config: None,
-            forward_only: false,
-            method: METHOD,
-        };
-        let backward_ids = self.submit_reserved(first + n, &spec, &bchunks).await?;
+        let spec = FwdBwd::cross_entropy(Rc::new(backward), false);
+        let first_backward = passes.first + passes.chunks.len() as i64;
+        let backward_ids = self
+            .submit_reserved(first_backward, &spec, &bchunks)
+            .await?;
         Ok(CustomIds {
             backward: backward_ids,
             loss: out.loss,
@@ -967,18 +781,190 @@ impl TrainingClient {
     }
 }
 
+/// The public method of custom losses.
+const CUSTOM: &str = "TrainingClient.forward_backward_custom";
+
+/// Where a custom loss's reserved seq ids start, its chunks, its call's stop conditions.
+struct Passes<'a> {
+    first: i64,
+    chunks: &'a [Chunk],
+    guard: &'a Guard,
+}
+
+/// The forward pass's data of a custom loss: each datum's tokens with its
+/// `target_tokens` and `weights` (zeros when absent) only, checked as `cross_entropy`
+/// data.
+fn custom_forward_data(data: &[Datum]) -> Result<Vec<Datum>> {
+    if data.is_empty() {
+        return Err(InputError::range_error("data", "must contain at least one Datum").into());
+    }
+    let mut forward = Vec::with_capacity(data.len());
+    for (i, d) in data.iter().enumerate() {
+        let tt = d.loss_fn_inputs.get("target_tokens").ok_or_else(|| {
+            InputError::type_error(
+                format!("data[{i}].loss_fn_inputs.target_tokens"),
+                "is required by forward_backward_custom",
+            )
+        })?;
+        let weights = d
+            .loss_fn_inputs
+            .get("weights")
+            .cloned()
+            .unwrap_or_else(|| float_tensor(vec![0.0; tt.values.len()], tt.shape.clone()));
+        let mut inputs = LossFnInputs::new();
+        inputs.insert("target_tokens", tt.clone());
+        inputs.insert("weights", weights);
+        let fd = Datum {
+            model_input: d.model_input.clone(),
+            loss_fn_inputs: inputs,
+            model_input_spans: d.model_input_spans.clone(),
+            loss_fn_input_spans: d.loss_fn_input_spans.clone(),
+        };
+        fd.validate("cross_entropy")
+            .map_err(|e| e.within(&format!("data[{i}]")))?;
+        forward.push(fd);
+    }
+    Ok(forward)
+}
+
+/// A dense float32 tensor.
+fn float_tensor(values: Vec<f32>, shape: Option<Vec<usize>>) -> TensorData {
+    TensorData {
+        values: TensorValues::Float32(values),
+        shape,
+        sparse_crow_indices: None,
+        sparse_col_indices: None,
+    }
+}
+
+/// The logprobs of each datum of a forward pass over `n` datums.
+fn forward_logprobs(fwd: &ForwardBackwardOutput, n: usize) -> Result<Vec<TensorData>> {
+    if fwd.loss_fn_outputs.len() != n {
+        return Err(Error::InvalidResponse {
+            message: format!(
+                "forward returned {} outputs for {n} datums",
+                fwd.loss_fn_outputs.len()
+            ),
+        });
+    }
+    fwd.loss_fn_outputs
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            o.get("logprobs")
+                .cloned()
+                .ok_or_else(|| Error::InvalidResponse {
+                    message: format!("forward output {i} has no logprobs"),
+                })
+        })
+        .collect()
+}
+
+/// The backward pass's data: each forward datum with weights `−gradient`, once the
+/// gradients are checked (one per datum, shaped like its logprobs, finite).
+fn backward_data(forward: &[Datum], gradients: &[Vec<f32>], sizes: &[usize]) -> Result<Vec<Datum>> {
+    if gradients.len() != sizes.len() {
+        return Err(InputError::range_error(
+            "gradients",
+            format!(
+                "expected one gradient per datum ({}), got {}",
+                sizes.len(),
+                gradients.len()
+            ),
+        )
+        .into());
+    }
+    let mut backward = Vec::with_capacity(forward.len());
+    for (i, (g, d)) in gradients.iter().zip(forward).enumerate() {
+        if g.len() != sizes[i] {
+            return Err(InputError::range_error(
+                format!("gradients[{i}]"),
+                format!(
+                    "must have {} values (like logprobs[{i}]), got {}",
+                    sizes[i],
+                    g.len()
+                ),
+            )
+            .into());
+        }
+        if let Some(j) = g.iter().position(|x| !x.is_finite()) {
+            return Err(InputError::range_error(
+                format!("gradients[{i}][{j}]"),
+                format!("must be finite, got {}", fmt_num(f64::from(g[j]))),
+            )
+            .into());
+        }
+        let mut bd = d.clone();
+        let shape = d.loss_fn_inputs["target_tokens"].shape.clone();
+        let weights = float_tensor(g.iter().map(|x| -x).collect(), shape);
+        bd.loss_fn_inputs.insert("weights", weights);
+        backward.push(bd);
+    }
+    Ok(backward)
+}
+
+/// The custom loss's result: the backward pass's output with the user's loss as
+/// `loss:sum`, the backward pass's own loss as `surrogate_loss:sum`, and the user's
+/// metrics.
+fn custom_output(
+    mut out: ForwardBackwardOutput,
+    loss: f64,
+    user_metrics: StrMap<f64>,
+) -> Result<ForwardBackwardOutput> {
+    let surrogate = out
+        .metrics
+        .remove("loss:sum")
+        .ok_or_else(|| Error::InvalidResponse {
+            message: "the custom loss's backward result has no loss:sum metric".into(),
+        })?;
+    out.metrics.extend(user_metrics);
+    out.metrics.insert("loss:sum", loss);
+    out.metrics.insert("surrogate_loss:sum", surrogate);
+    Ok(out)
+}
+
 struct CustomIds {
     backward: Vec<String>,
     loss: f64,
     user_metrics: StrMap<f64>,
 }
 
+/// One forward(-backward) pass over a batch.
 struct FwdBwd<'a> {
     data: Rc<Vec<Datum>>,
     loss_fn: &'a str,
     config: Option<&'a LossConfig>,
     forward_only: bool,
     method: &'static str,
+}
+
+impl FwdBwd<'_> {
+    /// Its row: `FORWARD` or `FORWARD_BACKWARD`.
+    fn ep(&self) -> &'static Endpoint {
+        fwd_bwd_endpoint(self.forward_only)
+    }
+}
+
+impl FwdBwd<'static> {
+    /// A custom loss's pass: `cross_entropy` without config.
+    fn cross_entropy(data: Rc<Vec<Datum>>, forward_only: bool) -> Self {
+        FwdBwd {
+            data,
+            loss_fn: "cross_entropy",
+            config: None,
+            forward_only,
+            method: CUSTOM,
+        }
+    }
+}
+
+/// The row of a forward-only or a forward/backward pass.
+fn fwd_bwd_endpoint(forward_only: bool) -> &'static Endpoint {
+    if forward_only {
+        &endpoints::FORWARD
+    } else {
+        &endpoints::FORWARD_BACKWARD
+    }
 }
 
 fn check_name(name: &str) -> Result<(), InputError> {

@@ -9,12 +9,13 @@
 //! trade this client wants: a few KB of wasm (issue 8's size budget) and a single fast
 //! pass, at a ratio close to zstd's fastest levels on these bodies.
 //!
-//! ```
-//! let body = [0u8, 1, 2, 3].repeat(1000);
-//! let z = tinker_wasm::zstd::compress(&body);
-//! assert!(z.len() < 100);
-//! assert_eq!(&z[..4], &[0x28, 0xB5, 0x2F, 0xFD]); // zstd magic
-//! ```
+//! Each frame ends with the content checksum the format defines (the low 32 bits of
+//! XXH64 of the content, seed 0), so a decoder detects a body corrupted on the way.
+//!
+//! `compress(&[0, 1, 2, 3].repeat(1000))` is a frame of about 30 bytes that starts with
+//! the zstd magic `28 B5 2F FD`; the tests decode every frame with two independent
+//! decoders (ruzstd, and libzstd through Python's `zstandard` when the conformance
+//! venv has it).
 
 const MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 const BLOCK: usize = 128 * 1024;
@@ -23,23 +24,33 @@ const WINDOW_LOG: u32 = 23;
 const MIN_MATCH: usize = 4;
 const HASH_LOG: u32 = 16;
 
-/// Compresses `input` into one zstd frame (with its content size, no checksum).
+/// Compresses `input` into one zstd frame (with its content size and checksum).
 pub fn compress(input: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(input.len() / 2 + 64);
     out.extend_from_slice(&MAGIC);
     // Frame_Header_Descriptor: Frame_Content_Size on 8 bytes (flag 3), no single-segment
-    // flag (a Window_Descriptor follows), no checksum, no dictionary.
-    out.push(3 << 6);
+    // flag (a Window_Descriptor follows), Content_Checksum_flag (bit 2), no dictionary.
+    out.push(3 << 6 | 1 << 2);
     out.push(((WINDOW_LOG - 10) << 3) as u8);
     out.extend_from_slice(&(input.len() as u64).to_le_bytes());
+    if input.is_empty() {
+        block_header(&mut out, true, 0, 0);
+    } else {
+        write_blocks(input, &mut out);
+    }
+    // Content_Checksum: XXH64 of the content, seed 0, its low 4 bytes little-endian.
+    let checksum = xxhash_rust::xxh64::xxh64(input, 0) as u32;
+    out.extend_from_slice(&checksum.to_le_bytes());
+    out
+}
+
+/// Appends the blocks of a non-empty `input`: each compressed, or stored raw when that
+/// is not smaller.
+fn write_blocks(input: &[u8], out: &mut Vec<u8>) {
     let mut m = Matcher {
         table: vec![0u32; 1 << HASH_LOG],
         rep: [1, 4, 8],
     };
-    if input.is_empty() {
-        block_header(&mut out, true, 0, 0);
-        return out;
-    }
     let mut start = 0;
     while start < input.len() {
         let end = (start + BLOCK).min(input.len());
@@ -48,7 +59,7 @@ pub fn compress(input: &[u8]) -> Vec<u8> {
         out.extend_from_slice(&[0, 0, 0]);
         let saved_rep = m.rep;
         let body_at = out.len();
-        m.block(input, start, end, &mut out);
+        m.block(input, start, end, out);
         let size = out.len() - body_at;
         if size >= end - start {
             // Stored instead: nothing of this block's sequences reaches the decoder, so
@@ -62,7 +73,6 @@ pub fn compress(input: &[u8]) -> Vec<u8> {
         }
         start = end;
     }
-    out
 }
 
 fn block_header(out: &mut Vec<u8>, last: bool, kind: u32, size: usize) {
@@ -381,10 +391,15 @@ mod tests {
     use super::compress;
     use std::io::Read;
 
+    /// Decodes a frame with ruzstd and checks its content checksum against the one
+    /// ruzstd computes (with its own XXH64, the `twox-hash` crate).
     fn decompress(z: &[u8]) -> Vec<u8> {
         let mut d = ruzstd::decoding::StreamingDecoder::new(z).expect("a zstd frame");
         let mut out = Vec::new();
         d.read_to_end(&mut out).expect("decodes");
+        let frame = d.into_frame_decoder();
+        let carried = frame.get_checksum_from_data().expect("a content checksum");
+        assert_eq!(Some(carried), frame.get_calculated_checksum(), "checksum");
         out
     }
 
@@ -424,6 +439,76 @@ mod tests {
             let z = compress(&data);
             assert_eq!(decompress(&z), data, "{name}");
         }
+    }
+
+    #[test]
+    fn the_checksum_is_xxh64s_low_half() {
+        // XXH64("", seed 0) = 0xEF46DB3751D8E999 (the xxHash specification's vector):
+        // the empty frame ends with 0x51D8E999, little-endian.
+        let z = compress(&[]);
+        assert_eq!(z[4] & 0b100, 0b100, "Content_Checksum_flag");
+        assert_eq!(&z[z.len() - 4..], &[0x99, 0xE9, 0xD8, 0x51]);
+        // "abc" has XXH64 0x44BC2CF5AD770999.
+        let z = compress(b"abc");
+        assert_eq!(&z[z.len() - 4..], &[0x99, 0x09, 0x77, 0xAD]);
+    }
+
+    /// libzstd (through Python's `zstandard`, when the conformance venv has it) decodes
+    /// every frame, and rejects one whose checksum was altered: it verifies checksums.
+    #[test]
+    fn libzstd_decodes_every_frame_and_checks_its_checksum() {
+        let python = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/conformance/.venv/bin/python"
+        );
+        let has_zstandard = std::process::Command::new(python)
+            .args(["-c", "import zstandard"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !has_zstandard {
+            eprintln!("skipped: no zstandard in tests/conformance/.venv");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("tinker-zstd-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut names = Vec::new();
+        for (i, (_, data)) in inputs().into_iter().enumerate() {
+            let mut z = compress(&data);
+            std::fs::write(dir.join(format!("{i}.raw")), &data).unwrap();
+            std::fs::write(dir.join(format!("{i}.zst")), &z).unwrap();
+            let last = z.len() - 1;
+            z[last] ^= 1;
+            std::fs::write(dir.join(format!("{i}.bad")), &z).unwrap();
+            names.push(i.to_string());
+        }
+        // `decompressobj` decodes the whole frame (one-shot `decompress` skips an empty
+        // frame's checksum).
+        let script = r#"
+import sys, zstandard
+def decode(path):
+    return zstandard.ZstdDecompressor().decompressobj().decompress(open(path, "rb").read())
+d = sys.argv[1]
+for n in sys.argv[2:]:
+    assert decode(f"{d}/{n}.zst") == open(f"{d}/{n}.raw", "rb").read(), n
+    try:
+        decode(f"{d}/{n}.bad")
+    except zstandard.ZstdError:
+        continue
+    raise AssertionError(f"{n}: a wrong checksum was accepted")
+"#;
+        let out = std::process::Command::new(python)
+            .arg("-c")
+            .arg(script)
+            .arg(&dir)
+            .args(&names)
+            .output()
+            .unwrap();
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     #[test]

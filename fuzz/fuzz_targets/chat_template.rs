@@ -1,10 +1,14 @@
 //! Chat templates (Jinja sources from a `tokenizer_config.json` or the caller) rendered
-//! over caller messages, and the SFT renderers over the same messages.
+//! over caller messages, and the cookbook renderers over the same messages. Properties: a
+//! supervised example has one weight (0 or 1) per position, and a renderer that claims
+//! the extension property renders each assistant turn's generation prompt as a prefix of
+//! the whole conversation.
 //! Input: a flag byte, the template, a NUL, then the messages as JSON.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
+use tinker_wasm::tokenizer::renderers::NAMES;
 use tinker_wasm::tokenizer::{
-    ChatTemplateOptions, Message, Renderer, RendererKind, Tokenizer, TrainOnWhat,
+    ChatTemplateOptions, Message, Renderer, RendererOptions, Tokenizer, TrainOnWhat,
 };
 
 thread_local! {
@@ -43,12 +47,31 @@ fuzz_target!(|data: &[u8]| {
     };
     let _ = tok.apply_chat_template(&messages, &opts);
     if let Ok(list) = Message::list_from_json(&messages) {
-        let kinds = RendererKind::NAMES;
-        if let Ok(kind) = RendererKind::parse(kinds[usize::from(flags >> 4) % kinds.len()]) {
-            let r = Renderer::new(kind);
-            let _ = r.build_generation_prompt(tok, &list, "assistant", None);
-            let train = TrainOnWhat::NAMES[usize::from(flags >> 3) % TrainOnWhat::NAMES.len()];
-            let _ = r.build_supervised_example(tok, &list, TrainOnWhat::parse(train).unwrap());
+        let name = NAMES[usize::from(flags >> 3) % NAMES.len()];
+        let opts = RendererOptions {
+            current_date: Some("2026-01-01".into()),
+        };
+        // Every name is known; Kimi K3.1-Pro's are refused as the cookbook refuses them.
+        let Ok(r) = Renderer::new(name, &opts) else {
+            return;
+        };
+        let _ = r.build_generation_prompt(tok, &list, "assistant", None);
+        let train = TrainOnWhat::NAMES[usize::from(flags) % TrainOnWhat::NAMES.len()];
+        let train = TrainOnWhat::parse(train, "train_on_what").expect("a name from NAMES");
+        if let Ok(ex) = r.build_supervised_example(tok, &list, Some(train)) {
+            assert_eq!(ex.weights.len(), ex.model_input.length().unwrap_or(usize::MAX));
+            assert!(ex.weights.iter().all(|&w| w == 0.0 || w == 1.0));
+        }
+        if r.has_extension_property() {
+            if let Ok(all) = r.build_supervised_example(tok, &list, Some(TrainOnWhat::AllTokens)) {
+                let all = all.model_input.to_ints().unwrap_or_default();
+                for k in (0..list.len()).filter(|&k| list[k].role == "assistant") {
+                    if let Ok(p) = r.build_generation_prompt(tok, &list[..k], "assistant", None) {
+                        let p = p.to_ints().unwrap_or_default();
+                        assert!(all.starts_with(&p), "{name}: the prompt before message {k} is not a prefix");
+                    }
+                }
+            }
         }
     }
 });

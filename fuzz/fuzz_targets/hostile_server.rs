@@ -23,7 +23,7 @@ use futures_util::task::LocalSpawnExt;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
 use tinker_wasm::call::CallOptions;
-use tinker_wasm::config::ClientOptions;
+use tinker_wasm::options::ClientOptions;
 use tinker_wasm::platform::{Headers, HttpRequest, HttpResponse, Platform, TransportError};
 use tinker_wasm::rest::{AccessScope, RestCall};
 use tinker_wasm::sampling::{SampleRequest, SamplingOptions};

@@ -6,14 +6,13 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use tinker_wasm::config::{DynamicConfig, ServerConfig};
-use tinker_wasm::http::FromJson;
-use tinker_wasm::json;
+use tinker_wasm::fuzzing::{from_slice, FromJson};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&which, b)) = data.split_first() else {
         return;
     };
-    let ours = json::from_slice(b);
+    let ours = from_slice(b);
     let oracle = serde_json::from_slice::<serde_json::Value>(b);
     match (&ours, &oracle) {
         (Ok(v), Ok(o)) => {
@@ -24,7 +23,7 @@ fuzz_target!(|data: &[u8]| {
             // same floats: serde_json's default number parsing, which we keep, can be one
             // unit in the last place off for long decimals.)
             let text = v.to_vec();
-            let again = json::from_slice(&text).expect("our output parses");
+            let again = from_slice(&text).expect("our output parses");
             let oracle =
                 serde_json::from_slice::<serde_json::Value>(&text).expect("serde_json reads it");
             assert_eq!(

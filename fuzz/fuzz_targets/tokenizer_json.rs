@@ -1,9 +1,11 @@
 //! Loading a `tokenizer.json` (+ optional `tokenizer_config.json`) a user supplies (or a
-//! URL serves), then encoding and decoding with it.
+//! URL serves), then encoding and decoding with it. Property: when the fast path takes a
+//! file, it encodes and decodes as the reference (HuggingFace `tokenizers`, the general
+//! engine) does.
 //! Input: a flag byte; with bit 0 set, config JSON, a NUL, then the tokenizer JSON.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use tinker_wasm::tokenizer::Tokenizer;
+use tinker_wasm::tokenizer::{native_general, Tokenizer};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&flags, rest)) = data.split_first() else {
@@ -20,13 +22,20 @@ fuzz_target!(|data: &[u8]| {
     let Ok(tok) = Tokenizer::from_json(json, config) else {
         return;
     };
+    let reference = (tok.engine_name() == "fast")
+        .then(|| Tokenizer::from_json_general(json, config, &native_general).ok())
+        .flatten();
     for text in [
         "Hello world, tinker!",
         " \u{00e9}\u{4e2d}\n\n<|im_end|>  x",
         "",
     ] {
         if let Ok(ids) = tok.encode(text, flags & 2 == 2) {
-            let _ = tok.decode(&ids, flags & 4 == 4);
+            let decoded = tok.decode(&ids, flags & 4 == 4);
+            if let Some(r) = &reference {
+                assert_eq!(Ok(&ids), r.encode(text, flags & 2 == 2).as_ref(), "encode {text:?}");
+                assert_eq!(decoded, r.decode(&ids, flags & 4 == 4), "decode {text:?}");
+            }
         }
     }
     let _ = tok.decode(&[0, 1, 2, 3, u32::MAX, 151_643], false);

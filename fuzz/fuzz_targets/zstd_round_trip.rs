@@ -1,5 +1,6 @@
 //! src/zstd.rs on any bytes: the frame it writes decodes (with ruzstd, an independent
-//! decoder) to exactly the input, and never grows the input by more than its framing.
+//! decoder) to exactly the input, carries the input's checksum, and never grows the
+//! input by more than its framing.
 //! The first byte repeats the rest that many times, so inputs span several 128 KiB blocks.
 #![no_main]
 use std::io::Read;
@@ -15,10 +16,11 @@ fuzz_target!(|data: &[u8]| {
     } else {
         1 + usize::from(n) * 2000 / rest.len().max(1)
     });
-    let z = tinker_wasm::zstd::compress(&input);
+    let z = tinker_wasm::fuzzing::compress(&input);
     let blocks = input.len().div_ceil(128 * 1024).max(1);
+    // 14 bytes of frame header, 3 per block header, 4 of content checksum.
     assert!(
-        z.len() <= input.len() + 14 + 3 * blocks,
+        z.len() <= input.len() + 18 + 3 * blocks,
         "{} -> {}",
         input.len(),
         z.len()
@@ -27,4 +29,10 @@ fuzz_target!(|data: &[u8]| {
     let mut out = Vec::new();
     d.read_to_end(&mut out).expect("decodes");
     assert!(out == input, "round trip of {} bytes", input.len());
+    let frame = d.into_frame_decoder();
+    assert_eq!(
+        frame.get_checksum_from_data(),
+        frame.get_calculated_checksum(),
+        "content checksum"
+    );
 });

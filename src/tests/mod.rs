@@ -20,4 +20,5 @@ mod polling;
 mod sampler_handles;
 mod sampling_clones;
 mod sampling_stuck;
+mod structure;
 mod training_order;

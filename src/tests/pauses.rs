@@ -8,8 +8,8 @@ use std::rc::Rc;
 use futures_executor::LocalPool;
 
 use super::scripted::*;
-use crate::config::LogLevel;
 use crate::future::{PauseLogger, QueueState};
+use crate::options::LogLevel;
 
 #[test]
 fn pause_warnings_are_throttled_and_wait_out_the_grace_period() {

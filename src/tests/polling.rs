@@ -309,10 +309,9 @@ fn holder_retries_back_off_within_the_window() {
     let s = Scripted::new(&pool, server("{}", |_, _| json(503, "{}")));
     let h = connect(&mut pool, &s, false);
     let e = pool
-        .run_until(h.with_retries("x", || {
-            h.http
-                .send(crate::http::Req::post_json("/api/v1/x", &crate::json!(1)).retries(0))
-        }))
+        .run_until(
+            h.send(crate::http::Req::to(&crate::endpoints::CANCEL_FUTURE).json(&crate::json!(1))),
+        )
         .unwrap_err();
     assert_eq!(e.status(), Some(503));
     let sl: Vec<u64> = s.sleeps.borrow().iter().map(|d| d.as_secs()).collect();

@@ -49,7 +49,7 @@ fn make_handle(config: &'static str) -> String {
 
 /// Another process: its own key and (ignored) base URL; samples are refused (400) so
 /// each call makes one request.
-fn receiver(pool: &LocalPool) -> (std::rc::Rc<Scripted>, crate::config::ClientOptions) {
+fn receiver(pool: &LocalPool) -> (std::rc::Rc<Scripted>, crate::options::ClientOptions) {
     let s = Scripted::new(pool, |r, _| {
         if r.url.ends_with("/join_sampling_session") {
             json(

@@ -130,8 +130,8 @@ pub fn body_json(r: &HttpRequest) -> serde_json::Value {
         .unwrap_or(serde_json::Value::Null)
 }
 
-pub fn opts() -> crate::config::ClientOptions {
-    crate::config::ClientOptions {
+pub fn opts() -> crate::options::ClientOptions {
+    crate::options::ClientOptions {
         api_key: Some("tml-test".into()),
         base_url: "http://sim.test".into(),
         background: false,

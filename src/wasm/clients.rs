@@ -14,8 +14,9 @@ use js_sys::{Array, Function, Object, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::config::{ClientOptions, LogLevel, SessionState};
+use crate::config::SessionState;
 use crate::error::Error;
+use crate::options::{ClientOptions, LogLevel, Logger};
 use crate::proto::LossConfigValue;
 use crate::rest::{AccessScope, Page, RestCall, RestOutput};
 use crate::retry::SamplingRetryConfig;
@@ -112,7 +113,7 @@ fn env_var(name: &str) -> Option<String> {
     v.as_string().filter(|s| !s.is_empty())
 }
 
-fn js_logger(logger: JsValue, level: LogLevel) -> crate::config::Logger {
+fn js_logger(logger: JsValue, level: LogLevel) -> Logger {
     Rc::new(move |l: LogLevel, msg: &str| {
         if l < level {
             return;

@@ -8,7 +8,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use futures_util::future::LocalBoxFuture;
-use tinker_wasm::config::ClientOptions;
+use tinker_wasm::options::ClientOptions;
 use tinker_wasm::platform::{Headers, HttpRequest, HttpResponse, Method, Platform, TransportError};
 
 pub struct Native {

@@ -1,9 +1,9 @@
 use tinker_wasm::call::CallOptions;
 use tinker_wasm::error::Result;
-use tinker_wasm::json::Value;
 use tinker_wasm::rest::{AccessScope, Page, RestCall, RestClient, RestOutput};
 use tinker_wasm::service::{LoraOptions, ServiceClient};
 use tinker_wasm::types::LoraConfig;
+use tinker_wasm::Value;
 
 use crate::native::{run, Native, Sim};
 

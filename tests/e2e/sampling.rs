@@ -365,7 +365,7 @@ fn batched_polling_and_cancel_when_the_server_enables_them() {
         // An aborted sample is cancelled on the server.
         sim.configure(serde_json::json!({ "future_delay_ms": 2000 }))
             .await;
-        let cancel = tinker_wasm::sync::CancelToken::new();
+        let cancel = tinker_wasm::CancelToken::new();
         let f = s
             .sample(
                 SampleRequest::new(
