@@ -19,13 +19,16 @@ const service = new tinker.ServiceClient({
 
 try {
   console.log(`tinker-wasm ${tinker.version()} · simulator at ${sim.url}\n`);
-  const training = await service.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 16, seed: 0 });
-  console.log(`training run ${training.modelId}`);
+  // An instruct model (its renderer has no thinking block), on the Qwen3 tokenizer.
+  const baseModel = 'Qwen/Qwen3-4B-Instruct-2507';
+  const training = await service.createLoraTrainingClient({ baseModel, rank: 16, seed: 0 });
+  console.log(`training run ${training.modelId} (${baseModel})`);
   const tokenizer = await training.getTokenizer();
-  const renderer = tinker.Renderer.forModel('Qwen/Qwen3-8B', tokenizer);
+  const renderer = tinker.Renderer.forModel(baseModel, tokenizer);
 
-  // One fact, several phrasings (the simulator's model is a tiny bigram model, so it
-  // learns what follows each token, not long-range context).
+  // One fact, several phrasings. The simulator's base model writes English from word
+  // statistics of Moby-Dick (it has read nothing else); its adapter learns what follows
+  // each token, not long-range context.
   const examples = [
     ['What is the capital of France?', 'Paris is the capital of France.'],
     ['Which city is the French capital?', 'Paris is the capital of France.'],
@@ -38,10 +41,10 @@ try {
 
   const prompt = renderer.buildGenerationPrompt([{ role: 'user', content: 'What is the capital of France?' }]);
   const ask = async (sampler) => {
-    const r = await sampler.sample({ prompt, numSamples: 1, samplingParams: { max_tokens: 12, temperature: 0.01, seed: 1, stop: renderer.stopSequences } });
-    return JSON.stringify(tokenizer.decode(r.sequences[0].tokens, { skipSpecialTokens: true }));
+    const r = await sampler.sample({ prompt, numSamples: 2, samplingParams: { max_tokens: 40, temperature: 0.8, seed: 1, stop: renderer.stopSequences } });
+    return r.sequences.map((s) => `  ${JSON.stringify(tokenizer.decode(s.tokens, { skipSpecialTokens: true }))}`).join('\n');
   };
-  console.log(`before: ${await ask(await training.saveWeightsAndGetSamplingClient())}\n`);
+  console.log(`What is the capital of France?\nbefore:\n${await ask(await training.saveWeightsAndGetSamplingClient())}\n`);
 
   for (let step = 1; step <= 12; step++) {
     // Both requests go out before either result is awaited: one server step.
@@ -54,7 +57,7 @@ try {
 
   const { path } = await training.saveWeightsForSampler('demo-final');
   const sampler = await service.createSamplingClient({ modelPath: path });
-  console.log(`\nafter:  ${await ask(sampler)}   (${path})`);
+  console.log(`\nafter (${path}):\n${await ask(sampler)}`);
 
   const rest = service.restClient();
   console.log('\ncheckpoints:');

@@ -144,7 +144,12 @@ fn parse_args(args: Vec<String>) -> Result<Option<Cli>, String> {
 }
 
 fn main() {
-    let cli = match parse_args(std::env::args().skip(1).collect()) {
+    // Internal: encode the base models' text in a child process (`model::ngram`).
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(model::ngram::ENCODE_FLAG) {
+        std::process::exit(model::ngram::encode_main(&args[1..]));
+    }
+    let cli = match parse_args(args) {
         Ok(Some(c)) => c,
         Ok(None) => return,
         Err(e) => {

@@ -90,11 +90,16 @@ const QWEN3_5_SPECIALS: (u32, &[&str]) = (
 );
 
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Format {
+pub enum Format {
     /// A HuggingFace byte-level BPE `tokenizer.json`.
     Json,
     /// tiktoken ranks, plus special tokens numbered from the given id.
     Tiktoken(u32, &'static [&'static str]),
+}
+
+/// The format of Qwen3.5's tiktoken ranks file.
+pub fn qwen3_5_tiktoken() -> Format {
+    Format::Tiktoken(QWEN3_5_SPECIALS.0, QWEN3_5_SPECIALS.1)
 }
 
 /// Files of a family, relative to a search directory, best first.
@@ -411,14 +416,9 @@ fn default_dirs(roots: &[PathBuf]) -> Vec<PathBuf> {
     dirs
 }
 
-pub fn set_search_dir(dir: Option<PathBuf>) {
-    let mut dirs = Vec::new();
-    if let Some(d) = dir {
-        dirs.push(d);
-    }
-    if let Ok(d) = std::env::var("TINKER_SIM_TOKENIZERS") {
-        dirs.push(PathBuf::from(d));
-    }
+/// The project roots: the directory holding the `target/` this executable is in (when it
+/// is in one), then the working directory.
+pub fn project_roots() -> Vec<PathBuf> {
     let mut roots = Vec::new();
     if let Ok(exe) = std::env::current_exe() {
         // The project whose `target/` holds this binary (`target/debug/tinker-sim`, or
@@ -431,8 +431,36 @@ pub fn set_search_dir(dir: Option<PathBuf>) {
         }
     }
     roots.push(PathBuf::from("."));
-    dirs.extend(default_dirs(&roots));
-    *lock(&SEARCH) = dirs;
+    roots
+}
+
+pub fn set_search_dir(dir: Option<PathBuf>) {
+    *lock(&SEARCH) = search_list(dir);
+}
+
+fn search_list(dir: Option<PathBuf>) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(d) = dir {
+        dirs.push(d);
+    }
+    if let Ok(d) = std::env::var("TINKER_SIM_TOKENIZERS") {
+        dirs.push(PathBuf::from(d));
+    }
+    dirs.extend(default_dirs(&project_roots()));
+    dirs
+}
+
+/// The tokenizer files of a family the base model's statistics are tokenized with (the
+/// same files, in the same order, as its vocabulary; the default search directories when
+/// `set_search_dir` was never called, as in unit tests).
+pub fn encoder_candidates(family: Family) -> Vec<(PathBuf, Format)> {
+    let dirs = lock(&SEARCH).clone();
+    let dirs = if dirs.is_empty() {
+        search_list(None)
+    } else {
+        dirs
+    };
+    candidates_in(&dirs, family)
 }
 
 /// The family's entry in a renderer-parity `manifest.json` in `dir`, if any.

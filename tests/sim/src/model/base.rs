@@ -6,15 +6,63 @@
 //! first use; the f32 output table of full-vocabulary passes is built on demand under a
 //! global memory budget, see `TABLE_BUDGET_BYTES`).
 //!
-//! Every base weight is a pure function of `(server seed, base model name, index)`:
-//! nothing per-token is stored, except the optional f32 tables built by full-vocabulary
-//! passes (temperature/top-k/top-p sampling, top-k logprobs). Values are generated with
-//! 24-bit mantissas, so the f32 table and the on-the-fly f64 rows are bit-identical: a
-//! table evicted and rebuilt, or never built, changes no result.
+//! A base model's next-token distribution is its family's language statistics
+//! ([`super::ngram`]: a Kneser–Ney trigram model of real English text, tokenized with the
+//! family's own tokenizer), the *prior*; the adapter (`super::net`) adds its logits on
+//! top. A family without statistics (no tokenizer file, or no text) falls back to the
+//! pseudo-random bigram model of before: prior logits `W·E[x] + cb` over classes and
+//! `U·E[x] + ub` within them.
+//!
+//! Every pseudo-random weight is a pure function of `(server seed, base model name,
+//! index)`: nothing per-token is stored, except the optional f32 tables built by
+//! full-vocabulary passes (temperature/top-k/top-p sampling, top-k logprobs). Values are
+//! generated with 24-bit mantissas, so the f32 table and the on-the-fly f64 rows are
+//! bit-identical: a table evicted and rebuilt, or never built, changes no result.
 
+use super::ngram::{self, NGram};
 use crate::util::{hash_str, hash_words, mix64};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+/// The tokens a prediction is conditioned on: the input token and the one before it
+/// (`NONE` at the start of a sequence). The adapter sees `prev`; the prior sees both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ctx {
+    pub prev2: u32,
+    pub prev: u32,
+}
+
+impl Ctx {
+    pub const NONE: u32 = u32::MAX;
+
+    pub fn new(prev2: u32, prev: u32) -> Ctx {
+        Ctx { prev2, prev }
+    }
+
+    /// The context whose input token is `tokens[i]`.
+    pub fn at(tokens: &[u32], i: usize) -> Ctx {
+        Ctx {
+            prev2: if i > 0 { tokens[i - 1] } else { Ctx::NONE },
+            prev: tokens[i],
+        }
+    }
+
+    /// The context after `t` follows this one.
+    pub fn then(self, t: u32) -> Ctx {
+        Ctx {
+            prev2: self.prev,
+            prev: t,
+        }
+    }
+}
+
+/// A base model's distribution at one position, before the adapter.
+pub enum Prior<'a> {
+    /// Pseudo-random weights: `class_b` and `token_bias`, plus `E[x]` in the hidden state.
+    Random,
+    /// Language statistics; `end` is the probability of the model's EOS.
+    NGram { d: ngram::Dist<'a>, end: f64 },
+}
 
 /// Hidden size.
 pub const D: usize = 32;
@@ -798,6 +846,8 @@ pub struct BaseModel {
     tables: Arc<TableSlot>,
     /// Held while this model's tables are being built (one build at a time per model).
     building: Mutex<()>,
+    /// The family's language statistics, looked up on first use (None: pseudo-random).
+    ngram: OnceLock<Option<Arc<NGram>>>,
 }
 
 /// Full-vocabulary tables of one base model.
@@ -904,6 +954,92 @@ impl BaseModel {
             class_b,
             tables: Arc::new(Mutex::new(None)),
             building: Mutex::new(()),
+            ngram: OnceLock::new(),
+        }
+    }
+
+    /// A model on the pseudo-random prior whatever files are installed (tests).
+    #[cfg(test)]
+    pub fn without_statistics(seed: u64, spec: &'static BaseSpec) -> BaseModel {
+        let m = BaseModel::new(seed, spec);
+        let _ = m.ngram.set(None);
+        m
+    }
+
+    /// The family's language statistics (built or read from the cache on first use).
+    pub fn ngram(&self) -> Option<&NGram> {
+        self.ngram
+            .get_or_init(|| {
+                ngram::for_family(self.spec.family, self.spec.vocab, self.spec.real_vocab)
+            })
+            .as_deref()
+    }
+
+    /// The prior at one position.
+    pub fn prior(&self, ctx: Ctx) -> Prior<'_> {
+        match self.ngram() {
+            Some(ng) => {
+                let d = ng.dist(ctx.prev2, ctx.prev);
+                let end = d.end();
+                Prior::NGram { d, end }
+            }
+            None => Prior::Random,
+        }
+    }
+
+    /// The base part of the hidden state for input `x`: `E[x]` for pseudo-random models,
+    /// zero over language statistics (the adapter's `A[x]·B` is added to it).
+    pub fn base_hidden(&self, x: u32, h: &mut [f64; D]) {
+        match self.ngram() {
+            Some(_) => *h = [0.0; D],
+            None => self.input_row(x, h),
+        }
+    }
+
+    /// Prior class logits (`out`: C values): log class masses, or the class biases.
+    pub fn class_base(&self, p: &Prior, out: &mut Vec<f64>) {
+        match p {
+            Prior::Random => {
+                out.clear();
+                out.extend_from_slice(&self.class_b);
+            }
+            Prior::NGram { d, end } => {
+                d.class_mass(out);
+                out[self.spec.eos as usize % C] += end;
+                for x in out.iter_mut() {
+                    *x = x.ln();
+                }
+            }
+        }
+    }
+
+    /// Prior logits of the members of class `c` (in member order), up to a constant per
+    /// class: log probabilities, or the token biases.
+    pub fn member_base(&self, p: &Prior, rows: &Rows, c: usize, out: &mut Vec<f64>) {
+        let n = self.class_len(c);
+        match p {
+            Prior::Random => {
+                out.clear();
+                out.extend((0..n).map(|j| rows.token_bias(BaseModel::class_member(c, j))));
+            }
+            Prior::NGram { .. } => {
+                self.member_probs(p, c, out);
+                for x in out.iter_mut() {
+                    *x = x.ln();
+                }
+            }
+        }
+    }
+
+    /// The prior's probabilities of the members of class `c` (language statistics only).
+    pub fn member_probs(&self, p: &Prior, c: usize, out: &mut Vec<f64>) {
+        out.clear();
+        if let Prior::NGram { d, end } = p {
+            d.members(c, self.class_len(c), out);
+            let eos = self.spec.eos as usize;
+            if eos % C == c {
+                out[eos / C] += end;
+            }
         }
     }
 

@@ -15,6 +15,7 @@
 //! RL losses also accept an optional per-token `weights` mask (multiplies each term)
 //! and per-token `clip_low_threshold` / `clip_high_threshold` tensors.
 
+use super::base::Ctx;
 use super::net::{Adapter, Params};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -260,7 +261,11 @@ pub fn datum_logprobs(adapter: &Adapter, d: &DatumIn) -> Vec<f64> {
     let mut out = Vec::with_capacity(d.targets.len());
     let mut buf = Vec::new();
     for t in 0..d.n() {
-        adapter.position_logprobs(d.input[t], &d.targets[t * d.k..(t + 1) * d.k], &mut buf);
+        adapter.position_logprobs(
+            Ctx::at(&d.input, t),
+            &d.targets[t * d.k..(t + 1) * d.k],
+            &mut buf,
+        );
         out.extend_from_slice(&buf);
     }
     out
@@ -311,7 +316,7 @@ pub fn forward_backward(
         if let Some(gr) = grads.as_deref_mut() {
             for t in 0..d.n() {
                 adapter.backward_position(
-                    d.input[t],
+                    Ctx::at(&d.input, t),
                     &d.targets[t * d.k..(t + 1) * d.k],
                     &g[t * d.k..(t + 1) * d.k],
                     gr,

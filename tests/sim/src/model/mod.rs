@@ -5,7 +5,10 @@ pub mod base;
 pub mod custom;
 pub mod loss;
 pub mod net;
+pub mod ngram;
 pub mod optim;
+#[cfg(test)]
+mod quality;
 pub mod sample;
 
 pub use base::{find_spec, BaseModel, BaseSpec, Family, C, D};
@@ -145,7 +148,7 @@ pub fn export_adapter(
         "train_mlp": train.1,
         "train_unembed": train.2,
         "tinker_sim": {
-            "model": "bigram with a LoRA-like input adapter and a class-factorised softmax",
+            "model": "Kneser-Ney trigram statistics of English text (per tokenizer family) plus a LoRA-like bigram adapter, class-factorised softmax",
             "hidden_size": D,
             "classes": C,
             "vocab_size": ad.base.vocab(),

@@ -1,19 +1,24 @@
-//! The tiny trainable network: a bigram model with a LoRA-like adapter and a
+//! The tiny trainable network: the base model's prior (language statistics over the
+//! context `x₋₁ x`) plus a LoRA-like adapter on the input token `x`, through a
 //! class-factorised softmax.
 //!
 //! ```text
-//! h        = E[x] + A[x] · B                  (E: base input embedding; A: sparse rows, r; B: r×D)
-//! z_c      = W_c · h + cb_c + Δcb_c            (C = 512 classes)
-//! z_v      = U_v · h + ub_v + Δub_v            (v in class(v) = v mod C)
+//! h        = A[x] · B                          (A: sparse rows, r; B: r×D)
+//! z_c      = log q(c | x₋₁ x) + W_c · h + Δcb_c        (C = 512 classes)
+//! z_v      = log q(v | x₋₁ x) + U_v · h + Δub_v        (v in class(v) = v mod C)
 //! log p(v) = log softmax_c(z)[class(v)] + log softmax_{u ∈ class(v)}(z)[v]
 //! ```
+//!
+//! With a zero adapter `p = q` exactly. Families without statistics use the pseudo-random
+//! prior instead: `h = E[x] + A[x]·B`, `cb_c` and `ub_v` in place of the log masses
+//! (`super::base::Prior`).
 //!
 //! Trainable: `A` rows and `B` (when `train_attn` or `train_mlp`), `Δcb` and `Δub`
 //! (when `train_unembed`). Sparse parameters (`A` rows, `Δub` class blocks) start at
 //! zero and are only materialised once they receive a gradient, so untouched rows are
 //! exactly zero and AdamW leaves them exactly zero.
 
-use super::base::{BaseModel, C, D};
+use super::base::{BaseModel, Ctx, Prior, C, D};
 use crate::util::{hash_words, mix64};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -89,7 +94,7 @@ impl Adapter {
     /// The hidden state for input token `x`.
     #[inline]
     pub fn hidden(&self, x: u32, h: &mut [f64; D]) {
-        self.base.input_row(x, h);
+        self.base.base_hidden(x, h);
         if let Some(a) = self.params.get(&Key::A(x)) {
             let b = &self.params[&Key::B];
             for (i, ai) in a.iter().enumerate() {
@@ -103,55 +108,73 @@ impl Adapter {
         }
     }
 
-    /// Log-probabilities over the C classes given the hidden state.
-    pub fn class_logprobs(&self, h: &[f64; D], out: &mut Vec<f64>) {
-        out.clear();
+    /// Log-probabilities over the C classes given the prior and the hidden state.
+    pub fn class_logprobs(&self, prior: &Prior, h: &[f64; D], out: &mut Vec<f64>) {
+        self.base.class_base(prior, out);
         let cb = &self.params[&Key::ClassBias];
         let w = &self.base.class_w;
+        let live = h.iter().any(|v| *v != 0.0);
         for c in 0..C {
-            let row = &w[c * D..(c + 1) * D];
-            let mut z = self.base.class_b[c] + cb[c];
-            for j in 0..D {
-                z += row[j] * h[j];
+            let mut z = out[c] + cb[c];
+            if live {
+                let row = &w[c * D..(c + 1) * D];
+                for j in 0..D {
+                    z += row[j] * h[j];
+                }
             }
-            out.push(z);
+            out[c] = z;
         }
         log_softmax_in_place(out);
     }
 
-    /// Log-probabilities of the members of class `c` (in member order) given `h`.
-    pub fn within_logprobs(&self, h: &[f64; D], c: usize, out: &mut Vec<f64>) {
-        out.clear();
-        let n = self.base.class_len(c);
+    /// Log-probabilities of the members of class `c` (in member order) given the prior
+    /// and `h`.
+    pub fn within_logprobs(&self, prior: &Prior, h: &[f64; D], c: usize, out: &mut Vec<f64>) {
         let delta = self.params.get(&Key::TokenBias(c as u32));
+        let live = h.iter().any(|v| *v != 0.0);
+        if !live && delta.is_none() {
+            if let Prior::NGram { .. } = prior {
+                // Nothing of the adapter here: the prior's own within-class distribution,
+                // normalised in probability space (one log per member).
+                self.base.member_probs(prior, c, out);
+                let s: f64 = out.iter().sum();
+                for x in out.iter_mut() {
+                    *x = (*x / s).ln();
+                }
+                return;
+            }
+        }
         let rows = self.base.rows();
+        self.base.member_base(prior, &rows, c, out);
         let mut row = [0.0; D];
-        for jm in 0..n {
-            let u = BaseModel::class_member(c, jm);
-            rows.output_row(u, &mut row);
-            let mut z = rows.token_bias(u);
+        for (jm, z) in out.iter_mut().enumerate() {
             if let Some(d) = delta {
-                z += d[jm];
+                *z += d[jm];
             }
-            for j in 0..D {
-                z += row[j] * h[j];
+            if live {
+                rows.output_row(BaseModel::class_member(c, jm), &mut row);
+                for j in 0..D {
+                    *z += row[j] * h[j];
+                }
             }
-            out.push(z);
         }
         log_softmax_in_place(out);
     }
 
-    /// Full next-token log-distribution over the vocabulary for input token `x`.
-    pub fn full_logprobs(&self, x: u32) -> Vec<f64> {
-        self.base.ensure_table();
+    /// Full next-token log-distribution over the vocabulary in context `ctx`.
+    pub fn full_logprobs(&self, ctx: Ctx) -> Vec<f64> {
+        let prior = self.base.prior(ctx);
         let mut h = [0.0; D];
-        self.hidden(x, &mut h);
+        self.hidden(ctx.prev, &mut h);
+        if matches!(prior, Prior::Random) || h.iter().any(|v| *v != 0.0) {
+            self.base.ensure_table();
+        }
         let mut lpc = Vec::with_capacity(C);
-        self.class_logprobs(&h, &mut lpc);
+        self.class_logprobs(&prior, &h, &mut lpc);
         let mut out = vec![0.0; self.base.vocab()];
         let mut w = Vec::new();
         for (c, lc) in lpc.iter().enumerate() {
-            self.within_logprobs(&h, c, &mut w);
+            self.within_logprobs(&prior, &h, c, &mut w);
             for (jm, lw) in w.iter().enumerate() {
                 out[BaseModel::class_member(c, jm) as usize] = lc + lw;
             }
@@ -159,12 +182,13 @@ impl Adapter {
         out
     }
 
-    /// log p(v | x) for a handful of targets at one position.
-    pub fn position_logprobs(&self, x: u32, targets: &[u32], out: &mut Vec<f64>) {
+    /// log p(v | ctx) for a handful of targets at one position.
+    pub fn position_logprobs(&self, ctx: Ctx, targets: &[u32], out: &mut Vec<f64>) {
+        let prior = self.base.prior(ctx);
         let mut h = [0.0; D];
-        self.hidden(x, &mut h);
+        self.hidden(ctx.prev, &mut h);
         let mut lpc = Vec::with_capacity(C);
-        self.class_logprobs(&h, &mut lpc);
+        self.class_logprobs(&prior, &h, &mut lpc);
         let mut cache: Vec<(usize, Vec<f64>)> = Vec::new();
         out.clear();
         for &v in targets {
@@ -173,7 +197,7 @@ impl Adapter {
                 Some(i) => i,
                 None => {
                     let mut w = Vec::new();
-                    self.within_logprobs(&h, c, &mut w);
+                    self.within_logprobs(&prior, &h, c, &mut w);
                     cache.push((c, w));
                     cache.len() - 1
                 }
@@ -182,15 +206,17 @@ impl Adapter {
         }
     }
 
-    /// Backpropagate `∂L/∂log p(targets[k] | x) = g[k]` into `grads`.
-    pub fn backward_position(&self, x: u32, targets: &[u32], g: &[f64], grads: &mut Params) {
+    /// Backpropagate `∂L/∂log p(targets[k] | ctx) = g[k]` into `grads`.
+    pub fn backward_position(&self, ctx: Ctx, targets: &[u32], g: &[f64], grads: &mut Params) {
         if g.iter().all(|&v| v == 0.0) {
             return;
         }
+        let x = ctx.prev;
+        let prior = self.base.prior(ctx);
         let mut h = [0.0; D];
         self.hidden(x, &mut h);
         let mut lpc = Vec::with_capacity(C);
-        self.class_logprobs(&h, &mut lpc);
+        self.class_logprobs(&prior, &h, &mut lpc);
         let total: f64 = g.iter().sum();
         // ∂L/∂z_c = Σ_k g_k 1[c = class(v_k)] − G p(c)
         let mut gz: Vec<f64> = lpc.iter().map(|l| -total * l.exp()).collect();
@@ -223,7 +249,7 @@ impl Adapter {
         let mut row = [0.0; D];
         let rows = self.base.rows();
         for &(c, gsum) in &classes {
-            self.within_logprobs(&h, c, &mut wl);
+            self.within_logprobs(&prior, &h, c, &mut wl);
             // ∂L/∂z_u = Σ_{k: v_k = u} g_k − (Σ_{k in class} g_k) p(u|c)
             let mut gzu: Vec<f64> = wl.iter().map(|l| -gsum * l.exp()).collect();
             for (&v, &gk) in targets.iter().zip(g) {
@@ -289,11 +315,20 @@ pub fn log_softmax_in_place(z: &mut [f64]) {
 mod tests {
     use super::super::base::{base_model, find_spec};
     use super::*;
+    use std::sync::Arc;
 
-    fn adapter() -> Adapter {
-        let base = base_model(3, find_spec("meta-llama/Llama-3.2-1B").unwrap());
+    /// An adapter with non-zero state everywhere (so every gradient path is exercised), on
+    /// Llama 3's language statistics (`random`: on the pseudo-random prior).
+    fn adapter(random: bool) -> Adapter {
+        let spec = find_spec("meta-llama/Llama-3.2-1B").unwrap();
+        let base = if random {
+            Arc::new(BaseModel::without_statistics(3, spec))
+        } else {
+            let b = base_model(3, spec);
+            assert!(b.ngram().is_some(), "Llama 3's statistics are missing");
+            b
+        };
         let mut a = Adapter::new(base, 4, 11, true, true);
-        // Non-zero state everywhere so every gradient path is exercised.
         a.params.insert(Key::A(5), vec![0.3, -0.2, 0.1, 0.05]);
         a.params
             .insert(Key::TokenBias(BaseModel::class_of(9) as u32), {
@@ -312,63 +347,99 @@ mod tests {
         a
     }
 
+    /// A context the statistics know (" the" → " whale" is common in Moby-Dick): ids from
+    /// Llama 3's tokenizer.json (" of" 315, " the" 279).
+    const CTX: Ctx = Ctx {
+        prev2: 315,
+        prev: 279,
+    };
+
     #[test]
     fn distribution_is_normalised() {
-        let a = adapter();
-        let full = a.full_logprobs(5);
-        let total: f64 = full.iter().map(|l| l.exp()).sum();
-        assert!((total - 1.0).abs() < 1e-9, "{total}");
-        let mut out = Vec::new();
-        a.position_logprobs(5, &[9, 128_009, 77], &mut out);
-        assert!((out[0] - full[9]).abs() < 1e-12);
-        assert!((out[1] - full[128_009]).abs() < 1e-12);
-        assert!((out[2] - full[77]).abs() < 1e-12);
+        for random in [false, true] {
+            let a = adapter(random);
+            for ctx in [Ctx::new(Ctx::NONE, 5), CTX, Ctx::new(7, 5)] {
+                let full = a.full_logprobs(ctx);
+                let total: f64 = full.iter().map(|l| l.exp()).sum();
+                assert!((total - 1.0).abs() < 1e-9, "{total}");
+                let mut out = Vec::new();
+                a.position_logprobs(ctx, &[9, 128_009, 77], &mut out);
+                assert!((out[0] - full[9]).abs() < 1e-12);
+                assert!((out[1] - full[128_009]).abs() < 1e-12);
+                assert!((out[2] - full[77]).abs() < 1e-12);
+            }
+        }
     }
 
-    /// d log p(v|x) / d param agrees with central finite differences for every
-    /// parameter kind (the loss gradients build on this).
+    #[test]
+    fn a_zero_adapter_is_the_prior() {
+        // With no adapter state the model's distribution is the statistics' exactly.
+        let spec = find_spec("meta-llama/Llama-3.2-1B").unwrap();
+        let a = Adapter::new(base_model(3, spec), 4, 11, true, true);
+        let ng = a.base.ngram().unwrap();
+        let d = ng.dist(CTX.prev2, CTX.prev);
+        let full = a.full_logprobs(CTX);
+        let mut m = Vec::new();
+        for c in [0usize, 279 % C, spec.eos as usize % C, 511] {
+            d.members(c, a.base.class_len(c), &mut m);
+            for (j, q) in m.iter().enumerate() {
+                let v = BaseModel::class_member(c, j);
+                let q = q + if v == spec.eos { d.end() } else { 0.0 };
+                assert!((full[v as usize] - q.ln()).abs() < 1e-9, "{v}");
+            }
+        }
+        // " of the" rarely ends a sentence, but EOS keeps the sentence-end mass.
+        assert!(full[spec.eos as usize].exp() >= d.end() && d.end() > 0.0);
+    }
+
+    /// d log p(v|ctx) / d param agrees with central finite differences for every
+    /// parameter kind (the loss gradients build on this), on both priors.
     #[test]
     fn backward_matches_finite_differences() {
-        let a = adapter();
-        let targets = [9u32, 9 + 512, 128_009];
-        let g = [1.0, -0.5, 0.25];
-        let f = |ad: &Adapter| -> f64 {
-            let mut o = Vec::new();
-            ad.position_logprobs(5, &targets, &mut o);
-            o.iter().zip(&g).map(|(l, w)| l * w).sum()
-        };
-        let mut grads = Params::new();
-        a.backward_position(5, &targets, &g, &mut grads);
-        let probes: Vec<(Key, usize)> = vec![
-            (Key::A(5), 0),
-            (Key::A(5), 3),
-            (Key::B, 0),
-            (Key::B, 3 * D + 7),
-            (Key::ClassBias, BaseModel::class_of(9)),
-            (Key::ClassBias, 100),
-            (
-                Key::TokenBias(BaseModel::class_of(9) as u32),
-                BaseModel::index_in_class(9),
-            ),
-            (Key::TokenBias(BaseModel::class_of(9) as u32), 3),
-        ];
-        for (k, i) in probes {
-            let eps = 1e-6;
-            let mut p = a.clone();
-            p.params.get_mut(&k).unwrap()[i] += eps;
-            let mut m = a.clone();
-            m.params.get_mut(&k).unwrap()[i] -= eps;
-            let fd = (f(&p) - f(&m)) / (2.0 * eps);
-            let an = grads.get(&k).map(|v| v[i]).unwrap_or(0.0);
-            assert!(
-                (fd - an).abs() < 1e-6 * (1.0 + fd.abs()),
-                "{k:?}[{i}]: fd {fd} vs analytic {an}"
-            );
+        for random in [false, true] {
+            let a = adapter(random);
+            let ctx = Ctx::new(279, 5);
+            let targets = [9u32, 9 + 512, 128_009];
+            let g = [1.0, -0.5, 0.25];
+            let f = |ad: &Adapter| -> f64 {
+                let mut o = Vec::new();
+                ad.position_logprobs(ctx, &targets, &mut o);
+                o.iter().zip(&g).map(|(l, w)| l * w).sum()
+            };
+            let mut grads = Params::new();
+            a.backward_position(ctx, &targets, &g, &mut grads);
+            let probes: Vec<(Key, usize)> = vec![
+                (Key::A(5), 0),
+                (Key::A(5), 3),
+                (Key::B, 0),
+                (Key::B, 3 * D + 7),
+                (Key::ClassBias, BaseModel::class_of(9)),
+                (Key::ClassBias, 100),
+                (
+                    Key::TokenBias(BaseModel::class_of(9) as u32),
+                    BaseModel::index_in_class(9),
+                ),
+                (Key::TokenBias(BaseModel::class_of(9) as u32), 3),
+            ];
+            for (k, i) in probes {
+                let eps = 1e-6;
+                let mut p = a.clone();
+                p.params.get_mut(&k).unwrap()[i] += eps;
+                let mut m = a.clone();
+                m.params.get_mut(&k).unwrap()[i] -= eps;
+                let fd = (f(&p) - f(&m)) / (2.0 * eps);
+                let an = grads.get(&k).map(|v| v[i]).unwrap_or(0.0);
+                assert!(
+                    (fd - an).abs() < 1e-6 * (1.0 + fd.abs()),
+                    "random {random}: {k:?}[{i}]: fd {fd} vs analytic {an}"
+                );
+            }
+            // A row for an input never seen gets a gradient (through B) even though it
+            // is zero.
+            let mut g2 = Params::new();
+            a.backward_position(Ctx::new(5, 6), &[9], &[1.0], &mut g2);
+            assert!(g2[&Key::A(6)].iter().any(|v| *v != 0.0));
+            assert!(!g2.contains_key(&Key::A(5)));
         }
-        // A row for an input never seen gets a gradient (through B) even though it is zero.
-        let mut g2 = Params::new();
-        a.backward_position(6, &[9], &[1.0], &mut g2);
-        assert!(g2[&Key::A(6)].iter().any(|v| *v != 0.0));
-        assert!(!g2.contains_key(&Key::A(5)));
     }
 }

@@ -8,7 +8,7 @@
 //! vocabulary (O(V·D) per token). Returned logprobs are the model's raw logprobs
 //! (temperature 1), as Tinker reports them.
 
-use super::base::{BaseModel, C, D};
+use super::base::{BaseModel, Ctx, C, D};
 use super::net::Adapter;
 use crate::util::{hash_words, Rng};
 use crate::vocab::Vocab;
@@ -99,10 +99,11 @@ pub struct Output {
 /// Draw an index from unnormalised log-weights (max-subtracted).
 fn draw(logw: &[f64], rng: &mut Rng) -> usize {
     let m = logw.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    let total: f64 = logw.iter().map(|l| (l - m).exp()).sum();
+    let w: Vec<f64> = logw.iter().map(|l| (l - m).exp()).collect();
+    let total: f64 = w.iter().sum();
     let mut u = rng.next_f64() * total;
-    for (i, l) in logw.iter().enumerate() {
-        u -= (l - m).exp();
+    for (i, x) in w.iter().enumerate() {
+        u -= x;
         if u < 0.0 {
             return i;
         }
@@ -110,20 +111,21 @@ fn draw(logw: &[f64], rng: &mut Rng) -> usize {
     logw.iter().rposition(|l| l.is_finite()).unwrap_or(0)
 }
 
-/// One next-token draw after input token `x`; returns (token, raw logprob).
-pub fn step(ad: &Adapter, x: u32, p: &Params, rng: &mut Rng) -> (u32, f64) {
+/// One next-token draw in context `ctx`; returns (token, raw logprob).
+pub fn step(ad: &Adapter, ctx: Ctx, p: &Params, rng: &mut Rng) -> (u32, f64) {
     if p.exact_path(ad.base.vocab()) {
+        let prior = ad.base.prior(ctx);
         let mut h = [0.0; D];
-        ad.hidden(x, &mut h);
+        ad.hidden(ctx.prev, &mut h);
         let mut lpc = Vec::with_capacity(C);
-        ad.class_logprobs(&h, &mut lpc);
+        ad.class_logprobs(&prior, &h, &mut lpc);
         let c = draw(&lpc, rng);
         let mut w = Vec::new();
-        ad.within_logprobs(&h, c, &mut w);
+        ad.within_logprobs(&prior, &h, c, &mut w);
         let j = draw(&w, rng);
         return (BaseModel::class_member(c, j), lpc[c] + w[j]);
     }
-    let full = ad.full_logprobs(x);
+    let full = ad.full_logprobs(ctx);
     if p.temperature <= 0.0 {
         let (i, l) = full
             .iter()
@@ -170,16 +172,17 @@ pub fn step(ad: &Adapter, x: u32, p: &Params, rng: &mut Rng) -> (u32, f64) {
     (idx[j], full[idx[j] as usize])
 }
 
-/// Top-k next tokens after `x` by branch and bound over classes (a class whose log
-/// probability is below the current k-th best cannot contribute).
-pub fn topk_at(ad: &Adapter, x: u32, k: usize) -> Vec<(u32, f64)> {
+/// Top-k next tokens in context `ctx` by branch and bound over classes (a class whose
+/// log probability is below the current k-th best cannot contribute).
+pub fn topk_at(ad: &Adapter, ctx: Ctx, k: usize) -> Vec<(u32, f64)> {
     if k == 0 {
         return vec![];
     }
+    let prior = ad.base.prior(ctx);
     let mut h = [0.0; D];
-    ad.hidden(x, &mut h);
+    ad.hidden(ctx.prev, &mut h);
     let mut lpc = Vec::with_capacity(C);
-    ad.class_logprobs(&h, &mut lpc);
+    ad.class_logprobs(&prior, &h, &mut lpc);
     let mut order: Vec<usize> = (0..C).collect();
     order.sort_by(|a, b| {
         lpc[*b]
@@ -196,7 +199,7 @@ pub fn topk_at(ad: &Adapter, x: u32, k: usize) -> Vec<(u32, f64)> {
         if ad.base.class_len(c) == 0 {
             continue;
         }
-        ad.within_logprobs(&h, c, &mut w);
+        ad.within_logprobs(&prior, &h, c, &mut w);
         for (j, lw) in w.iter().enumerate() {
             let lp = lpc[c] + lw;
             if best.len() < k || lp > best[k - 1].1 {
@@ -275,7 +278,10 @@ pub fn run(ad: &Adapter, spec: &Spec, vocab: &Vocab) -> Output {
     let mut sequences = Vec::with_capacity(spec.num_samples);
     for s in 0..spec.num_samples {
         let mut rng = Rng::new(hash_words(&[seed, s as u64, 0x5A3F]));
-        let mut prev = *spec.prompt.last().unwrap_or(&eos);
+        let mut ctx = match spec.prompt.len() {
+            0 => Ctx::new(Ctx::NONE, eos),
+            n => Ctx::at(&spec.prompt, n - 1),
+        };
         let mut seq = Sequence {
             tokens: vec![],
             logprobs: vec![],
@@ -286,12 +292,12 @@ pub fn run(ad: &Adapter, spec: &Spec, vocab: &Vocab) -> Output {
         let mut topk_rows_s: Vec<Option<Vec<(u32, f64)>>> = vec![];
         while seq.tokens.len() < p.max_tokens {
             if spec.topk_sample > 0 {
-                topk_rows_s.push(Some(topk_at(ad, prev, spec.topk_sample)));
+                topk_rows_s.push(Some(topk_at(ad, ctx, spec.topk_sample)));
             }
-            let (tok, lp) = step(ad, prev, p, &mut rng);
+            let (tok, lp) = step(ad, ctx, p, &mut rng);
             seq.tokens.push(tok);
             seq.logprobs.push(lp as f32);
-            prev = tok;
+            ctx = ctx.then(tok);
             if stops.contains(&tok) {
                 seq.stopped = true;
                 break;
@@ -321,7 +327,11 @@ pub fn run(ad: &Adapter, spec: &Spec, vocab: &Vocab) -> Output {
         let mut out = vec![f32::NAN; n_prompt];
         let mut buf = Vec::new();
         for (i, o) in out.iter_mut().enumerate().skip(first_scored) {
-            ad.position_logprobs(spec.prompt[i - 1], &spec.prompt[i..i + 1], &mut buf);
+            ad.position_logprobs(
+                Ctx::at(&spec.prompt, i - 1),
+                &spec.prompt[i..i + 1],
+                &mut buf,
+            );
             *o = buf[0] as f32;
         }
         out
@@ -329,7 +339,10 @@ pub fn run(ad: &Adapter, spec: &Spec, vocab: &Vocab) -> Output {
 
     let topk_prompt = (spec.topk_prompt > 0).then(|| {
         let rows: Vec<Option<Vec<(u32, f64)>>> = (0..n_prompt)
-            .map(|i| (i >= first_scored).then(|| topk_at(ad, spec.prompt[i - 1], spec.topk_prompt)))
+            .map(|i| {
+                (i >= first_scored)
+                    .then(|| topk_at(ad, Ctx::at(&spec.prompt, i - 1), spec.topk_prompt))
+            })
             .collect();
         topk_rows(&rows, spec.topk_prompt)
     });
@@ -343,7 +356,7 @@ pub fn run(ad: &Adapter, spec: &Spec, vocab: &Vocab) -> Output {
             if ids.is_empty() {
                 continue;
             }
-            ad.position_logprobs(spec.prompt[r], &ids, &mut buf);
+            ad.position_logprobs(Ctx::at(&spec.prompt, r), &ids, &mut buf);
             let mut it = buf.iter();
             for (j, cell) in row.iter().enumerate() {
                 if cell.is_some() {
@@ -361,7 +374,7 @@ pub fn run(ad: &Adapter, spec: &Spec, vocab: &Vocab) -> Output {
         let mut lps = Vec::with_capacity((n_prompt - 1) * k);
         for i in 0..n_prompt - 1 {
             for _ in 0..k {
-                let (t, l) = step(ad, spec.prompt[i], p, &mut rng);
+                let (t, l) = step(ad, Ctx::at(&spec.prompt, i), p, &mut rng);
                 toks.push(t as i64);
                 lps.push(l as f32);
             }
@@ -396,7 +409,8 @@ mod tests {
 
     fn spec(params: Params) -> Spec {
         Spec {
-            prompt: vec![10, 20, 30],
+            // "+ of the" in Qwen3's ids: a context the statistics continue in many ways.
+            prompt: vec![10, 315, 279],
             num_samples: 3,
             params,
             prompt_logprobs: true,
@@ -453,14 +467,14 @@ mod tests {
     #[test]
     fn topk_agrees_with_full_distribution() {
         let ad = adapter();
-        let full = ad.full_logprobs(42);
+        let full = ad.full_logprobs(Ctx::new(7, 42));
         let mut sorted: Vec<(u32, f64)> = full
             .iter()
             .enumerate()
             .map(|(i, l)| (i as u32, *l))
             .collect();
         sorted.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap());
-        let tk = topk_at(&ad, 42, 5);
+        let tk = topk_at(&ad, Ctx::new(7, 42), 5);
         for (a, b) in tk.iter().zip(&sorted) {
             assert_eq!(a.0, b.0);
             assert!((a.1 - b.1).abs() < 1e-12);
@@ -471,7 +485,7 @@ mod tests {
     fn greedy_top_k_top_p_and_stops() {
         let ad = adapter();
         let v = Vocab::fallback(ad.base.vocab());
-        let full = ad.full_logprobs(30);
+        let full = ad.full_logprobs(Ctx::new(315, 279));
         let argmax = full
             .iter()
             .enumerate()

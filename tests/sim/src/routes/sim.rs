@@ -174,7 +174,8 @@ fn set_config(app: &App, ctx: &Ctx) -> Res {
 }
 
 /// Every base model's spec, each tokenizer family's source (a file, or null for the `<tN>`
-/// fallback) and what is loaded, and the memory held by full-vocabulary tables.
+/// fallback), what is loaded (vocabulary, language statistics), and the memory held by
+/// full-vocabulary tables.
 pub fn catalogue_json() -> Value {
     use crate::model::base::{table_bytes, CATALOGUE, TABLE_BUDGET_BYTES};
     let models: Vec<Value> = CATALOGUE
@@ -198,10 +199,20 @@ pub fn catalogue_json() -> Value {
     let families: Vec<Value> = crate::vocab::status()
         .into_iter()
         .map(|(f, src, loaded)| {
+            // The base model's language statistics, once a request used the family.
+            let stats = crate::model::ngram::status(f).map(|(tokens, sentences, bytes, from)| {
+                json!({
+                    "tokens": tokens,
+                    "sentences": sentences,
+                    "bytes": bytes,
+                    "tokenized_with": from.display().to_string(),
+                })
+            });
             json!({
                 "family": f.name(),
                 "source": src.map(|p| p.display().to_string()),
                 "loaded_bytes": loaded,
+                "statistics": stats,
             })
         })
         .collect();
