@@ -1,7 +1,7 @@
 // Takes the README's screenshots of the playground against a local stack:
 //   node www/dev/screenshot.mjs  →  www/screenshot.png (base vs fine-tuned),
 //                                   www/screenshot-finetune.png (the loss chart)
-// A 10-step fine-tune on the example set, then the base model and the fine-tuned one side
+// A 20-step fine-tune on the example set, then the base model and the fine-tuned one side
 // by side on a training prompt, with its reference answer scored under both.
 import path from 'node:path';
 import { startStack } from './stack.mjs';
@@ -15,14 +15,15 @@ try {
   const page = await browser.context.newPage();
   page.setDefaultTimeout(60_000);
   await page.setViewportSize({ width: 1200, height: 900 });
-  await page.goto(`${stack.siteURL}/`);
+  await page.goto(`${stack.siteURL}/?model=Qwen/Qwen3-4B-Instruct-2507`);
   await page.waitForSelector('body[data-connected="true"]');
   await page.fill('#seed', seed);
-  await page.fill('#num-samples', '1');
-  await page.fill('#max-tokens', '14');
+  await page.fill('#num-samples', '2');
+  await page.fill('#max-tokens', '24');
+  await page.fill('#temperature', '0.8');
   await page.click('#tab-finetune');
   await page.waitForFunction(() => document.querySelector('#ft-parse').dataset.examples === '6');
-  await page.fill('#ft-steps', '10');
+  await page.fill('#ft-steps', '20');
   await page.fill('#ft-lr', '0.1');
   await page.fill('#ft-name', 'pirate');
   await page.click('#ft-run');
