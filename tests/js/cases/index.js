@@ -7,7 +7,8 @@ import dataLanes from './data-lanes.js';
 import training, { tokenizerCases } from './training.js';
 import sampling from './sampling.js';
 import rest from './rest.js';
+import surface, { tokenizerSurface } from './surface.js';
 import tokenizer from './tokenizer.js';
 import panic from './panic.js';
 
-export default { smoke, 'client-input': clientInput, 'bad-input': badInput, 'data-lanes': dataLanes, training, 'get-tokenizer': tokenizerCases, sampling, rest, tokenizer, panic };
+export default { smoke, 'client-input': clientInput, 'bad-input': badInput, 'data-lanes': dataLanes, training, 'get-tokenizer': tokenizerCases, sampling, rest, surface, 'surface-tokenizer': tokenizerSurface, tokenizer, panic };

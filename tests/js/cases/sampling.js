@@ -169,6 +169,8 @@ export default {
   async 'a thousand concurrent samples settle once each, under faults'(ctx) {
     const svc = service(ctx);
     const s = await svc.createSamplingClient({ baseModel: 'meta-llama/Llama-3.2-1B' });
+    const injected = async () => (await admin(ctx, 'stats')).faults_injected ?? {};
+    const before = await injected();
     await admin(ctx, 'config', { faults: '503:0.05,drop:0.02,lost:0.03,storm:0.1:3,expire:0.03,malformed:0.03@retrieve_future,429:0.03@retrieve_future' });
     let settled = 0;
     let results;
@@ -178,6 +180,11 @@ export default {
       );
     } finally {
       await admin(ctx, 'config', { faults: '' });
+    }
+    // The simulator's own count says every configured kind of fault was injected.
+    const after = await injected();
+    for (const kind of ['503', 'drop', 'lost', 'storm', 'expire', 'malformed', '429']) {
+      assert.ok((after[kind] ?? 0) > (before[kind] ?? 0), `fault ${kind} was injected (simulator stats: ${JSON.stringify(after)})`);
     }
     const failed = results.filter((r) => r.status === 'rejected');
     assert.equal(failed.length, 0, `every sample succeeded: ${failed.slice(0, 3).map((f) => f.reason?.message).join('; ')}`);
