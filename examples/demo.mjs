@@ -21,7 +21,7 @@ try {
   console.log(`tinker-wasm ${tinker.version()} · simulator at ${sim.url}\n`);
   // An instruct model (its renderer has no thinking block), on the Qwen3 tokenizer.
   const baseModel = 'Qwen/Qwen3-4B-Instruct-2507';
-  const training = await service.createLoraTrainingClient({ baseModel, rank: 16, seed: 0 });
+  const training = await service.createLoraTrainingClient({ base_model: baseModel, rank: 16, seed: 0 });
   console.log(`training run ${training.modelId} (${baseModel})`);
   const tokenizer = await training.getTokenizer();
   const renderer = tinker.Renderer.forModel(baseModel, tokenizer);
@@ -41,8 +41,8 @@ try {
 
   const prompt = renderer.buildGenerationPrompt([{ role: 'user', content: 'What is the capital of France?' }]);
   const ask = async (sampler) => {
-    const r = await sampler.sample({ prompt, numSamples: 2, samplingParams: { max_tokens: 40, temperature: 0.8, seed: 1, stop: renderer.stopSequences } });
-    return r.sequences.map((s) => `  ${JSON.stringify(tokenizer.decode(s.tokens, { skipSpecialTokens: true }))}`).join('\n');
+    const r = await sampler.sample({ prompt, num_samples: 2, sampling_params: { max_tokens: 40, temperature: 0.8, seed: 1, stop: renderer.stopSequences } });
+    return r.sequences.map((s) => `  ${JSON.stringify(tokenizer.decode(s.tokens, { skip_special_tokens: true }))}`).join('\n');
   };
   console.log(`What is the capital of France?\nbefore:\n${await ask(await training.saveWeightsAndGetSamplingClient())}\n`);
 
@@ -56,7 +56,7 @@ try {
   }
 
   const { path } = await training.saveWeightsForSampler('demo-final');
-  const sampler = await service.createSamplingClient({ modelPath: path });
+  const sampler = await service.createSamplingClient({ model_path: path });
   console.log(`\nafter (${path}):\n${await ask(sampler)}`);
 
   const rest = service.restClient();

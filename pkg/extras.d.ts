@@ -1,4 +1,4 @@
-import type { ClientOptions, BillingUsageResponse, CurrentCheckpointStorageUsageResponse, AuditLogResponse, AuditLogOptions, Page, TrainingRun, Checkpoint, SessionSummary, ListTrainingRunsOptions, AccessScope, SessionSearchRequest, ModelInput as ModelInputData, TensorData as TensorDataData, Datum } from './gen/full/tinker_wasm.js';
+import type { ClientOptions, BillingUsageResponse, CurrentCheckpointStorageUsageResponse, AuditLogResponse, AuditLogParams, Page, TrainingRun, Checkpoint, SessionSummary, ListTrainingRunsParams, AccessScope, RequestOptions, SessionSearchRequest, ModelInput as ModelInputData, TensorData as TensorDataData, Datum } from './gen/full/tinker_wasm.js';
 
 /** A page with navigation. */
 export type NavigablePage<T> = Page<T> & {
@@ -17,11 +17,11 @@ export declare class PagePromise<T> implements PromiseLike<NavigablePage<T>>, As
 /** Async-iterable list methods of `RestClient`. */
 export interface RestClientLists extends RestClientDownloads {
   /** Training runs, newest first. */
-  listTrainingRuns(options?: ListTrainingRunsOptions): PagePromise<TrainingRun>;
+  listTrainingRuns(params?: ListTrainingRunsParams): PagePromise<TrainingRun>;
   /** All of the caller's checkpoints, newest first. */
-  listUserCheckpoints(options?: { limit?: number; offset?: number }): PagePromise<Checkpoint>;
+  listUserCheckpoints(params?: { limit?: number; offset?: number }): PagePromise<Checkpoint>;
   /** Session ids. */
-  listSessions(options?: { limit?: number; offset?: number; accessScope?: AccessScope }): PagePromise<string>;
+  listSessions(params?: { limit?: number; offset?: number; access_scope?: AccessScope }): PagePromise<string>;
   /** Session search (experimental). */
   searchSessions(request?: SessionSearchRequest): PagePromise<SessionSummary>;
 }
@@ -56,9 +56,9 @@ export interface DownloadedFile {
 /** Checkpoint download methods of `RestClient`. */
 export interface RestClientDownloads {
   /** The files of an `external_weights` checkpoint, each as a `ReadableStream`, read in order. */
-  openCheckpointFiles(tinkerPath: string, options?: { signal?: AbortSignal; fetch?: typeof fetch }): AsyncIterable<{ path: string; size: number | null; stream: ReadableStream<Uint8Array> }>;
+  openCheckpointFiles(tinker_path: string, options?: { signal?: AbortSignal; fetch?: typeof fetch }): AsyncIterable<{ path: string; size: number | null; stream: ReadableStream<Uint8Array> }>;
   /** Downloads an `external_weights` checkpoint (export one with `TrainingClient.saveWeightsExternal`): to `directory` in Node, else as Blobs. */
-  downloadCheckpoint(tinkerPath: string, options?: { directory?: string; onProgress?: (p: DownloadProgress) => void; signal?: AbortSignal; fetch?: typeof fetch }): Promise<{ files: DownloadedFile[]; bytes: number }>;
+  downloadCheckpoint(tinker_path: string, params?: { directory?: string; on_progress?: (p: DownloadProgress) => void }, options?: { signal?: AbortSignal; fetch?: typeof fetch }): Promise<{ files: DownloadedFile[]; bytes: number }>;
 }
 
 /** Builders of `ModelInput` objects. */
@@ -76,28 +76,28 @@ export declare const TensorData: {
 /**
  * A next-token `cross_entropy` datum from a full token sequence: input `tokens[0..n-1]`,
  * targets `tokens[1..n]`, and weights shifted the same way.
- * @example datumFromTokens(tokenizer.encode(prompt + answer), { promptLength: tokenizer.encode(prompt).length })
+ * @example datumFromTokens(tokenizer.encode(prompt + answer), { prompt_length: tokenizer.encode(prompt).length })
  */
-export declare function datumFromTokens(tokens: Uint32Array | Int32Array | ArrayLike<number>, options?: { weights?: ArrayLike<number>; promptLength?: number }): Datum;
+export declare function datumFromTokens(tokens: Uint32Array | Int32Array | ArrayLike<number>, params?: { weights?: ArrayLike<number>; prompt_length?: number }): Datum;
 
 /**
  * The calls that need an organisation admin role (Python 0.38's `AdminClient`), on their own
  * client constructed like a `RestClient`:
  * ```js
  * const admin = new AdminClient();   // TINKER_API_KEY, TINKER_BASE_URL
- * const usage = await admin.getBillingUsage('2026-07-13T00:00:00Z', new Date());
+ * const usage = await admin.getBillingUsage({ starting_on: '2026-07-13T00:00:00Z', ending_before: new Date() });
  * console.log(`${usage.data.length} billing events`);
  * await admin.close();
  * ```
  */
 export declare class AdminClient {
   constructor(options?: ClientOptions);
-  /** Hourly billing usage events in [startingOn, endingBefore) (admin or billing-admin role). */
-  getBillingUsage(startingOn: Date | string, endingBefore: Date | string): Promise<BillingUsageResponse>;
+  /** Hourly billing usage events in [starting_on, ending_before) (admin or billing-admin role). */
+  getBillingUsage(params: { starting_on: Date | string; ending_before: Date | string }): Promise<BillingUsageResponse>;
   /** Current checkpoint count, size and projected cost, optionally of one project. */
-  getCurrentCheckpointStorageUsage(projectId?: string | null): Promise<CurrentCheckpointStorageUsageResponse>;
+  getCurrentCheckpointStorageUsage(params?: { project_id?: string }): Promise<CurrentCheckpointStorageUsageResponse>;
   /** The organisation's audit log (admin role). */
-  getAuditLog(options?: AuditLogOptions): Promise<AuditLogResponse>;
+  getAuditLog(params?: AuditLogParams): Promise<AuditLogResponse>;
   /** Stops the client's timers. */
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;

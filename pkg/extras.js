@@ -52,14 +52,14 @@ export class PagePromise {
 }
 
 const listMethods = {
-  listTrainingRuns(options = {}) {
-    return new PagePromise((offset) => this.listTrainingRunsPage({ ...options, offset }), options.offset ?? 0);
+  listTrainingRuns(params = {}) {
+    return new PagePromise((offset) => this.listTrainingRunsPage({ ...params, offset }), params.offset ?? 0);
   },
-  listUserCheckpoints(options = {}) {
-    return new PagePromise((offset) => this.listUserCheckpointsPage({ ...options, offset }), options.offset ?? 0);
+  listUserCheckpoints(params = {}) {
+    return new PagePromise((offset) => this.listUserCheckpointsPage({ ...params, offset }), params.offset ?? 0);
   },
-  listSessions(options = {}) {
-    return new PagePromise((offset) => this.listSessionsPage({ ...options, offset }), options.offset ?? 0);
+  listSessions(params = {}) {
+    return new PagePromise((offset) => this.listSessionsPage({ ...params, offset }), params.offset ?? 0);
   },
   searchSessions(request = {}) {
     return new PagePromise((cursor) => this.searchSessionsPage(request, cursor ?? undefined), null);
@@ -120,10 +120,11 @@ const downloadMethods = {
 
   /**
    * Downloads an `external_weights` checkpoint. With `directory` (Node), streams each
-   * file to disk; otherwise resolves to one `Blob` per file. `onProgress` gets
-   * `{ path, fileBytes, fileSize, bytes }` after each chunk; `signal` aborts.
+   * file to disk; otherwise resolves to one `Blob` per file. `on_progress` gets
+   * `{ path, fileBytes, fileSize, bytes }` after each chunk; the request option `signal`
+   * aborts, `fetch` replaces the global one.
    */
-  async downloadCheckpoint(tinkerPath, { directory, onProgress, signal, fetch } = {}) {
+  async downloadCheckpoint(tinkerPath, { directory, on_progress: onProgress } = {}, { signal, fetch } = {}) {
     let fs = null;
     let pathMod = null;
     if (directory !== undefined) {
@@ -180,17 +181,17 @@ export function adminClient(RestClient) {
     constructor(options) {
       this.#rest = new RestClient(options);
     }
-    /** Hourly billing usage events in [startingOn, endingBefore) (Dates or RFC 3339 strings). */
-    getBillingUsage(startingOn, endingBefore) {
-      return this.#rest.getBillingUsage(startingOn, endingBefore);
+    /** Hourly billing usage events in [starting_on, ending_before) (Dates or RFC 3339 strings). */
+    getBillingUsage(params) {
+      return this.#rest.getBillingUsage(params);
     }
-    /** Current checkpoint storage usage, optionally of one project. */
-    getCurrentCheckpointStorageUsage(projectId) {
-      return this.#rest.getCurrentCheckpointStorageUsage(projectId);
+    /** Current checkpoint storage usage, optionally of one project (`{ project_id }`). */
+    getCurrentCheckpointStorageUsage(params) {
+      return this.#rest.getCurrentCheckpointStorageUsage(params);
     }
-    /** The organisation's audit log. */
-    getAuditLog(options) {
-      return this.#rest.getAuditLog(options);
+    /** The organisation's audit log (`{ event_type, day }`). */
+    getAuditLog(params) {
+      return this.#rest.getAuditLog(params);
     }
     /** Stops the client's timers and releases it. */
     close() {

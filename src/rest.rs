@@ -43,7 +43,7 @@ impl AccessScope {
             "owned" => Ok(AccessScope::Owned),
             "accessible" => Ok(AccessScope::Accessible),
             other => Err(InputError::range_error(
-                "accessScope",
+                "access_scope",
                 format!(
                     "must be \"owned\" or \"accessible\", got {}",
                     json::quote(other)
@@ -273,7 +273,7 @@ impl RestCall {
 
     /// One training run.
     pub fn get_training_run(training_run_id: &str, scope: AccessScope) -> Result<Self> {
-        check_id("trainingRunId", training_run_id)?;
+        check_id("training_run_id", training_run_id)?;
         Ok(Self::at(
             &endpoints::GET_TRAINING_RUN,
             "RestClient.get_training_run",
@@ -318,7 +318,7 @@ impl RestCall {
 
     /// Checkpoints of one training run.
     pub fn list_checkpoints(training_run_id: &str) -> Result<Self> {
-        check_id("trainingRunId", training_run_id)?;
+        check_id("training_run_id", training_run_id)?;
         Ok(Self::at(
             &endpoints::LIST_CHECKPOINTS,
             "RestClient.list_checkpoints",
@@ -372,7 +372,7 @@ impl RestCall {
     pub fn set_checkpoint_ttl(path: &str, ttl_seconds: Option<u64>) -> Result<Self> {
         if ttl_seconds == Some(0) {
             return Err(InputError::range_error(
-                "ttlSeconds",
+                "ttl_seconds",
                 "must be positive (or null to remove the expiry)",
             )
             .into());
@@ -421,8 +421,8 @@ impl RestCall {
         TinkerPath::parse(path)?;
         if destination_project_id.is_empty() {
             return Err(InputError::type_error(
-                "destinationProjectId",
-                "provide destinationProjectId (or set projectId / TINKER_PROJECT_ID)",
+                "destination_project_id",
+                "provide destination_project_id (or set projectId / TINKER_PROJECT_ID)",
             )
             .into());
         }
@@ -440,7 +440,7 @@ impl RestCall {
 
     /// One session: its training runs and samplers.
     pub fn get_session(session_id: &str, scope: AccessScope) -> Result<Self> {
-        check_id("sessionId", session_id)?;
+        check_id("session_id", session_id)?;
         Ok(Self::at(
             &endpoints::GET_SESSION,
             "RestClient.get_session",
@@ -494,8 +494,8 @@ impl RestCall {
 
     /// Moves a session into a project.
     pub fn assign_session_project(session_id: &str, project_id: &str) -> Result<Self> {
-        check_id("sessionId", session_id)?;
-        check_id("projectId", project_id)?;
+        check_id("session_id", session_id)?;
+        check_id("project_id", project_id)?;
         Ok(Self::at(
             &endpoints::ASSIGN_SESSION_PROJECT,
             "RestClient.assign_session_project",
@@ -506,7 +506,7 @@ impl RestCall {
 
     /// Exports a session's Perfetto trace; polls every 5 s until ready; answers its URL.
     pub fn export_session_trace(session_id: &str) -> Result<Self> {
-        check_id("sessionId", session_id)?;
+        check_id("session_id", session_id)?;
         Ok(Self::at(
             &endpoints::TRACE_EXPORT,
             "RestClient.export_session_trace",
@@ -517,7 +517,7 @@ impl RestCall {
 
     /// One sampler: its base model and weights path.
     pub fn get_sampler(sampler_id: &str) -> Result<Self> {
-        check_id("samplerId", sampler_id)?;
+        check_id("sampler_id", sampler_id)?;
         Ok(Self::at(
             &endpoints::GET_SAMPLER,
             "RestClient.get_sampler",
@@ -532,7 +532,7 @@ impl RestCall {
             "all" | "checkpoints" | "projects" | "teams" | "organizations"
         ) {
             return Err(InputError::range_error(
-                "eventType",
+                "event_type",
                 format!(
                     "must be all, checkpoints, projects, teams or organizations, got {}",
                     json::quote(event_type)

@@ -119,13 +119,13 @@ impl SampleRequest {
         }
         if self.num_samples == 0 {
             return Err(InputError::range_error(
-                "numSamples",
+                "num_samples",
                 format!("must be at least 1, got {}", self.num_samples),
             ));
         }
         self.sampling_params
             .validate()
-            .map_err(|e| e.within("samplingParams"))?;
+            .map_err(|e| e.within("sampling_params"))?;
         if let Some(t) = &self.target_prompt_logprobs {
             if t.dtype() != DType::Int64 {
                 return Err(InputError::type_error(
@@ -147,13 +147,13 @@ impl SampleRequest {
         if let Some(n) = self.prompt_logprobs_last_n {
             if n < 1 {
                 return Err(InputError::range_error(
-                    "promptLogprobsLastN",
+                    "prompt_logprobs_last_n",
                     format!("must be 1 or greater, got {n}"),
                 ));
             }
             if !self.include_prompt_logprobs {
                 return Err(InputError::type_error(
-                    "promptLogprobsLastN",
+                    "prompt_logprobs_last_n",
                     "applies to prompt logprobs; set includePromptLogprobs",
                 ));
             }
@@ -784,21 +784,21 @@ pub fn check_sampler_target(
 ) -> Result<(), InputError> {
     match (model_path, base_model) {
         (None, None) => Err(InputError::type_error(
-            "modelPath",
-            "give modelPath (a tinker:// path) or baseModel",
+            "model_path",
+            "give model_path (a tinker:// path) or base_model",
         )),
         (Some(p), _) if !p.starts_with("tinker://") => Err(InputError::type_error(
-            "modelPath",
+            "model_path",
             format!("must start with tinker://, got {}", json::quote(p)),
         )),
         (Some(p), _) => crate::paths::TinkerPath::parse(p)
             .map(|_| ())
             .map_err(|mut e| {
-                e.field = "modelPath".into();
+                e.field = "model_path".into();
                 e
             }),
         (None, Some("")) => Err(InputError::type_error(
-            "baseModel",
+            "base_model",
             "must be a non-empty model name",
         )),
         _ => Ok(()),

@@ -160,7 +160,7 @@ impl ServiceClient {
         self.ensure_open()?;
         if o.base_model.is_empty() {
             return Err(
-                InputError::type_error("baseModel", "must be a non-empty model name").into(),
+                InputError::type_error("base_model", "must be a non-empty model name").into(),
             );
         }
         o.lora.validate()?;
@@ -251,11 +251,11 @@ impl ServiceClient {
     ) -> Result<LocalBoxFuture<'static, Result<TrainingClient>>> {
         self.ensure_open()?;
         if model_id.is_empty() {
-            return Err(InputError::type_error("modelId", "must be a non-empty model id").into());
+            return Err(InputError::type_error("model_id", "must be a non-empty model id").into());
         }
         if next_seq_id < 1 {
             return Err(InputError::range_error(
-                "nextSeqId",
+                "next_seq_id",
                 format!("must be at least 1, got {next_seq_id}"),
             )
             .into());
@@ -302,7 +302,7 @@ impl ServiceClient {
         self.ensure_open()?;
         if sampling_session_id.is_empty() {
             return Err(
-                InputError::type_error("samplingSessionId", "must be a non-empty id").into(),
+                InputError::type_error("sampling_session_id", "must be a non-empty id").into(),
             );
         }
         let (me, id) = (self.clone(), sampling_session_id.to_string());

@@ -983,7 +983,7 @@ fn check_name(name: &str) -> Result<(), InputError> {
 fn check_ttl(ttl: Option<u64>) -> Result<(), InputError> {
     match ttl {
         Some(t) if !(3600..=10 * 365 * 86400).contains(&t) => Err(InputError::range_error(
-            "ttlSeconds",
+            "ttl_seconds",
             format!("must be between 3600 (1 hour) and 315360000 (10 years), got {t}"),
         )),
         _ => Ok(()),

@@ -91,8 +91,8 @@ impl ChatTemplates {
         }
         self.default.as_deref().ok_or_else(|| {
             TokenizerError::Input(InputError::type_error(
-                "chatTemplate",
-                "this tokenizer has no chat template: load it with its tokenizer_config.json, or pass `chatTemplate`",
+                "chat_template",
+                "this tokenizer has no chat template: load it with its tokenizer_config.json, or pass `chat_template` (or the loader option `chatTemplate`)",
             ))
         })
     }
@@ -483,8 +483,8 @@ pub(crate) fn render(
     }
     if opts.add_generation_prompt && opts.continue_final_message {
         return Err(InputError::type_error(
-            "continueFinalMessage",
-            "cannot be used with addGenerationPrompt: the final message is either continued or followed by a new turn",
+            "continue_final_message",
+            "cannot be used with add_generation_prompt: the final message is either continued or followed by a new turn",
         )
         .into());
     }
@@ -540,7 +540,7 @@ pub(crate) fn render(
         let last = list.last().ok_or_else(|| {
             TokenizerError::Input(InputError::type_error(
                 "messages",
-                "continueFinalMessage needs at least one message",
+                "continue_final_message needs at least one message",
             ))
         })?;
         let content = match last.get("content") {
@@ -552,13 +552,13 @@ pub(crate) fn render(
                 .ok_or_else(|| {
                     TokenizerError::Input(InputError::type_error(
                         format!("messages[{}].content", list.len() - 1),
-                        "continueFinalMessage needs a text part in the final message",
+                        "continue_final_message needs a text part in the final message",
                     ))
                 })?,
             _ => {
                 return Err(InputError::type_error(
                     format!("messages[{}].content", list.len() - 1),
-                    "continueFinalMessage needs text content",
+                    "continue_final_message needs text content",
                 )
                 .into())
             }
@@ -566,7 +566,7 @@ pub(crate) fn render(
         let stripped = py_strip(&content);
         let Some(loc) = rendered.rfind(stripped) else {
             return Err(TokenizerError::Template(
-                "continueFinalMessage is set but the final message does not appear in the rendered chat".into(),
+                "continue_final_message is set but the final message does not appear in the rendered chat".into(),
             ));
         };
         let lstripped = py_lstrip(&content);

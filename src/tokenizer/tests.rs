@@ -381,7 +381,7 @@ fn chat_template_options_and_errors() {
         ..Default::default()
     };
     assert!(
-        matches!(q.apply_chat_template(&m, &both), Err(TokenizerError::Input(e)) if e.field == "continueFinalMessage")
+        matches!(q.apply_chat_template(&m, &both), Err(TokenizerError::Input(e)) if e.field == "continue_final_message")
     );
     let bad = serde_json::json!([{"content": "x"}]);
     assert!(
@@ -404,7 +404,7 @@ fn chat_template_options_and_errors() {
     let json = read("tokenizer-qwen3", "tokenizer.json");
     let bare = Tokenizer::from_json(&json, None).unwrap();
     assert!(
-        matches!(bare.apply_chat_template(&m, &ChatTemplateOptions::default()), Err(TokenizerError::Input(e)) if e.field == "chatTemplate")
+        matches!(bare.apply_chat_template(&m, &ChatTemplateOptions::default()), Err(TokenizerError::Input(e)) if e.field == "chat_template")
     );
 }
 

@@ -34,7 +34,7 @@ pub fn bench_encode_forward_backward(
     let data = convert::data(&data)?;
     let loss_fn = loss_fn
         .as_string()
-        .ok_or_else(|| type_error("lossFn", "must be a string"))?;
+        .ok_or_else(|| type_error("loss_fn", "must be a string"))?;
     let body = forward_backward_body(
         &ForwardBackwardRequest {
             model_id: "bench:train:0",

@@ -35,10 +35,10 @@ pub fn tensor_data_from_array(data: JsValue, options: JsValue) -> Result<JsValue
     Ok(convert::tensor_to_js(&t))
 }
 
-/// `datumFromTokens(tokens, { weights?, promptLength? })`: a next-token `cross_entropy`
+/// `datumFromTokens(tokens, { weights?, prompt_length? })`: a next-token `cross_entropy`
 /// datum. Position *i* of the input predicts token *i + 1*, so the input is
 /// `tokens[..-1]` and the targets `tokens[1..]`; `weights` (one per token of the full
-/// sequence) or `promptLength` (weight 0 on the prompt, 1 after) are shifted the same way.
+/// sequence) or `prompt_length` (weight 0 on the prompt, 1 after) are shifted the same way.
 #[wasm_bindgen(js_name = datumFromTokens, skip_typescript)]
 pub fn datum_from_tokens(tokens: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
     let t = convert::tokens(&tokens, "tokens").map_err(|e| input_error(&e))?;
@@ -53,11 +53,11 @@ pub fn datum_from_tokens(tokens: JsValue, options: JsValue) -> Result<JsValue, J
     }
     let o = Opts::new(
         &options,
-        "datumFromTokens options",
-        &["weights", "promptLength"],
+        "datumFromTokens params",
+        &["weights", "prompt_length"],
     )?;
     let n = t.len();
-    let weights: Vec<f32> = match (o.get("weights"), o.uint("promptLength", u32::MAX as u64)?) {
+    let weights: Vec<f32> = match (o.get("weights"), o.uint("prompt_length", u32::MAX as u64)?) {
         (w, None) if !w.is_undefined() => {
             let w = match convert::tensor(&w, Some("weights"), "weights")
                 .map_err(|e| input_error(&e))?
@@ -77,7 +77,7 @@ pub fn datum_from_tokens(tokens: JsValue, options: JsValue) -> Result<JsValue, J
         (w, Some(p)) if w.is_undefined() => {
             if p as usize > n {
                 return Err(range_error(
-                    "promptLength",
+                    "prompt_length",
                     format!("is longer than the sequence ({p} > {n})"),
                 ));
             }
@@ -89,7 +89,7 @@ pub fn datum_from_tokens(tokens: JsValue, options: JsValue) -> Result<JsValue, J
         _ => {
             return Err(crate::wasm::errors::type_error(
                 "weights",
-                "give weights or promptLength, not both",
+                "give weights or prompt_length, not both",
             ))
         }
     };

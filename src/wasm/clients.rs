@@ -318,45 +318,46 @@ fn retry_config(o: &Opts, key: &str) -> Result<Option<SamplingRetryConfig>, JsVa
     if v.is_undefined() || v.is_null() {
         return Ok(None);
     }
+    // Python's `RetryConfig`: its field names and its units (seconds).
     let r = Opts::new(
         &v,
         key,
         &[
-            "maxConnections",
-            "progressTimeout",
-            "retryDelayBase",
-            "retryDelayMax",
-            "jitterFactor",
-            "enableRetryLogic",
-            "enableStuckDetection",
+            "max_connections",
+            "progress_timeout",
+            "retry_delay_base",
+            "retry_delay_max",
+            "jitter_factor",
+            "enable_retry_logic",
+            "enable_stuck_detection",
         ],
     )?;
     let mut c = SamplingRetryConfig::default();
-    if let Some(n) = r.uint("maxConnections", 1_000_000)? {
+    if let Some(n) = r.uint("max_connections", 1_000_000)? {
         if n == 0 {
             return Err(range_error(
-                &format!("{key}.maxConnections"),
+                &format!("{key}.max_connections"),
                 "must be positive",
             ));
         }
         c.max_connections = Some(n as usize);
     }
-    if let Some(ms) = r.number("progressTimeout")? {
-        c.progress_timeout = Duration::from_secs_f64(ms.max(0.0) / 1000.0);
+    if let Some(s) = r.number("progress_timeout")? {
+        c.progress_timeout = Duration::from_secs_f64(s.max(0.0));
     }
-    if let Some(ms) = r.number("retryDelayBase")? {
-        c.retry_delay_base = ms.max(0.0) / 1000.0;
+    if let Some(s) = r.number("retry_delay_base")? {
+        c.retry_delay_base = s.max(0.0);
     }
-    if let Some(ms) = r.number("retryDelayMax")? {
-        c.retry_delay_max = ms.max(0.0) / 1000.0;
+    if let Some(s) = r.number("retry_delay_max")? {
+        c.retry_delay_max = s.max(0.0);
     }
-    if let Some(j) = r.number("jitterFactor")? {
+    if let Some(j) = r.number("jitter_factor")? {
         c.jitter_factor = j.clamp(0.0, 1.0);
     }
-    if let Some(b) = r.bool("enableRetryLogic")? {
+    if let Some(b) = r.bool("enable_retry_logic")? {
         c.enable_retry_logic = b;
     }
-    if let Some(b) = r.bool("enableStuckDetection")? {
+    if let Some(b) = r.bool("enable_stuck_detection")? {
         c.enable_stuck_detection = b;
     }
     Ok(Some(c))
@@ -364,8 +365,8 @@ fn retry_config(o: &Opts, key: &str) -> Result<Option<SamplingRetryConfig>, JsVa
 
 fn sampling_options(o: &Opts) -> Result<SamplingOptions, JsValue> {
     Ok(SamplingOptions {
-        retry: retry_config(o, "retryConfig")?,
-        record_stability_info: o.bool("recordStabilityInfo")?.unwrap_or(false),
+        retry: retry_config(o, "retry_config")?,
+        record_stability_info: o.bool("record_stability_info")?.unwrap_or(false),
     })
 }
 
@@ -439,33 +440,32 @@ impl ServiceClient {
     #[wasm_bindgen(js_name = createLoraTrainingClient, unchecked_return_type = "Promise<TrainingClient>")]
     pub fn create_lora_training_client(
         &self,
-        #[wasm_bindgen(unchecked_optional_param_type = "CreateLoraTrainingClientOptions")] options: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "CreateLoraTrainingClientParams")] params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let o = try_or_reject!(Opts::new(
-            &options,
-            "createLoraTrainingClient options",
+            &params,
+            "createLoraTrainingClient params",
             &[
-                "baseModel",
+                "base_model",
                 "rank",
                 "seed",
-                "trainMlp",
-                "trainAttn",
-                "trainUnembed",
-                "userMetadata",
+                "train_mlp",
+                "train_attn",
+                "train_unembed",
+                "user_metadata",
                 "optimizer",
-                "signal",
-                "timeout"
             ]
         ));
         let parsed = (|| -> Result<_, JsValue> {
             let base_model = o
-                .string("baseModel")?
-                .ok_or_else(|| type_error("baseModel", "is required (e.g. \"Qwen/Qwen3-8B\")"))?;
+                .string("base_model")?
+                .ok_or_else(|| type_error("base_model", "is required (e.g. \"Qwen/Qwen3-8B\")"))?;
             let mut lora = LoraConfig::new(o.uint("rank", u32::MAX as u64)?.unwrap_or(32) as u32);
             lora.seed = o.uint("seed", u64::MAX)?;
-            lora.train_mlp = o.bool("trainMlp")?.unwrap_or(true);
-            lora.train_attn = o.bool("trainAttn")?.unwrap_or(true);
-            lora.train_unembed = o.bool("trainUnembed")?.unwrap_or(true);
+            lora.train_mlp = o.bool("train_mlp")?.unwrap_or(true);
+            lora.train_attn = o.bool("train_attn")?.unwrap_or(true);
+            lora.train_unembed = o.bool("train_unembed")?.unwrap_or(true);
             let optimizer = match o.json("optimizer")? {
                 None => None,
                 Some(crate::json::Value::Object(m)) => Some(OptimizerConfig(m)),
@@ -479,12 +479,12 @@ impl ServiceClient {
             Ok(LoraOptions {
                 base_model,
                 lora,
-                user_metadata: o.string_map("userMetadata")?,
+                user_metadata: o.string_map("user_metadata")?,
                 optimizer,
             })
         })();
         let lora = try_or_reject!(parsed);
-        let call = try_or_reject!(o.call());
+        let call = try_or_reject!(convert::request_options(&options, "createLoraTrainingClient"));
         let fut = try_or_reject!(self
             .inner
             .create_lora_training_client(lora, call.options.clone())
@@ -500,9 +500,11 @@ impl ServiceClient {
     pub fn create_training_client_from_state(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "CreateFromStateOptions")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "CreateTrainingClientFromStateParams")]
+        params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
-        self.create_from_state(path, options, false)
+        self.create_from_state(path, params, options, false)
     }
 
     /// Creates a training run from a checkpoint, restoring the optimizer state too.
@@ -510,37 +512,39 @@ impl ServiceClient {
     pub fn create_training_client_from_state_with_optimizer(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "CreateFromStateOptions")] options: JsValue,
+        #[wasm_bindgen(
+            unchecked_optional_param_type = "Omit<CreateTrainingClientFromStateParams, 'optimizer'>"
+        )]
+        params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
-        self.create_from_state(path, options, true)
+        self.create_from_state(path, params, options, true)
     }
 
-    fn create_from_state(&self, path: JsValue, options: JsValue, with_optimizer: bool) -> Promise {
+    fn create_from_state(
+        &self,
+        path: JsValue,
+        params: JsValue,
+        options: JsValue,
+        with_optimizer: bool,
+    ) -> Promise {
         let path = try_or_reject!(path.as_string().ok_or_else(|| type_error(
             "path",
             format!("must be a tinker:// path string, got {}", describe(&path))
         )));
         let allowed: &[&str] = if with_optimizer {
-            &[
-                "baseModel",
-                "userMetadata",
-                "weightsAccessToken",
-                "signal",
-                "timeout",
-            ]
+            &["base_model", "user_metadata", "weights_access_token"]
         } else {
             &[
-                "baseModel",
-                "userMetadata",
-                "weightsAccessToken",
+                "base_model",
+                "user_metadata",
+                "weights_access_token",
                 "optimizer",
-                "signal",
-                "timeout",
             ]
         };
         let o = try_or_reject!(Opts::new(
-            &options,
-            "createTrainingClientFromState options",
+            &params,
+            "createTrainingClientFromState params",
             allowed
         ));
         let parsed = (|| -> Result<_, JsValue> {
@@ -557,14 +561,17 @@ impl ServiceClient {
             Ok(FromStateOptions {
                 path,
                 with_optimizer,
-                base_model: o.string("baseModel")?,
-                user_metadata: o.string_map("userMetadata")?,
-                weights_access_token: o.string("weightsAccessToken")?,
+                base_model: o.string("base_model")?,
+                user_metadata: o.string_map("user_metadata")?,
+                weights_access_token: o.string("weights_access_token")?,
                 optimizer,
             })
         })();
         let from = try_or_reject!(parsed);
-        let call = try_or_reject!(o.call());
+        let call = try_or_reject!(convert::request_options(
+            &options,
+            "createTrainingClientFromState"
+        ));
         let fut = try_or_reject!(self
             .inner
             .create_training_client_from_state(from, call.options.clone())
@@ -579,27 +586,25 @@ impl ServiceClient {
     #[wasm_bindgen(js_name = createSamplingClient, unchecked_return_type = "Promise<SamplingClient>")]
     pub fn create_sampling_client(
         &self,
-        #[wasm_bindgen(unchecked_optional_param_type = "CreateSamplingClientOptions")]
-        options: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "CreateSamplingClientParams")] params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let o = try_or_reject!(Opts::new(
-            &options,
-            "createSamplingClient options",
+            &params,
+            "createSamplingClient params",
             &[
-                "modelPath",
-                "baseModel",
-                "retryConfig",
-                "recordStabilityInfo",
-                "signal",
-                "timeout"
+                "model_path",
+                "base_model",
+                "retry_config",
+                "record_stability_info",
             ]
         ));
         let (model_path, base_model) = (
-            try_or_reject!(o.string("modelPath")),
-            try_or_reject!(o.string("baseModel")),
+            try_or_reject!(o.string("model_path")),
+            try_or_reject!(o.string("base_model")),
         );
         let sampling = try_or_reject!(sampling_options(&o));
-        let call = try_or_reject!(o.call());
+        let call = try_or_reject!(convert::request_options(&options, "createSamplingClient"));
         let fut = try_or_reject!(self
             .inner
             .create_sampling_client(model_path, base_model, sampling, call.options.clone())
@@ -615,19 +620,16 @@ impl ServiceClient {
     #[wasm_bindgen(js_name = trainingClient, unchecked_return_type = "Promise<TrainingClient>")]
     pub fn training_client(
         &self,
-        #[wasm_bindgen(js_name = modelId, unchecked_param_type = "string")] model_id: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "{ nextSeqId: number }")] options: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] model_id: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ next_seq_id?: number }")] params: JsValue,
     ) -> Promise {
-        let id = try_or_reject!(model_id.as_string().ok_or_else(|| type_error(
-            "modelId",
-            format!("must be a string, got {}", describe(&model_id))
-        )));
+        let id = try_or_reject!(string_arg(&model_id, "model_id"));
         let o = try_or_reject!(Opts::new(
-            &options,
-            "trainingClient options",
-            &["nextSeqId"]
+            &params,
+            "trainingClient params",
+            &["next_seq_id"]
         ));
-        let next = try_or_reject!(o.uint("nextSeqId", i32::MAX as u64)).unwrap_or(1) as i64;
+        let next = try_or_reject!(o.uint("next_seq_id", i32::MAX as u64)).unwrap_or(1) as i64;
         let fut = try_or_reject!(self.inner.training_client(&id, next).map_err(core_err));
         let tok = self.tok.clone(); // Rc (full build) or a unit marker (lite)
         settle(fut, None, move |inner| TrainingClient { inner, tok }.into())
@@ -640,23 +642,19 @@ impl ServiceClient {
     #[wasm_bindgen(js_name = samplingClient, unchecked_return_type = "Promise<SamplingClient>")]
     pub fn sampling_client(
         &self,
-        #[wasm_bindgen(js_name = samplingSessionId, unchecked_param_type = "string")]
-        sampling_session_id: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] sampling_session_id: JsValue,
         #[wasm_bindgen(
-            unchecked_optional_param_type = "{ baseModel?: string; retryConfig?: RetryConfig }"
+            unchecked_optional_param_type = "{ base_model?: string; retry_config?: RetryConfig; record_stability_info?: boolean }"
         )]
-        options: JsValue,
+        params: JsValue,
     ) -> Promise {
-        let id = try_or_reject!(sampling_session_id.as_string().ok_or_else(|| type_error(
-            "samplingSessionId",
-            format!("must be a string, got {}", describe(&sampling_session_id))
-        )));
+        let id = try_or_reject!(string_arg(&sampling_session_id, "sampling_session_id"));
         let o = try_or_reject!(Opts::new(
-            &options,
-            "samplingClient options",
-            &["baseModel", "retryConfig", "recordStabilityInfo"]
+            &params,
+            "samplingClient params",
+            &["base_model", "retry_config", "record_stability_info"]
         ));
-        let base = try_or_reject!(o.string("baseModel"));
+        let base = try_or_reject!(o.string("base_model"));
         let sampling = try_or_reject!(sampling_options(&o));
         let fut = try_or_reject!(self
             .inner
@@ -684,21 +682,18 @@ impl ServiceClient {
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
         #[wasm_bindgen(
-            unchecked_optional_param_type = "{ ttlSeconds?: number; weightsAccessToken?: string }"
+            unchecked_optional_param_type = "{ ttl_seconds?: number; weights_access_token?: string }"
         )]
-        options: JsValue,
+        params: JsValue,
     ) -> Promise {
-        let path = try_or_reject!(path.as_string().ok_or_else(|| type_error(
-            "path",
-            format!("must be a string, got {}", describe(&path))
-        )));
+        let path = try_or_reject!(string_arg(&path, "path"));
         let o = try_or_reject!(Opts::new(
-            &options,
-            "copyWeights options",
-            &["ttlSeconds", "weightsAccessToken"]
+            &params,
+            "copyWeights params",
+            &["ttl_seconds", "weights_access_token"]
         ));
-        let ttl = try_or_reject!(o.uint("ttlSeconds", u64::MAX));
-        let token = try_or_reject!(o.string("weightsAccessToken"));
+        let ttl = try_or_reject!(o.uint("ttl_seconds", u64::MAX));
+        let token = try_or_reject!(o.string("weights_access_token"));
         let inner = self.inner.clone();
         settle(
             Box::pin(async move { inner.copy_weights(&path, ttl, token.as_deref()).await }),
@@ -758,16 +753,14 @@ impl ServiceClient {
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn close(
         &self,
-        #[wasm_bindgen(unchecked_optional_param_type = "'success' | 'errored' | 'interrupted'")]
-        status: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "string")] detail: JsValue,
+        #[wasm_bindgen(
+            unchecked_optional_param_type = "{ status?: 'success' | 'errored' | 'interrupted'; detail?: string }"
+        )]
+        params: JsValue,
     ) -> Promise {
-        let detail = if detail.is_undefined() || detail.is_null() {
-            None
-        } else {
-            Some(try_or_reject!(string_arg(&detail, "detail")))
-        };
-        let status = try_or_reject!(finish_status(&status));
+        let o = try_or_reject!(Opts::new(&params, "close params", &["status", "detail"]));
+        let detail = try_or_reject!(o.string("detail"));
+        let status = try_or_reject!(finish_status(&o.get("status")));
         let inner = self.inner.clone();
         settle(
             Box::pin(async move { inner.close(status, detail.as_deref()).await }),
@@ -790,13 +783,13 @@ pub struct TrainingClient {
 }
 
 fn loss_config(o: &Opts) -> Result<Option<StrMap<LossConfigValue>>, JsValue> {
-    let v = o.get("lossFnConfig");
+    let v = o.get("loss_fn_config");
     if v.is_undefined() || v.is_null() {
         return Ok(None);
     }
     if !v.is_object() || Array::is_array(&v) {
         return Err(type_error(
-            "lossFnConfig",
+            "loss_fn_config",
             format!(
                 "must be an object of numbers or strings, got {}",
                 describe(&v)
@@ -809,7 +802,7 @@ fn loss_config(o: &Opts) -> Result<Option<StrMap<LossConfigValue>>, JsValue> {
         let val = if let Some(n) = x.as_f64() {
             if !n.is_finite() {
                 return Err(range_error(
-                    &format!("lossFnConfig.{k}"),
+                    &format!("loss_fn_config.{k}"),
                     format!("must be a finite number, got {}", crate::types::fmt_num(n)),
                 ));
             }
@@ -818,7 +811,7 @@ fn loss_config(o: &Opts) -> Result<Option<StrMap<LossConfigValue>>, JsValue> {
             LossConfigValue::Text(s)
         } else {
             return Err(type_error(
-                &format!("lossFnConfig.{k}"),
+                &format!("loss_fn_config.{k}"),
                 format!("must be a number or a string, got {}", describe(&x)),
             ));
         };
@@ -863,24 +856,30 @@ impl TrainingClient {
         &self,
         data: JsValue,
         loss_fn: JsValue,
+        params: JsValue,
         options: JsValue,
         forward_only: bool,
     ) -> Promise {
+        let method = if forward_only {
+            "forward"
+        } else {
+            "forwardBackward"
+        };
         let data = try_or_reject!(convert::data(&data));
-        let loss_fn = try_or_reject!(string_arg(&loss_fn, "lossFn"));
+        let loss_fn = try_or_reject!(string_arg(&loss_fn, "loss_fn"));
         try_or_reject!(
             crate::types::validate_loss_fn(&loss_fn).map_err(|e| input_error(&InputError {
-                field: "lossFn".into(),
+                field: "loss_fn".into(),
                 ..e
             }))
         );
         let o = try_or_reject!(Opts::new(
-            &options,
-            "options",
-            &["lossFnConfig", "signal", "timeout"]
+            &params,
+            &format!("{method} params"),
+            &["loss_fn_config"]
         ));
         let config = try_or_reject!(loss_config(&o));
-        let call = try_or_reject!(o.call());
+        let call = try_or_reject!(convert::request_options(&options, method));
         let fut = if forward_only {
             self.inner
                 .forward(data, &loss_fn, config, call.options.clone())
@@ -897,10 +896,11 @@ impl TrainingClient {
     pub fn forward(
         &self,
         #[wasm_bindgen(unchecked_param_type = "Datum[]")] data: JsValue,
-        #[wasm_bindgen(js_name = lossFn, unchecked_param_type = "LossFn")] loss_fn: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "ForwardOptions")] options: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "LossFn")] loss_fn: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "ForwardParams")] params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
-        self.fwd(data, loss_fn, options, true)
+        self.fwd(data, loss_fn, params, options, true)
     }
 
     /// The loss and per-datum outputs, accumulating gradients for the next `optimStep`.
@@ -909,10 +909,11 @@ impl TrainingClient {
     pub fn forward_backward(
         &self,
         #[wasm_bindgen(unchecked_param_type = "Datum[]")] data: JsValue,
-        #[wasm_bindgen(js_name = lossFn, unchecked_param_type = "LossFn")] loss_fn: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "ForwardOptions")] options: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "LossFn")] loss_fn: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "ForwardParams")] params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
-        self.fwd(data, loss_fn, options, false)
+        self.fwd(data, loss_fn, params, options, false)
     }
 
     /// A custom loss computed in JS: `lossFn(data, logprobs)` returns
@@ -921,22 +922,21 @@ impl TrainingClient {
     pub fn forward_backward_custom(
         &self,
         #[wasm_bindgen(unchecked_param_type = "Datum[]")] data: JsValue,
-        #[wasm_bindgen(js_name = lossFn, unchecked_param_type = "CustomLossFn")] loss_fn: JsValue,
-        #[wasm_bindgen(
-            unchecked_optional_param_type = "{ signal?: AbortSignal; timeout?: number }"
-        )]
-        options: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "CustomLossFn")] loss_fn: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let data = try_or_reject!(convert::data(&data));
         let f: Function = try_or_reject!(loss_fn.dyn_into().map_err(|v| type_error(
-            "lossFn",
+            "loss_fn",
             format!(
                 "must be a function (data, logprobs) => {{ loss, gradients }}, got {}",
                 describe(&v)
             )
         )));
-        let o = try_or_reject!(Opts::new(&options, "options", &["signal", "timeout"]));
-        let call = try_or_reject!(o.call());
+        let call = try_or_reject!(convert::request_options(
+            &options,
+            "forwardBackwardCustom"
+        ));
         // A JS exception (or rejection) of the loss function rejects the call with it.
         let thrown: Rc<RefCell<Option<JsValue>>> = Rc::new(RefCell::new(None));
         let slot = thrown.clone();
@@ -992,10 +992,7 @@ impl TrainingClient {
         &self,
         #[wasm_bindgen(unchecked_param_type = "AdamParams | DimuonParams | OptimizerParams")]
         params: JsValue,
-        #[wasm_bindgen(
-            unchecked_optional_param_type = "{ signal?: AbortSignal; timeout?: number }"
-        )]
-        options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         // Required, as in Python (`optim_step()` without params is a TypeError there).
         let p = if !params.is_object() || Array::is_array(&params) {
@@ -1020,8 +1017,7 @@ impl TrainingClient {
                 _ => return reject(type_error("params", "must be an object")),
             }
         };
-        let o = try_or_reject!(Opts::new(&options, "options", &["signal", "timeout"]));
-        let call = try_or_reject!(o.call());
+        let call = try_or_reject!(convert::request_options(&options, "optimStep"));
         let fut = try_or_reject!(self
             .inner
             .optim_step(p, call.options.clone())
@@ -1033,27 +1029,22 @@ impl TrainingClient {
     #[wasm_bindgen(js_name = saveState, unchecked_return_type = "Promise<{ path: string }>")]
     pub fn save_state(
         &self,
-        name: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "SaveStateOptions")] options: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] name: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "SaveStateParams")] params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let name = try_or_reject!(string_arg(&name, "name"));
         let o = try_or_reject!(Opts::new(
-            &options,
-            "saveState options",
-            &[
-                "ttlSeconds",
-                "overwrite",
-                "userMetadata",
-                "signal",
-                "timeout"
-            ]
+            &params,
+            "saveState params",
+            &["ttl_seconds", "overwrite", "user_metadata"]
         ));
         let (ttl, overwrite, meta) = (
-            try_or_reject!(o.uint("ttlSeconds", u64::MAX)),
+            try_or_reject!(o.uint("ttl_seconds", u64::MAX)),
             try_or_reject!(o.bool("overwrite")).unwrap_or(false),
-            try_or_reject!(o.string_map("userMetadata")),
+            try_or_reject!(o.string_map("user_metadata")),
         );
-        let call = try_or_reject!(o.call());
+        let call = try_or_reject!(convert::request_options(&options, "saveState"));
         let fut = try_or_reject!(self
             .inner
             .save_state(&name, ttl, overwrite, meta, call.options.clone())
@@ -1061,15 +1052,15 @@ impl TrainingClient {
         settle(fut, Some(call), |v| json_to_js(&v))
     }
 
-    fn load(&self, path: JsValue, options: JsValue, optimizer: bool) -> Promise {
+    fn load(&self, path: JsValue, params: JsValue, options: JsValue, optimizer: bool) -> Promise {
         let path = try_or_reject!(string_arg(&path, "path"));
         let o = try_or_reject!(Opts::new(
-            &options,
-            "loadState options",
-            &["weightsAccessToken", "signal", "timeout"]
+            &params,
+            "loadState params",
+            &["weights_access_token"]
         ));
-        let token = try_or_reject!(o.string("weightsAccessToken"));
-        let call = try_or_reject!(o.call());
+        let token = try_or_reject!(o.string("weights_access_token"));
+        let call = try_or_reject!(convert::request_options(&options, "loadState"));
         let fut = try_or_reject!(self
             .inner
             .load_state(&path, optimizer, token, call.options.clone())
@@ -1082,12 +1073,11 @@ impl TrainingClient {
     pub fn load_state(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
-        #[wasm_bindgen(
-            unchecked_optional_param_type = "{ weightsAccessToken?: string; signal?: AbortSignal; timeout?: number }"
-        )]
-        options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ weights_access_token?: string }")]
+        params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
-        self.load(path, options, false)
+        self.load(path, params, options, false)
     }
 
     /// Loads a checkpoint's weights and optimizer state into this model.
@@ -1095,35 +1085,35 @@ impl TrainingClient {
     pub fn load_state_with_optimizer(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
-        #[wasm_bindgen(
-            unchecked_optional_param_type = "{ weightsAccessToken?: string; signal?: AbortSignal; timeout?: number }"
-        )]
-        options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ weights_access_token?: string }")]
+        params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
-        self.load(path, options, true)
+        self.load(path, params, options, true)
     }
 
     /// Saves weights for sampling as `tinker://…/sampler_weights/{name}`; resolves to `{ path }`.
     #[wasm_bindgen(js_name = saveWeightsForSampler, unchecked_return_type = "Promise<{ path: string }>")]
     pub fn save_weights_for_sampler(
         &self,
-        name: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] name: JsValue,
         #[wasm_bindgen(
-            unchecked_optional_param_type = "{ ttlSeconds?: number; userMetadata?: Record<string, string>; signal?: AbortSignal; timeout?: number }"
+            unchecked_optional_param_type = "{ ttl_seconds?: number; user_metadata?: Record<string, string> }"
         )]
-        options: JsValue,
+        params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let name = try_or_reject!(string_arg(&name, "name"));
         let o = try_or_reject!(Opts::new(
-            &options,
-            "saveWeightsForSampler options",
-            &["ttlSeconds", "userMetadata", "signal", "timeout"]
+            &params,
+            "saveWeightsForSampler params",
+            &["ttl_seconds", "user_metadata"]
         ));
         let (ttl, meta) = (
-            try_or_reject!(o.uint("ttlSeconds", u64::MAX)),
-            try_or_reject!(o.string_map("userMetadata")),
+            try_or_reject!(o.uint("ttl_seconds", u64::MAX)),
+            try_or_reject!(o.string_map("user_metadata")),
         );
-        let call = try_or_reject!(o.call());
+        let call = try_or_reject!(convert::request_options(&options, "saveWeightsForSampler"));
         let fut = try_or_reject!(self
             .inner
             .save_weights_for_sampler(&name, ttl, meta, call.options.clone())
@@ -1135,39 +1125,40 @@ impl TrainingClient {
     #[wasm_bindgen(js_name = saveWeightsExternal, unchecked_return_type = "Promise<{ path: string; size_bytes?: number }>")]
     pub fn save_weights_external(
         &self,
-        name: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] name: JsValue,
         #[wasm_bindgen(
-            unchecked_optional_param_type = "{ ttlSeconds?: number; ageEncryptionRecipients?: string[]; signal?: AbortSignal; timeout?: number }"
+            unchecked_optional_param_type = "{ ttl_seconds?: number; age_encryption_recipients?: string[] }"
         )]
-        options: JsValue,
+        params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let name = try_or_reject!(string_arg(&name, "name"));
         let o = try_or_reject!(Opts::new(
-            &options,
-            "saveWeightsExternal options",
-            &["ttlSeconds", "ageEncryptionRecipients", "signal", "timeout"]
+            &params,
+            "saveWeightsExternal params",
+            &["ttl_seconds", "age_encryption_recipients"]
         ));
-        let ttl = try_or_reject!(o.uint("ttlSeconds", u64::MAX));
-        let recipients = match try_or_reject!(o.json("ageEncryptionRecipients")) {
+        let ttl = try_or_reject!(o.uint("ttl_seconds", u64::MAX));
+        let recipients = match try_or_reject!(o.json("age_encryption_recipients")) {
             None => None,
             Some(crate::json::Value::Array(a)) => Some(try_or_reject!(a
                 .into_iter()
                 .enumerate()
                 .map(
                     |(i, v)| v.as_str().map(str::to_string).ok_or_else(|| type_error(
-                        &format!("ageEncryptionRecipients[{i}]"),
+                        &format!("age_encryption_recipients[{i}]"),
                         "must be a string"
                     ))
                 )
                 .collect::<Result<Vec<_>, _>>())),
             Some(_) => {
                 return reject(type_error(
-                    "ageEncryptionRecipients",
+                    "age_encryption_recipients",
                     "must be an array of strings",
                 ))
             }
         };
-        let call = try_or_reject!(o.call());
+        let call = try_or_reject!(convert::request_options(&options, "saveWeightsExternal"));
         let fut = try_or_reject!(self
             .inner
             .save_weights_external(&name, ttl, recipients, call.options.clone())
@@ -1180,24 +1171,22 @@ impl TrainingClient {
     pub fn save_weights_and_get_sampling_client(
         &self,
         #[wasm_bindgen(
-            unchecked_optional_param_type = "{ kind?: 'snapshot' | 'inflight'; retryConfig?: RetryConfig; recordStabilityInfo?: boolean; signal?: AbortSignal; timeout?: number }"
+            unchecked_optional_param_type = "{ kind?: 'snapshot' | 'inflight'; retry_config?: RetryConfig; record_stability_info?: boolean }"
         )]
-        options: JsValue,
+        params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let o = try_or_reject!(Opts::new(
-            &options,
-            "saveWeightsAndGetSamplingClient options",
-            &[
-                "kind",
-                "retryConfig",
-                "recordStabilityInfo",
-                "signal",
-                "timeout"
-            ]
+            &params,
+            "saveWeightsAndGetSamplingClient params",
+            &["kind", "retry_config", "record_stability_info"]
         ));
         let kind = try_or_reject!(o.string("kind")).unwrap_or_else(|| "snapshot".into());
         let sampling = try_or_reject!(sampling_options(&o));
-        let call = try_or_reject!(o.call());
+        let call = try_or_reject!(convert::request_options(
+            &options,
+            "saveWeightsAndGetSamplingClient"
+        ));
         let fut = try_or_reject!(self
             .inner
             .save_weights_and_get_sampling_client(&kind, sampling, call.options.clone())
@@ -1212,17 +1201,17 @@ impl TrainingClient {
     #[wasm_bindgen(js_name = createSamplingClient, unchecked_return_type = "Promise<SamplingClient>")]
     pub fn create_sampling_client(
         &self,
-        #[wasm_bindgen(js_name = modelPath, unchecked_param_type = "string")] model_path: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] model_path: JsValue,
         #[wasm_bindgen(
-            unchecked_optional_param_type = "{ retryConfig?: RetryConfig; recordStabilityInfo?: boolean }"
+            unchecked_optional_param_type = "{ retry_config?: RetryConfig; record_stability_info?: boolean }"
         )]
-        options: JsValue,
+        params: JsValue,
     ) -> Promise {
-        let path = try_or_reject!(string_arg(&model_path, "modelPath"));
+        let path = try_or_reject!(string_arg(&model_path, "model_path"));
         let o = try_or_reject!(Opts::new(
-            &options,
-            "createSamplingClient options",
-            &["retryConfig", "recordStabilityInfo"]
+            &params,
+            "createSamplingClient params",
+            &["retry_config", "record_stability_info"]
         ));
         let sampling = try_or_reject!(sampling_options(&o));
         let fut = try_or_reject!(self
@@ -1237,7 +1226,7 @@ impl TrainingClient {
 fn custom_loss_output(out: &JsValue, n: usize) -> Result<CustomLossOutput, JsValue> {
     if !out.is_object() {
         return Err(type_error(
-            "lossFn",
+            "loss_fn",
             format!(
                 "must return {{ loss, gradients, metrics? }}, got {}",
                 describe(out)
@@ -1311,7 +1300,7 @@ fn sampling_params(v: &JsValue) -> Result<SamplingParams, JsValue> {
         return Ok(SamplingParams::default());
     }
     convert::sampling_params(v)
-        .inspect_err(|e| crate::wasm::errors::prefix_field(e, "samplingParams"))
+        .inspect_err(|e| crate::wasm::errors::prefix_field(e, "sampling_params"))
 }
 
 #[wasm_bindgen]
@@ -1389,27 +1378,26 @@ impl SamplingClient {
         self.inner.queue_state().map(|q| q.as_str().to_string())
     }
 
-    /// Draws `numSamples` completions of `prompt`.
+    /// Draws `num_samples` completions of `prompt`.
     #[wasm_bindgen(unchecked_return_type = "Promise<SampleResponse>")]
     pub fn sample(
         &self,
-        #[wasm_bindgen(unchecked_optional_param_type = "SampleOptions")] options: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "SampleParams")] params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let o = try_or_reject!(Opts::new(
-            &options,
-            "sample options",
+            &params,
+            "sample params",
             &[
                 "prompt",
-                "numSamples",
-                "samplingParams",
-                "includePromptLogprobs",
-                "topkPromptLogprobs",
-                "topkSampleLogprobs",
-                "targetPromptLogprobs",
-                "promptAltTokensK",
-                "promptLogprobsLastN",
-                "signal",
-                "timeout"
+                "num_samples",
+                "sampling_params",
+                "include_prompt_logprobs",
+                "topk_prompt_logprobs",
+                "topk_sample_logprobs",
+                "target_prompt_logprobs",
+                "prompt_alt_tokens_k",
+                "prompt_logprobs_last_n",
             ]
         ));
         let parsed = (|| -> Result<SampleRequest, JsValue> {
@@ -1423,27 +1411,27 @@ impl SamplingClient {
             let prompt = convert::model_input(&prompt, "prompt").map_err(|e| input_error(&e))?;
             let mut r = SampleRequest::new(
                 prompt,
-                o.uint("numSamples", 100_000)?.unwrap_or(1) as u32,
-                sampling_params(&o.get("samplingParams"))?,
+                o.uint("num_samples", 100_000)?.unwrap_or(1) as u32,
+                sampling_params(&o.get("sampling_params"))?,
             );
-            r.include_prompt_logprobs = o.bool("includePromptLogprobs")?.unwrap_or(false);
-            r.topk_prompt_logprobs = o.uint("topkPromptLogprobs", 100_000)?.unwrap_or(0) as u32;
-            r.topk_sample_logprobs = o.uint("topkSampleLogprobs", 100_000)?.unwrap_or(0) as u32;
-            r.prompt_alt_tokens_k = o.uint("promptAltTokensK", 100_000)?.unwrap_or(0) as u32;
+            r.include_prompt_logprobs = o.bool("include_prompt_logprobs")?.unwrap_or(false);
+            r.topk_prompt_logprobs = o.uint("topk_prompt_logprobs", 100_000)?.unwrap_or(0) as u32;
+            r.topk_sample_logprobs = o.uint("topk_sample_logprobs", 100_000)?.unwrap_or(0) as u32;
+            r.prompt_alt_tokens_k = o.uint("prompt_alt_tokens_k", 100_000)?.unwrap_or(0) as u32;
             r.prompt_logprobs_last_n = o
-                .uint("promptLogprobsLastN", u32::MAX as u64)?
+                .uint("prompt_logprobs_last_n", u32::MAX as u64)?
                 .map(|n| n as u32);
-            let t = o.get("targetPromptLogprobs");
+            let t = o.get("target_prompt_logprobs");
             if !t.is_undefined() && !t.is_null() {
                 r.target_prompt_logprobs = Some(
-                    convert::tensor(&t, Some("target_tokens"), "targetPromptLogprobs")
+                    convert::tensor(&t, Some("target_tokens"), "target_prompt_logprobs")
                         .map_err(|e| input_error(&e))?,
                 );
             }
             Ok(r)
         })();
         let req = try_or_reject!(parsed);
-        let call = try_or_reject!(o.call());
+        let call = try_or_reject!(convert::request_options(&options, "sample"));
         let fut = try_or_reject!(self
             .inner
             .sample(req, call.options.clone())
@@ -1456,21 +1444,20 @@ impl SamplingClient {
     pub fn compute_logprobs(
         &self,
         #[wasm_bindgen(unchecked_param_type = "ModelInput | ArrayLike<number>")] prompt: JsValue,
-        #[wasm_bindgen(
-            unchecked_optional_param_type = "{ promptLogprobsLastN?: number; signal?: AbortSignal; timeout?: number }"
-        )]
-        options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ prompt_logprobs_last_n?: number }")]
+        params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let prompt =
             try_or_reject!(convert::model_input(&prompt, "prompt").map_err(|e| input_error(&e)));
         let o = try_or_reject!(Opts::new(
-            &options,
-            "computeLogprobs options",
-            &["promptLogprobsLastN", "signal", "timeout"]
+            &params,
+            "computeLogprobs params",
+            &["prompt_logprobs_last_n"]
         ));
         let last_n =
-            try_or_reject!(o.uint("promptLogprobsLastN", u32::MAX as u64)).map(|n| n as u32);
-        let call = try_or_reject!(o.call());
+            try_or_reject!(o.uint("prompt_logprobs_last_n", u32::MAX as u64)).map(|n| n as u32);
+        let call = try_or_reject!(convert::request_options(&options, "computeLogprobs"));
         let fut = try_or_reject!(self
             .inner
             .compute_logprobs(prompt, last_n, call.options.clone())
@@ -1531,7 +1518,7 @@ fn limit(o: &Opts, default: u64, max: u64) -> Result<u64, JsValue> {
 }
 
 fn scope(o: &Opts) -> Result<AccessScope, JsValue> {
-    o.string("accessScope")?
+    o.string("access_scope")?
         .map_or(Ok(AccessScope::Owned), |s| {
             AccessScope::parse(&s).map_err(|e| input_error(&e))
         })
@@ -1585,16 +1572,15 @@ impl RestClient {
     #[wasm_bindgen(js_name = getTrainingRun, unchecked_return_type = "Promise<TrainingRun>")]
     pub fn get_training_run(
         &self,
-        #[wasm_bindgen(js_name = trainingRunId, unchecked_param_type = "string")]
-        training_run_id: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "{ accessScope?: AccessScope }")]
-        options: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] training_run_id: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ access_scope?: AccessScope }")]
+        params: JsValue,
     ) -> Promise {
-        let id = try_or_reject!(string_arg(&training_run_id, "trainingRunId"));
+        let id = try_or_reject!(string_arg(&training_run_id, "training_run_id"));
         let o = try_or_reject!(Opts::new(
-            &options,
-            "getTrainingRun options",
-            &["accessScope"]
+            &params,
+            "getTrainingRun params",
+            &["access_scope"]
         ));
         let sc = try_or_reject!(scope(&o));
         self.run(RestCall::get_training_run(&id, sc))
@@ -1605,14 +1591,14 @@ impl RestClient {
     pub fn get_training_run_by_tinker_path(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "{ accessScope?: AccessScope }")]
-        options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ access_scope?: AccessScope }")]
+        params: JsValue,
     ) -> Promise {
         let path = try_or_reject!(string_arg(&path, "path"));
         let o = try_or_reject!(Opts::new(
-            &options,
-            "getTrainingRunByTinkerPath options",
-            &["accessScope"]
+            &params,
+            "getTrainingRunByTinkerPath params",
+            &["access_scope"]
         ));
         let sc = try_or_reject!(scope(&o));
         self.run(RestCall::get_training_run_by_tinker_path(&path, sc))
@@ -1622,18 +1608,18 @@ impl RestClient {
     #[wasm_bindgen(js_name = listTrainingRunsPage, unchecked_return_type = "Promise<Page<TrainingRun>>")]
     pub fn list_training_runs_page(
         &self,
-        #[wasm_bindgen(unchecked_optional_param_type = "ListTrainingRunsOptions")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "ListTrainingRunsParams")] params: JsValue,
     ) -> Promise {
         let o = try_or_reject!(Opts::new(
-            &options,
-            "listTrainingRuns options",
-            &["limit", "offset", "accessScope", "projectId"]
+            &params,
+            "listTrainingRuns params",
+            &["limit", "offset", "access_scope", "project_id"]
         ));
         let (limit, offset, sc, project) = (
             try_or_reject!(limit(&o, 20, 1000)),
             try_or_reject!(o.uint("offset", u64::MAX)).unwrap_or(0),
             try_or_reject!(scope(&o)),
-            try_or_reject!(o.string("projectId")),
+            try_or_reject!(o.string("project_id")),
         );
         self.run(RestCall::list_training_runs(
             limit,
@@ -1647,10 +1633,9 @@ impl RestClient {
     #[wasm_bindgen(js_name = listCheckpoints, unchecked_return_type = "Promise<CheckpointsListResponse>")]
     pub fn list_checkpoints(
         &self,
-        #[wasm_bindgen(js_name = trainingRunId, unchecked_param_type = "string")]
-        training_run_id: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] training_run_id: JsValue,
     ) -> Promise {
-        let id = try_or_reject!(string_arg(&training_run_id, "trainingRunId"));
+        let id = try_or_reject!(string_arg(&training_run_id, "training_run_id"));
         self.run(RestCall::list_checkpoints(&id))
     }
 
@@ -1659,11 +1644,11 @@ impl RestClient {
     pub fn list_user_checkpoints_page(
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "{ limit?: number; offset?: number }")]
-        options: JsValue,
+        params: JsValue,
     ) -> Promise {
         let o = try_or_reject!(Opts::new(
-            &options,
-            "listUserCheckpoints options",
+            &params,
+            "listUserCheckpoints params",
             &["limit", "offset"]
         ));
         let (limit, offset) = (
@@ -1708,11 +1693,16 @@ impl RestClient {
     pub fn set_checkpoint_ttl(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
-        #[wasm_bindgen(js_name = ttlSeconds, unchecked_param_type = "number | null")]
-        ttl_seconds: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "{ ttl_seconds: number | null }")] params: JsValue,
     ) -> Promise {
         let path = try_or_reject!(string_arg(&path, "path"));
         try_or_reject!(crate::paths::TinkerPath::parse(&path).map_err(|e| input_error(&e)));
+        let o = try_or_reject!(Opts::new(
+            &params,
+            "setCheckpointTtlFromTinkerPath params",
+            &["ttl_seconds"]
+        ));
+        let ttl_seconds = o.get("ttl_seconds");
         let ttl = if ttl_seconds.is_null() || ttl_seconds.is_undefined() {
             None
         } else {
@@ -1720,7 +1710,7 @@ impl RestClient {
                 Some(t) if t.fract() == 0.0 && t > 0.0 => Some(t as u64),
                 _ => {
                     return reject(range_error(
-                        "ttlSeconds",
+                        "ttl_seconds",
                         format!(
                             "must be a positive integer or null, got {}",
                             describe(&ttl_seconds)
@@ -1758,28 +1748,28 @@ impl RestClient {
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
         #[wasm_bindgen(
-            unchecked_optional_param_type = "{ destinationProjectId?: string; ttlSeconds?: number; weightsAccessToken?: string }"
+            unchecked_optional_param_type = "{ destination_project_id?: string; ttl_seconds?: number; weights_access_token?: string }"
         )]
-        options: JsValue,
+        params: JsValue,
     ) -> Promise {
         let path = try_or_reject!(string_arg(&path, "path"));
         try_or_reject!(crate::paths::TinkerPath::parse(&path).map_err(|e| input_error(&e)));
         let o = try_or_reject!(Opts::new(
-            &options,
-            "copyWeights options",
-            &["destinationProjectId", "ttlSeconds", "weightsAccessToken"]
+            &params,
+            "copyWeights params",
+            &["destination_project_id", "ttl_seconds", "weights_access_token"]
         ));
-        let project = try_or_reject!(o.string("destinationProjectId"))
+        let project = try_or_reject!(o.string("destination_project_id"))
             .or_else(|| env_var("TINKER_PROJECT_ID"));
         let Some(project) = project else {
             return reject(type_error(
-                "destinationProjectId",
-                "provide destinationProjectId or set TINKER_PROJECT_ID",
+                "destination_project_id",
+                "provide destination_project_id or set TINKER_PROJECT_ID",
             ));
         };
         let (ttl, token) = (
-            try_or_reject!(o.uint("ttlSeconds", u64::MAX)),
-            try_or_reject!(o.string("weightsAccessToken")),
+            try_or_reject!(o.uint("ttl_seconds", u64::MAX)),
+            try_or_reject!(o.string("weights_access_token")),
         );
         self.run(RestCall::copy_weights(
             &path,
@@ -1793,12 +1783,12 @@ impl RestClient {
     #[wasm_bindgen(js_name = getSession, unchecked_return_type = "Promise<SessionInfo>")]
     pub fn get_session(
         &self,
-        #[wasm_bindgen(js_name = sessionId, unchecked_param_type = "string")] session_id: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "{ accessScope?: AccessScope }")]
-        options: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] session_id: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ access_scope?: AccessScope }")]
+        params: JsValue,
     ) -> Promise {
-        let id = try_or_reject!(string_arg(&session_id, "sessionId"));
-        let o = try_or_reject!(Opts::new(&options, "getSession options", &["accessScope"]));
+        let id = try_or_reject!(string_arg(&session_id, "session_id"));
+        let o = try_or_reject!(Opts::new(&params, "getSession params", &["access_scope"]));
         let sc = try_or_reject!(scope(&o));
         self.run(RestCall::get_session(&id, sc))
     }
@@ -1808,14 +1798,14 @@ impl RestClient {
     pub fn list_sessions_page(
         &self,
         #[wasm_bindgen(
-            unchecked_optional_param_type = "{ limit?: number; offset?: number; accessScope?: AccessScope }"
+            unchecked_optional_param_type = "{ limit?: number; offset?: number; access_scope?: AccessScope }"
         )]
-        options: JsValue,
+        params: JsValue,
     ) -> Promise {
         let o = try_or_reject!(Opts::new(
-            &options,
-            "listSessions options",
-            &["limit", "offset", "accessScope"]
+            &params,
+            "listSessions params",
+            &["limit", "offset", "access_scope"]
         ));
         let (limit, offset, sc) = (
             try_or_reject!(limit(&o, 20, 1000)),
@@ -1849,12 +1839,17 @@ impl RestClient {
     #[wasm_bindgen(js_name = assignSessionProject, unchecked_return_type = "Promise<void>")]
     pub fn assign_session_project(
         &self,
-        #[wasm_bindgen(js_name = sessionId, unchecked_param_type = "string")] session_id: JsValue,
-        #[wasm_bindgen(js_name = projectId, unchecked_param_type = "string")] project_id: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] session_id: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "{ project_id: string }")] params: JsValue,
     ) -> Promise {
+        let o = try_or_reject!(Opts::new(
+            &params,
+            "assignSessionProject params",
+            &["project_id"]
+        ));
         let (s, p) = (
-            try_or_reject!(string_arg(&session_id, "sessionId")),
-            try_or_reject!(string_arg(&project_id, "projectId")),
+            try_or_reject!(string_arg(&session_id, "session_id")),
+            try_or_reject!(string_arg(&o.get("project_id"), "project_id")),
         );
         self.run(RestCall::assign_session_project(&s, &p))
     }
@@ -1863,9 +1858,9 @@ impl RestClient {
     #[wasm_bindgen(js_name = exportSessionTrace, unchecked_return_type = "Promise<string>")]
     pub fn export_session_trace(
         &self,
-        #[wasm_bindgen(js_name = sessionId, unchecked_param_type = "string")] session_id: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] session_id: JsValue,
     ) -> Promise {
-        let s = try_or_reject!(string_arg(&session_id, "sessionId"));
+        let s = try_or_reject!(string_arg(&session_id, "session_id"));
         self.run(RestCall::export_session_trace(&s))
     }
 
@@ -1873,9 +1868,9 @@ impl RestClient {
     #[wasm_bindgen(js_name = getSampler, unchecked_return_type = "Promise<SamplerInfo>")]
     pub fn get_sampler(
         &self,
-        #[wasm_bindgen(js_name = samplerId, unchecked_param_type = "string")] sampler_id: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] sampler_id: JsValue,
     ) -> Promise {
-        let s = try_or_reject!(string_arg(&sampler_id, "samplerId"));
+        let s = try_or_reject!(string_arg(&sampler_id, "sampler_id"));
         self.run(RestCall::get_sampler(&s))
     }
 
@@ -1891,15 +1886,15 @@ impl RestClient {
     #[wasm_bindgen(js_name = getAuditLog, unchecked_return_type = "Promise<AuditLogResponse>")]
     pub fn get_audit_log(
         &self,
-        #[wasm_bindgen(unchecked_optional_param_type = "AuditLogOptions")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "AuditLogParams")] params: JsValue,
     ) -> Promise {
         let o = try_or_reject!(Opts::new(
-            &options,
-            "getAuditLog options",
-            &["eventType", "day"]
+            &params,
+            "getAuditLog params",
+            &["event_type", "day"]
         ));
         let (et, day) = (
-            try_or_reject!(o.string("eventType")).unwrap_or_else(|| "all".into()),
+            try_or_reject!(o.string("event_type")).unwrap_or_else(|| "all".into()),
             match o.get("day").dyn_ref::<js_sys::Date>() {
                 // A Date is its UTC day, as the server's window is.
                 Some(d) => Some(String::from(d.to_iso_string()).chars().take(10).collect()),
@@ -1913,11 +1908,16 @@ impl RestClient {
     #[wasm_bindgen(js_name = getBillingUsage, unchecked_return_type = "Promise<BillingUsageResponse>")]
     pub fn get_billing_usage(
         &self,
-        #[wasm_bindgen(js_name = startingOn, unchecked_param_type = "Date | string")]
-        starting_on: JsValue,
-        #[wasm_bindgen(js_name = endingBefore, unchecked_param_type = "Date | string")]
-        ending_before: JsValue,
+        #[wasm_bindgen(
+            unchecked_param_type = "{ starting_on: Date | string; ending_before: Date | string }"
+        )]
+        params: JsValue,
     ) -> Promise {
+        let o = try_or_reject!(Opts::new(
+            &params,
+            "getBillingUsage params",
+            &["starting_on", "ending_before"]
+        ));
         let iso = |v: &JsValue, f: &str| -> Result<String, JsValue> {
             if let Some(s) = v.as_string() {
                 return Ok(s);
@@ -1931,8 +1931,8 @@ impl RestClient {
             ))
         };
         let (a, b) = (
-            try_or_reject!(iso(&starting_on, "startingOn")),
-            try_or_reject!(iso(&ending_before, "endingBefore")),
+            try_or_reject!(iso(&o.get("starting_on"), "starting_on")),
+            try_or_reject!(iso(&o.get("ending_before"), "ending_before")),
         );
         self.run(Ok(RestCall::get_billing_usage(&a, &b)))
     }
@@ -1941,8 +1941,14 @@ impl RestClient {
     #[wasm_bindgen(js_name = getCurrentCheckpointStorageUsage, unchecked_return_type = "Promise<CurrentCheckpointStorageUsageResponse>")]
     pub fn get_current_checkpoint_storage_usage(
         &self,
-        #[wasm_bindgen(js_name = projectId)] project_id: Option<String>,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ project_id?: string }")] params: JsValue,
     ) -> Promise {
+        let o = try_or_reject!(Opts::new(
+            &params,
+            "getCurrentCheckpointStorageUsage params",
+            &["project_id"]
+        ));
+        let project_id = try_or_reject!(o.string("project_id"));
         self.run(Ok(RestCall::get_current_checkpoint_storage_usage(
             project_id.as_deref(),
         )))

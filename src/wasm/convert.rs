@@ -559,10 +559,16 @@ impl Opts {
         let own = keys(v);
         for k in &own {
             if !allowed.contains(&k.as_str()) && !get_str(v, k).is_undefined() {
+                // Request options go in the last argument (openai-node's convention).
+                let hint = if REQUEST_OPTIONS.contains(&k.as_str()) {
+                    " (request options such as signal and timeout go in the next argument)"
+                } else {
+                    ""
+                };
                 return Err(type_error(
                     k,
                     format!(
-                        "unknown option for {what}; expected one of: {}",
+                        "unknown option for {what}; expected one of: {}{hint}",
                         allowed.join(", ")
                     ),
                 ));
@@ -689,6 +695,14 @@ impl Opts {
         };
         Call::new(self.get("signal"), timeout)
     }
+}
+
+/// The per-call request options, every call's last argument.
+pub const REQUEST_OPTIONS: &[&str] = &["signal", "timeout"];
+
+/// Reads a call's request options (`{ signal, timeout }`, camelCase) as a `Call`.
+pub fn request_options(v: &JsValue, method: &str) -> Result<Call, JsValue> {
+    Opts::new(v, &format!("{method} options"), REQUEST_OPTIONS)?.call()
 }
 
 /// JSON value of a JS value (through `JSON.stringify`, so only JSON data survives).
@@ -1930,7 +1944,7 @@ pub fn sampling_params(v: &JsValue) -> Result<crate::types::SamplingParams, JsVa
     use crate::types::{SamplingParams, StopCondition};
     let o = Opts::new(
         v,
-        "samplingParams",
+        "sampling_params",
         &[
             "max_tokens",
             "seed",

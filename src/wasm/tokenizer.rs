@@ -83,29 +83,29 @@ export interface TokenizerFromURLOptions {
 
 export interface EncodeOptions {
   /** Add the post-processor's special tokens (e.g. a BOS token). Default `false`. */
-  addSpecialTokens?: boolean;
+  add_special_tokens?: boolean;
   /** Tokenize special tokens written in the text (`<|im_end|>`, …) as ordinary text instead of matching them (non-special added tokens still match): transformers' `split_special_tokens=True`, tokenizers' `encode_special_tokens = True`, tiktoken's `encode_ordinary`. Default `false`. */
-  splitSpecialTokens?: boolean;
+  split_special_tokens?: boolean;
 }
 
 export interface DecodeOptions {
   /** Leave out special tokens (`<|im_end|>`, …). Default `false`. */
-  skipSpecialTokens?: boolean;
+  skip_special_tokens?: boolean;
 }
 
 export interface ChatTemplateOptions {
   /** Append the header of a new assistant turn. Default `false`. */
-  addGenerationPrompt?: boolean;
+  add_generation_prompt?: boolean;
   /** End the rendering right after the final message's content (for prefill). Default `false`. */
-  continueFinalMessage?: boolean;
+  continue_final_message?: boolean;
   /** Tool definitions (JSON schema objects), passed to the template as `tools`. */
   tools?: Array<Record<string, unknown>> | null;
   /** Documents, passed to the template as `documents`. */
   documents?: Array<Record<string, unknown>> | null;
   /** A template name (e.g. `'tool_use'`) or a template source. */
-  chatTemplate?: string;
+  chat_template?: string;
   /** More template variables, as Python's `**kwargs` (e.g. `{ enable_thinking: false }`). */
-  templateKwargs?: Record<string, unknown>;
+  template_kwargs?: Record<string, unknown>;
   /** "Now" for `strftime_now` (default: the current time). */
   now?: Date | number;
 }
@@ -318,7 +318,7 @@ pub(super) fn set(o: &Object, k: &str, v: &JsValue) {
 ///   { configURL: 'https://example.com/qwen3/tokenizer_config.json', cache: true });
 /// const ids = tok.encode('Hello world');          // Uint32Array [9707, 1879]
 /// tok.decode(ids);                                // 'Hello world'
-/// tok.applyChatTemplate([{ role: 'user', content: 'Hi' }], { addGenerationPrompt: true });
+/// tok.applyChatTemplate([{ role: 'user', content: 'Hi' }], { add_generation_prompt: true });
 /// ```
 #[wasm_bindgen(js_name = Tokenizer)]
 pub struct JsTokenizer {
@@ -493,7 +493,7 @@ impl JsTokenizer {
     /// Loads a tiktoken vocabulary: the contents of a `.tiktoken` ranks file
     /// (`base64-token rank` per line), with its split regex and special tokens. Encodes
     /// exactly as `tiktoken`: `encode(text, allowed_special="all")`, or `encode_ordinary`
-    /// with `splitSpecialTokens`; decodes as `decode(errors="replace")`. `vocabSize` is
+    /// with `split_special_tokens`; decodes as `decode(errors="replace")`. `vocabSize` is
     /// `n_vocab`; `idToToken`/`tokenToId` use the byte-level form (`'Ġworld'`).
     ///
     /// ```js
@@ -698,13 +698,13 @@ impl JsTokenizer {
         crate::wasm::general::preload().await
     }
 
-    /// Encodes text to token ids. With `splitSpecialTokens`, special tokens written in
+    /// Encodes text to token ids. With `split_special_tokens`, special tokens written in
     /// the text are tokenized as text (as the cookbook's Qwen3 renderers encode content).
     ///
     /// ```js
     /// tok.encode('Hello world');  // Uint32Array [9707, 1879]
     /// tok.encode('<|im_end|>');   // Uint32Array [151645]
-    /// tok.encode('<|im_end|>', { splitSpecialTokens: true });  // the text's tokens: '<', '|', 'im', '_end', '|', '>'
+    /// tok.encode('<|im_end|>', { split_special_tokens: true });  // the text's tokens: '<', '|', 'im', '_end', '|', '>'
     /// ```
     pub fn encode(
         &self,
@@ -761,8 +761,8 @@ impl JsTokenizer {
         #[wasm_bindgen(unchecked_param_type = "Uint32Array | ArrayLike<number>")] ids: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "DecodeOptions")] options: JsValue,
     ) -> Result<String, JsValue> {
-        let o = Opts::new(&options, "options", &["skipSpecialTokens"])?;
-        let skip = o.bool("skipSpecialTokens")?.unwrap_or(false);
+        let o = Opts::new(&options, "options", &["skip_special_tokens"])?;
+        let skip = o.bool("skip_special_tokens")?.unwrap_or(false);
         Ok(self.inner.decode(&ids_of(&ids, "ids")?, skip))
     }
 
@@ -872,7 +872,7 @@ impl JsTokenizer {
     /// `tokenizer.apply_chat_template(messages, tokenize=False, ...)`.
     ///
     /// ```js
-    /// tok.applyChatTemplate([{ role: 'user', content: 'Hi' }], { addGenerationPrompt: true });
+    /// tok.applyChatTemplate([{ role: 'user', content: 'Hi' }], { add_generation_prompt: true });
     /// // '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n'
     /// ```
     #[wasm_bindgen(js_name = applyChatTemplate)]
@@ -925,11 +925,11 @@ fn encode_options(options: &JsValue) -> Result<core::EncodeOptions, JsValue> {
     let o = Opts::new(
         options,
         "options",
-        &["addSpecialTokens", "splitSpecialTokens"],
+        &["add_special_tokens", "split_special_tokens"],
     )?;
     Ok(core::EncodeOptions {
-        add_special_tokens: o.bool("addSpecialTokens")?.unwrap_or(false),
-        split_special_tokens: o.bool("splitSpecialTokens")?.unwrap_or(false),
+        add_special_tokens: o.bool("add_special_tokens")?.unwrap_or(false),
+        split_special_tokens: o.bool("split_special_tokens")?.unwrap_or(false),
     })
 }
 
@@ -948,12 +948,12 @@ fn chat_args(
         options,
         "options",
         &[
-            "addGenerationPrompt",
-            "continueFinalMessage",
+            "add_generation_prompt",
+            "continue_final_message",
             "tools",
             "documents",
-            "chatTemplate",
-            "templateKwargs",
+            "chat_template",
+            "template_kwargs",
             "now",
         ],
     )?;
@@ -970,7 +970,7 @@ fn chat_args(
         }
         to_json(&v, &o.field(key)).map(Some)
     };
-    let extra = match o.get("templateKwargs") {
+    let extra = match o.get("template_kwargs") {
         v if v.is_undefined() || v.is_null() => serde_json::Map::new(),
         v => match to_json(&v, "options.templateKwargs")? {
             serde_json::Value::Object(m) => m,
@@ -1001,11 +1001,11 @@ fn chat_args(
     Ok((
         msgs,
         core::ChatTemplateOptions {
-            add_generation_prompt: o.bool("addGenerationPrompt")?.unwrap_or(false),
-            continue_final_message: o.bool("continueFinalMessage")?.unwrap_or(false),
+            add_generation_prompt: o.bool("add_generation_prompt")?.unwrap_or(false),
+            continue_final_message: o.bool("continue_final_message")?.unwrap_or(false),
             tools: json_opt("tools")?,
             documents: json_opt("documents")?,
-            chat_template: o.string("chatTemplate")?,
+            chat_template: o.string("chat_template")?,
             extra,
             now_unix_secs: Some((now_ms / 1000.0).floor() as i64),
         },

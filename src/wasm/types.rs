@@ -73,8 +73,8 @@ export interface SessionState {
   nextSamplingSessionSeqId?: number;
 }
 
-/** Options every call accepts. */
-export interface CallOptions {
+/** Request options, every call's last argument (camelCase, as openai-node's). */
+export interface RequestOptions {
   /** Aborts the call: waiting stops and the promise rejects with `APIUserAbortError`.
    *  A request already being submitted finishes submitting first (so the server's order stays intact). */
   signal?: AbortSignal;
@@ -113,10 +113,10 @@ export interface Datum {
 /** Loss functions the API knows. */
 export type LossFn = 'cross_entropy' | 'importance_sampling' | 'ppo' | 'cispo' | 'dro' | 'gspo' | 'stable_reinforce' | 'custom';
 
-/** Options of `forward` / `forwardBackward`. */
-export interface ForwardOptions extends CallOptions {
+/** Parameters of `forward` / `forwardBackward` (after the data and the loss function). */
+export interface ForwardParams {
   /** Loss function settings, e.g. `{ clip_low_threshold: 0.8 }` for `ppo`, `{ beta: 0.05 }` for `dro`. */
-  lossFnConfig?: Record<string, number | string>;
+  loss_fn_config?: Record<string, number | string>;
 }
 
 /** A tensor as the SDK returns it (float32 data as `Float32Array`, int64 as `number[]`). */
@@ -177,37 +177,37 @@ export interface OptimStepResponse {
   metrics?: Record<string, number>;
 }
 
-/** Options of `createLoraTrainingClient`. */
-export interface CreateLoraTrainingClientOptions extends CallOptions {
+/** Parameters of `createLoraTrainingClient` (Python's names). */
+export interface CreateLoraTrainingClientParams {
   /** The base model, e.g. "Qwen/Qwen3-8B". */
-  baseModel: string;
+  base_model: string;
   /** LoRA rank, a positive power of two (default 32). */
   rank?: number;
   /** Initialisation seed (random by default). */
   seed?: number;
-  trainMlp?: boolean;
-  trainAttn?: boolean;
-  trainUnembed?: boolean;
-  userMetadata?: Record<string, string>;
+  train_mlp?: boolean;
+  train_attn?: boolean;
+  train_unembed?: boolean;
+  user_metadata?: Record<string, string>;
   /** Optimizer family, `{ type: 'adamw' }` (default) or `{ type: 'dimuon', version: 1 }`. */
   optimizer?: { type: string; [key: string]: unknown };
 }
 
-/** Options of `createTrainingClientFromState(WithOptimizer)`. */
-export interface CreateFromStateOptions extends CallOptions {
-  baseModel?: string;
-  userMetadata?: Record<string, string>;
-  weightsAccessToken?: string;
+/** Parameters of `createTrainingClientFromState(WithOptimizer)` (after the path). */
+export interface CreateTrainingClientFromStateParams {
+  base_model?: string;
+  user_metadata?: Record<string, string>;
+  weights_access_token?: string;
   /** Only without optimizer state. */
   optimizer?: { type: string; [key: string]: unknown };
 }
 
-/** Options of `saveState`. */
-export interface SaveStateOptions extends CallOptions {
+/** Parameters of `saveState` (after the name). */
+export interface SaveStateParams {
   /** Seconds until the checkpoint expires (3600 … 10 years). */
-  ttlSeconds?: number;
+  ttl_seconds?: number;
   overwrite?: boolean;
-  userMetadata?: Record<string, string>;
+  user_metadata?: Record<string, string>;
 }
 
 /** Model information (`get_info`, wire field names). */
@@ -220,25 +220,25 @@ export interface ModelInfo {
   [key: string]: unknown;
 }
 
-/** Sampling retry behaviour (durations in ms). */
+/** Sampling retry behaviour: Python's `RetryConfig`, durations in seconds as there. */
 export interface RetryConfig {
-  maxConnections?: number;
-  progressTimeout?: number;
-  retryDelayBase?: number;
-  retryDelayMax?: number;
-  jitterFactor?: number;
-  enableRetryLogic?: boolean;
-  enableStuckDetection?: boolean;
+  max_connections?: number;
+  progress_timeout?: number;
+  retry_delay_base?: number;
+  retry_delay_max?: number;
+  jitter_factor?: number;
+  enable_retry_logic?: boolean;
+  enable_stuck_detection?: boolean;
 }
 
-/** Options of `ServiceClient.createSamplingClient`: give `modelPath` or `baseModel`. */
-export interface CreateSamplingClientOptions extends CallOptions {
+/** Parameters of `ServiceClient.createSamplingClient`: give `model_path` or `base_model`. */
+export interface CreateSamplingClientParams {
   /** Saved sampler weights, `tinker://…/sampler_weights/…`. */
-  modelPath?: string;
+  model_path?: string;
   /** A base model, e.g. "Qwen/Qwen3-8B". */
-  baseModel?: string;
-  retryConfig?: RetryConfig;
-  recordStabilityInfo?: boolean;
+  base_model?: string;
+  retry_config?: RetryConfig;
+  record_stability_info?: boolean;
 }
 
 /** Sampling parameters (wire names). */
@@ -253,19 +253,19 @@ export interface SamplingParams {
   top_p?: number;
 }
 
-/** Options of `sample`. */
-export interface SampleOptions extends CallOptions {
+/** Parameters of `sample` (the wire's and Python's names). */
+export interface SampleParams {
   prompt: ModelInput | Uint32Array | Int32Array | ArrayLike<number>;
   /** Default 1. */
-  numSamples?: number;
-  samplingParams?: SamplingParams;
-  includePromptLogprobs?: boolean;
-  topkPromptLogprobs?: number;
-  topkSampleLogprobs?: number;
+  num_samples?: number;
+  sampling_params?: SamplingParams;
+  include_prompt_logprobs?: boolean;
+  topk_prompt_logprobs?: number;
+  topk_sample_logprobs?: number;
   /** Token ids to score per prompt position: int64 `[len(prompt) - 1, K]`, -1 for none. */
-  targetPromptLogprobs?: TensorData;
-  promptAltTokensK?: number;
-  promptLogprobsLastN?: number;
+  target_prompt_logprobs?: TensorData;
+  prompt_alt_tokens_k?: number;
+  prompt_logprobs_last_n?: number;
 }
 
 /** One sampled sequence. */
@@ -355,10 +355,10 @@ export interface AuditLogEntry {
   [key: string]: unknown;
 }
 
-/** Options of `getAuditLog`. */
-export interface AuditLogOptions {
+/** Parameters of `getAuditLog`. */
+export interface AuditLogParams {
   /** Which resource's events (default `'all'`). */
-  eventType?: 'all' | 'checkpoints' | 'projects' | 'teams' | 'organizations';
+  event_type?: 'all' | 'checkpoints' | 'projects' | 'teams' | 'organizations';
   /** The UTC day to query, midnight to midnight (default: today): `'2026-01-15'`, or a Date (its UTC day). */
   day?: string | Date;
 }
@@ -437,11 +437,11 @@ export interface ExternalWeightsUrls {
   expires: string;
 }
 
-export interface ListTrainingRunsOptions {
+export interface ListTrainingRunsParams {
   limit?: number;
   offset?: number;
-  accessScope?: AccessScope;
-  projectId?: string;
+  access_scope?: AccessScope;
+  project_id?: string;
 }
 
 export interface SessionSearchRequest {

@@ -22,7 +22,7 @@ const cpu = () => {
 const out = (o) => console.log(JSON.stringify(o));
 
 // The sample workload: a 4-token prompt, 4 new tokens, a per-call seed.
-const sampleArgs = (i) => ({ prompt: [100 + (i % 50), 200, 300, 400], samplingParams: { max_tokens: 4, seed: i } });
+const sampleArgs = (i) => ({ prompt: [100 + (i % 50), 200, 300, 400], sampling_params: { max_tokens: 4, seed: i } });
 
 // The SFT workload: BATCH sequences of LEN tokens, loss on the second half.
 function sftTokens(batch, len) {
@@ -43,7 +43,7 @@ if (mode === 'sample') {
   // `fetch`: the global fetch (undici) given as options.fetch, for comparison.
   const fetch = transport === 'fetch' ? globalThis.fetch : undefined;
   const svc = new tinker.ServiceClient({ apiKey: API_KEY, baseURL: url, fetch });
-  const s = await svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });
+  const s = await svc.createSamplingClient({ base_model: 'Qwen/Qwen3-8B' });
   let tokens = 0;
   const one = async (i) => {
     const r = await s.sample(sampleArgs(i));
@@ -61,7 +61,7 @@ if (mode === 'sample') {
   const [url, steps, batch, len] = [args[0], +args[1], +args[2], +args[3]];
   const tinker = await import(PKG);
   const svc = new tinker.ServiceClient({ apiKey: API_KEY, baseURL: url });
-  const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 8, seed: 1 });
+  const tc = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 8, seed: 1 });
   const w = sftWeights(len + 1);
   const data = sftTokens(batch, len + 1).map((t) => tinker.datumFromTokens(t, { weights: w }));
   const step = async () => {
@@ -114,7 +114,7 @@ if (mode === 'sample') {
   const tinker = await import(variant === 'lite' ? 'tinker-wasm/lite' : 'tinker-wasm');
   const tImport = performance.now();
   const svc = new tinker.ServiceClient({ apiKey: API_KEY, baseURL: url });
-  const s = await svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });
+  const s = await svc.createSamplingClient({ base_model: 'Qwen/Qwen3-8B' });
   await s.sample(sampleArgs(0));
   const tFirst = performance.now();
   await svc.close();
@@ -126,7 +126,7 @@ if (mode === 'sample') {
   const mem = tinker.__benchWasmMemoryBytes;
   if (typeof mem !== 'function') throw new Error('pkg/ has no __benchWasmMemoryBytes: rebuild it (make wasm)');
   const svc = new tinker.ServiceClient({ apiKey: API_KEY, baseURL: url });
-  const s = await svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });
+  const s = await svc.createSamplingClient({ base_model: 'Qwen/Qwen3-8B' });
   const points = [{ calls: 0, wasm_bytes: mem(), rss_bytes: process.memoryUsage().rss, heap_bytes: process.memoryUsage().heapUsed }];
   const t0 = performance.now();
   for (let done = 0; done < total; ) {

@@ -52,7 +52,7 @@ async function main() {
 
   await mark('create_lora');
   const lora = S.lora;
-  const tc = await sc.createLoraTrainingClient({ baseModel: S.base_model, rank: lora.rank, seed: lora.seed, userMetadata: lora.user_metadata });
+  const tc = await sc.createLoraTrainingClient({ base_model: S.base_model, rank: lora.rank, seed: lora.seed, user_metadata: lora.user_metadata });
   RESULTS.model_id = tc.modelId;
 
   for (let i = 0; i < S.sft_steps; i++) {
@@ -80,7 +80,7 @@ async function main() {
   {
     const p = S.ppo;
     const rl = datum(p.tokens, null, { logprobs: f32(p.logprobs), advantages: f32(p.advantages) });
-    const fb = tc.forwardBackward([rl], 'ppo', { lossFnConfig: p.config });
+    const fb = tc.forwardBackward([rl], 'ppo', { loss_fn_config: p.config });
     const op = tc.optimStep(S.adam_full);
     RESULTS.ppo = summary(await fb);
     await op;
@@ -101,7 +101,7 @@ async function main() {
   }
 
   await mark('save_state');
-  const pState = (await tc.saveState(names.state, { ttlSeconds: names.state_ttl, userMetadata: { k: 'v' } })).path;
+  const pState = (await tc.saveState(names.state, { ttl_seconds: names.state_ttl, user_metadata: { k: 'v' } })).path;
   RESULTS.p_state = pState;
 
   await mark('from_state_with_optimizer');
@@ -116,7 +116,7 @@ async function main() {
   }
 
   await mark('from_state');
-  const weightsOnly = await sc.createTrainingClientFromState(pState, { userMetadata: { from: 'state' } });
+  const weightsOnly = await sc.createTrainingClientFromState(pState, { user_metadata: { from: 'state' } });
 
   await mark('load_state');
   await weightsOnly.loadState(pState);
@@ -125,11 +125,11 @@ async function main() {
   await weightsOnly.loadStateWithOptimizer(pState);
 
   await mark('save_sampler');
-  const pSamp = (await tc.saveWeightsForSampler(names.sampler, { ttlSeconds: 3600 })).path;
+  const pSamp = (await tc.saveWeightsForSampler(names.sampler, { ttl_seconds: 3600 })).path;
   RESULTS.p_samp = pSamp;
 
   await mark('sampling_client');
-  const s = await sc.createSamplingClient({ modelPath: pSamp });
+  const s = await sc.createSamplingClient({ model_path: pSamp });
 
   await mark('training_sampling_client');
   const sTc = await tc.createSamplingClient(pSamp);
@@ -139,18 +139,18 @@ async function main() {
     await mark(`sample_${i}`);
     const r = await s.sample({
       prompt,
-      numSamples: spec.num_samples,
-      samplingParams: spec.params,
-      ...(spec.include_prompt_logprobs !== undefined && { includePromptLogprobs: spec.include_prompt_logprobs }),
-      ...(spec.topk_prompt_logprobs !== undefined && { topkPromptLogprobs: spec.topk_prompt_logprobs }),
-      ...(spec.topk_sample_logprobs !== undefined && { topkSampleLogprobs: spec.topk_sample_logprobs }),
-      ...(spec.prompt_logprobs_last_n !== undefined && { promptLogprobsLastN: spec.prompt_logprobs_last_n }),
+      num_samples: spec.num_samples,
+      sampling_params: spec.params,
+      ...(spec.include_prompt_logprobs !== undefined && { include_prompt_logprobs: spec.include_prompt_logprobs }),
+      ...(spec.topk_prompt_logprobs !== undefined && { topk_prompt_logprobs: spec.topk_prompt_logprobs }),
+      ...(spec.topk_sample_logprobs !== undefined && { topk_sample_logprobs: spec.topk_sample_logprobs }),
+      ...(spec.prompt_logprobs_last_n !== undefined && { prompt_logprobs_last_n: spec.prompt_logprobs_last_n }),
     });
     RESULTS[`sample_${i}`] = sampleSummary(r);
   }
 
   await mark('sample_from_training_sampling_client');
-  RESULTS.sample_tc = sampleSummary(await sTc.sample({ prompt, numSamples: 1, samplingParams: { max_tokens: 4, seed: 5 } }));
+  RESULTS.sample_tc = sampleSummary(await sTc.sample({ prompt, num_samples: 1, sampling_params: { max_tokens: 4, seed: 5 } }));
 
   await mark('compute_logprobs');
   RESULTS.compute_logprobs = await s.computeLogprobs(tinker.ModelInput.fromInts(S.logprobs_prompt));
@@ -159,13 +159,13 @@ async function main() {
   const s2 = await tc.saveWeightsAndGetSamplingClient();
 
   await mark('sample_after_save');
-  RESULTS.sample_after_save = sampleSummary(await s2.sample({ prompt, numSamples: 2, samplingParams: { max_tokens: 5, seed: 21 } }));
+  RESULTS.sample_after_save = sampleSummary(await s2.sample({ prompt, num_samples: 2, sampling_params: { max_tokens: 5, seed: 21 } }));
 
   await mark('base_sampling_client');
-  const base = await sc.createSamplingClient({ baseModel: S.base_model });
+  const base = await sc.createSamplingClient({ base_model: S.base_model });
 
   await mark('sample_base');
-  RESULTS.sample_base = sampleSummary(await base.sample({ prompt, numSamples: 1, samplingParams: { max_tokens: 5, seed: 22 } }));
+  RESULTS.sample_base = sampleSummary(await base.sample({ prompt, num_samples: 1, sampling_params: { max_tokens: 5, seed: 22 } }));
 
   await mark('save_external');
   const pExt = (await tc.saveWeightsExternal(names.external)).path;
@@ -190,7 +190,7 @@ async function main() {
   }
 
   await mark('list_training_runs_accessible');
-  await rc.listTrainingRunsPage({ limit: 5, offset: 0, accessScope: 'accessible' });
+  await rc.listTrainingRunsPage({ limit: 5, offset: 0, access_scope: 'accessible' });
 
   await mark('get_training_run');
   RESULTS.run = (await rc.getTrainingRun(tc.modelId)).training_run_id;
@@ -220,19 +220,19 @@ async function main() {
   await rc.unpublishCheckpointFromTinkerPath(pState);
 
   await mark('ttl_set');
-  await rc.setCheckpointTtlFromTinkerPath(pState, 7200);
+  await rc.setCheckpointTtlFromTinkerPath(pState, { ttl_seconds: 7200 });
 
   await mark('ttl_clear');
-  await rc.setCheckpointTtlFromTinkerPath(pState, null);
+  await rc.setCheckpointTtlFromTinkerPath(pState, { ttl_seconds: null });
 
   await mark('external_weights_urls');
   RESULTS.external_files = Object.keys((await rc.getExternalWeightsUrls(pExt)).urls).sort();
 
   await mark('rest_copy_weights');
-  const copied = await rc.copyWeights(pState, { destinationProjectId: S.copy_project });
+  const copied = await rc.copyWeights(pState, { destination_project_id: S.copy_project });
 
   await mark('service_copy_weights');
-  await sc.copyWeights(pSamp, { ttlSeconds: 3600 });
+  await sc.copyWeights(pSamp, { ttl_seconds: 3600 });
 
   await mark('weights_info_of_copy');
   await rc.getWeightsInfoByTinkerPath(copied);
@@ -261,7 +261,7 @@ async function main() {
   RESULTS.sampler_base_model = (await rc.getSampler(s.samplingSessionId)).base_model;
 
   await mark('assign_session_project');
-  await rc.assignSessionProject(sid, S.assign_project);
+  await rc.assignSessionProject(sid, { project_id: S.assign_project });
 
   await mark('search_sessions');
   const req = { limit: 1 };
@@ -285,19 +285,19 @@ async function main() {
   await rc.getAuditLog();
 
   await mark('audit_log_filtered');
-  await rc.getAuditLog({ eventType: 'checkpoints', day: S.audit_day });
+  await rc.getAuditLog({ event_type: 'checkpoints', day: S.audit_day });
 
   await mark('billing_usage');
-  await rc.getBillingUsage(S.billing.starting_on, S.billing.ending_before);
+  await rc.getBillingUsage({ starting_on: S.billing.starting_on, ending_before: S.billing.ending_before });
 
   await mark('storage_usage');
   await rc.getCurrentCheckpointStorageUsage();
 
   await mark('storage_usage_project');
-  await rc.getCurrentCheckpointStorageUsage(S.copy_project);
+  await rc.getCurrentCheckpointStorageUsage({ project_id: S.copy_project });
 
   await mark('close');
-  await sc.close('success');
+  await sc.close({ status: 'success' });
 
   await mark('end');
   writeFileSync(OUT, JSON.stringify(RESULTS));

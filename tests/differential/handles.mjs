@@ -12,7 +12,7 @@ let input = '';
 for await (const chunk of process.stdin) input += chunk;
 const { handle, apiKey, prompt, params } = JSON.parse(input);
 const sampler = tinker.SamplingClient.fromSamplerHandle(handle, { apiKey, heartbeat: false, telemetry: false });
-const r = await sampler.sample({ prompt, samplingParams: params });
+const r = await sampler.sample({ prompt, sampling_params: params });
 const own = sampler.getSamplerHandle();
 await sampler.close();
 process.stdout.write(JSON.stringify({ tokens: Array.from(r.sequences[0].tokens), baseModel: sampler.baseModel, handle: own }));

@@ -36,7 +36,7 @@ test(`wasm memory is flat over ${CALLS} calls after a warm-up`, { timeout: 600_0
   const one = async (i) => {
     const ids = tok.encode(text + i);
     checksum += tok.decode(ids).length;
-    const d = tinker.datumFromTokens(Array.from(ids), { promptLength: 2 });
+    const d = tinker.datumFromTokens(Array.from(ids), { prompt_length: 2 });
     checksum += d.loss_fn_inputs.weights.data.length;
     checksum += tinker.ModelInput.fromInts(ids).chunks[0].tokens.length;
     try {
@@ -67,10 +67,10 @@ test(`wasm memory is flat over ${CALLS} calls after a warm-up`, { timeout: 600_0
 
 test('free() and Symbol.dispose while a call is in flight: the call settles, the module keeps working', { timeout: 120_000 }, async () => {
   const service = () => new tinker.ServiceClient({ apiKey: 'tml-lifetime', baseURL: sim.url, heartbeat: false, telemetry: false });
-  const data = [tinker.datumFromTokens([5, 6, 7, 8], { promptLength: 1 })];
+  const data = [tinker.datumFromTokens([5, 6, 7, 8], { prompt_length: 1 })];
   const svc = service();
-  const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 8, seed: 2 });
-  const sampler = await svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });
+  const tc = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 8, seed: 2 });
+  const sampler = await svc.createSamplingClient({ base_model: 'Qwen/Qwen3-8B' });
   await admin('config', { future_delay_ms: 300 });
   const settled = (p) => withTimeout(p.then((v) => ({ ok: true, v }), (e) => ({ ok: false, e })), 30_000, 'the in-flight call');
   try {
@@ -91,14 +91,14 @@ test('free() and Symbol.dispose while a call is in flight: the call settles, the
     assert.throws(() => tc.forwardBackward(data, 'cross_entropy'), Error);
     // A SamplingClient disposed mid-sample (Symbol.dispose = free).
     assert.equal(typeof sampler[Symbol.dispose], 'function');
-    const s = sampler.sample({ prompt: [5, 6], numSamples: 2, samplingParams: { max_tokens: 3, seed: 1 } });
+    const s = sampler.sample({ prompt: [5, 6], num_samples: 2, sampling_params: { max_tokens: 3, seed: 1 } });
     sampler[Symbol.dispose]();
     const sr = await settled(s);
     assert.ok(sr.ok, `sample settled with ${sr.e}`);
     assert.equal(sr.v.sequences.length, 2);
     // The ServiceClient itself freed while one of its calls is in flight.
     const svc2 = service();
-    const pending = svc2.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 8, seed: 3 });
+    const pending = svc2.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 8, seed: 3 });
     svc2[Symbol.dispose]();
     const pr = await settled(pending);
     assert.ok(pr.ok, `createLoraTrainingClient settled with ${pr.e}`);
@@ -110,7 +110,7 @@ test('free() and Symbol.dispose while a call is in flight: the call settles, the
     await admin('config', { future_delay_ms: 10 });
   }
   // The module and the other objects still work: a new training client trains, in order.
-  const tc2 = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 8, seed: 4 });
+  const tc2 = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 8, seed: 4 });
   const [out] = await Promise.all([tc2.forwardBackward(data, 'cross_entropy'), tc2.optimStep({ learning_rate: 0.01 })]);
   assert.ok(Number.isFinite(out.metrics['loss:sum']));
   const model = await admin(`models/${encodeURIComponent(tc2.modelId)}`);

@@ -14,6 +14,6 @@ test('TINKER_TAGS reach create_session deduplicated and sorted', async () => {
   };
   const c = new tinker.ServiceClient({ apiKey: 'tml-env-test', baseURL: 'http://127.0.0.1:9', fetch, heartbeat: false, telemetry: false, maxRetries: 0 });
   delete process.env.TINKER_TAGS;
-  await assert.rejects(c.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B' }), tinker.BadRequestError);
+  await assert.rejects(c.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B' }), tinker.BadRequestError);
   assert.deepEqual(sessionBody.tags, ['alpha', 'mid', 'zeta']);
 });

@@ -17,7 +17,7 @@ test('a restored SamplingClient clears its timers on close() and when garbage-co
   const json = (body) => new Response(JSON.stringify(body), { status: 200, headers: { 'content-type': 'application/json' } });
   const fetch = async (url) => (url.endsWith('/create_session') ? json({ session_id: 's-gc', type: 'create_session' }) : json({}));
   const svc = new tinker.ServiceClient({ apiKey: 'tml-gc-test', baseURL: 'http://127.0.0.1:9', fetch, heartbeat: false, telemetry: false });
-  const maker = await svc.samplingClient('s-gc:sample:0', { baseModel: 'Qwen/Qwen3-8B' });
+  const maker = await svc.samplingClient('s-gc:sample:0', { base_model: 'Qwen/Qwen3-8B' });
   const handle = maker.getSamplerHandle();
   const base = timers();
   const opts = { apiKey: 'tml-gc-test', fetch, telemetry: false };

@@ -79,17 +79,17 @@ test('the key and JWTs never reach errors, logs, telemetry or the request log', 
   // (500, 429), log (deprecation notes) and report (telemetry).
   await admin('config', { faults: '401:0.2,500:0.1,429ms:0.1:5,deprecation:0.5' });
   const svc = service();
-  const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 8, seed: 1 });
-  const data = [tinker.datumFromTokens([10, 11, 12, 13, 14], { promptLength: 2 })];
+  const tc = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 8, seed: 1 });
+  const data = [tinker.datumFromTokens([10, 11, 12, 13, 14], { prompt_length: 2 })];
   for (let i = 0; i < 3; i++) await Promise.all([tc.forwardBackward(data, 'cross_entropy'), tc.optimStep({ learning_rate: 0.01 })]);
   const sampler = await tc.saveWeightsAndGetSamplingClient();
-  await sampler.sample({ prompt: [10, 11], numSamples: 2, samplingParams: { max_tokens: 4, seed: 1 } });
+  await sampler.sample({ prompt: [10, 11], num_samples: 2, sampling_params: { max_tokens: 4, seed: 1 } });
   const rest = svc.restClient();
   await rest.listTrainingRunsPage({ limit: 5 });
   await admin('config', { faults: '' });
 
   // Errors of every kind, with the credentials in play.
-  await failing('401 (a wrong key)', () => new tinker.ServiceClient({ apiKey: 'tml-wrong-key', baseURL: sim.url, fetch: watching, heartbeat: false, telemetry: false, maxRetries: 0 }).createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B' }), (e) => e instanceof tinker.AuthenticationError);
+  await failing('401 (a wrong key)', () => new tinker.ServiceClient({ apiKey: 'tml-wrong-key', baseURL: sim.url, fetch: watching, heartbeat: false, telemetry: false, maxRetries: 0 }).createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B' }), (e) => e instanceof tinker.AuthenticationError);
   // 5xx and connection errors are retried for the Python SDK's 300 s holder window, so
   // their final errors are too slow for a test; the status errors below share their code.
   await admin('config', { future_delay_ms: 400 });
@@ -97,7 +97,7 @@ test('the key and JWTs never reach errors, logs, telemetry or the request log', 
   await admin('config', { future_delay_ms: 10 });
   await failing('404', () => rest.getTrainingRun('no-such-run'), (e) => e instanceof tinker.NotFoundError);
   const ac = new AbortController();
-  const pending = tc.forwardBackward(data, 'cross_entropy', { signal: ac.signal });
+  const pending = tc.forwardBackward(data, 'cross_entropy', {}, { signal: ac.signal });
   ac.abort();
   await failing('abort', () => pending, (e) => e instanceof tinker.APIUserAbortError);
   // A hostile server that echoes the credential in its headers and error body.
@@ -106,9 +106,9 @@ test('the key and JWTs never reach errors, logs, telemetry or the request log', 
     return new Response(JSON.stringify({ detail: `bad key ${cred}`, key: cred }), { status, headers: { 'content-type': 'application/json', 'x-echo-key': cred, 'www-authenticate': `Bearer ${cred}` } });
   };
   const hostile = (status) => new tinker.ServiceClient({ apiKey: KEY, baseURL: 'http://127.0.0.1:9', fetch: echo(status), heartbeat: false, telemetry: false, maxRetries: 0, logger, logLevel: 'debug' });
-  await failing('400 from a server echoing the key', () => hostile(400).createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B' }), (e) => e instanceof tinker.BadRequestError);
-  await failing('401 from a server echoing the key', () => hostile(401).createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B' }), (e) => e instanceof tinker.AuthenticationError);
-  await failing('403 from a server echoing the key', () => hostile(403).createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B' }), (e) => e instanceof tinker.PermissionDeniedError);
+  await failing('400 from a server echoing the key', () => hostile(400).createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B' }), (e) => e instanceof tinker.BadRequestError);
+  await failing('401 from a server echoing the key', () => hostile(401).createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B' }), (e) => e instanceof tinker.AuthenticationError);
+  await failing('403 from a server echoing the key', () => hostile(403).createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B' }), (e) => e instanceof tinker.PermissionDeniedError);
 
   await svc.close();
 

@@ -78,14 +78,14 @@ test.before(async () => {
     apiKey: 'tml-language-test',
     tokenizerLoader: async () => tinker.Tokenizer.fromJSON(readFileSync(path.join(files, 'tokenizer.json')), { config: readFileSync(path.join(files, 'tokenizer_config.json'), 'utf8') }),
   });
-  const base = await service.createSamplingClient({ baseModel: MODEL });
+  const base = await service.createSamplingClient({ base_model: MODEL });
   tokenizer = await base.getTokenizer();
   // The playground's "auto" renderer for the model.
   renderer = tinker.Renderer.forModel(MODEL, tokenizer);
 });
 
 test.after(async () => {
-  await service?.close('success');
+  await service?.close({ status: 'success' });
   await sim?.stop();
 });
 
@@ -94,14 +94,14 @@ async function samples(sampler, prompts, n, { chat = true } = {}) {
   const out = [];
   for (const [i, p] of prompts.entries()) {
     const prompt = chat ? renderer.buildGenerationPrompt([{ role: 'user', content: p }]) : tinker.ModelInput.fromInts(tokenizer.encode(p));
-    const r = await sampler.sample({ prompt, numSamples: n, samplingParams: { max_tokens: 48, temperature: 0.8, seed: 100 + i, stop: chat ? renderer.stopSequences : undefined } });
-    for (const s of r.sequences) out.push(tokenizer.decode(s.tokens, { skipSpecialTokens: true }));
+    const r = await sampler.sample({ prompt, num_samples: n, sampling_params: { max_tokens: 48, temperature: 0.8, seed: 100 + i, stop: chat ? renderer.stopSequences : undefined } });
+    for (const s of r.sequences) out.push(tokenizer.decode(s.tokens, { skip_special_tokens: true }));
   }
   return out;
 }
 
 test('base samples of Qwen/Qwen3-8B at temperature 0.8 are at least 70 % English words', async () => {
-  const base = await service.createSamplingClient({ baseModel: MODEL });
+  const base = await service.createSamplingClient({ base_model: MODEL });
   for (const [kind, prompts, chat] of [['chat', QUESTIONS, true], ['raw', OPENINGS, false]]) {
     const texts = await samples(base, prompts, 4, { chat });
     const { en, all, share } = englishShare(texts, list);
@@ -118,7 +118,7 @@ test('a 20-step fine-tune on the playground pirate examples moves samples to the
     .map((l) => JSON.parse(l).messages);
   const data = examples.map((m) => tinker.conversationToDatum(m, renderer, { train_on_what: 'last_assistant_message', reduction: 'none' }));
   const weight = data.reduce((a, d) => a + d.loss_fn_inputs.weights.data.reduce((x, y) => x + y, 0), 0);
-  const tc = await service.createLoraTrainingClient({ baseModel: MODEL, rank: 8 });
+  const tc = await service.createLoraTrainingClient({ base_model: MODEL, rank: 8 });
   const losses = [];
   for (let i = 0; i < 20; i++) {
     const [out] = await Promise.all([tc.forwardBackward(data, 'cross_entropy'), tc.optimStep({ learning_rate: 0.1 })]);
@@ -126,8 +126,8 @@ test('a 20-step fine-tune on the playground pirate examples moves samples to the
   }
   const { path: tuned } = await tc.saveWeightsForSampler('pirate-20');
   const held = QUESTIONS.filter((q) => !examples.some((m) => m.some((x) => x.content === q)));
-  const before = await samples(await service.createSamplingClient({ baseModel: MODEL }), held, 4);
-  const after = await samples(await service.createSamplingClient({ modelPath: tuned }), held, 4);
+  const before = await samples(await service.createSamplingClient({ base_model: MODEL }), held, 4);
+  const after = await samples(await service.createSamplingClient({ model_path: tuned }), held, 4);
   const [b, a] = [piratical(before), piratical(after)];
   const { en, all } = englishShare(after, list);
   console.log(`loss per token ${losses[0].toFixed(2)} → ${losses[19].toFixed(2)}; samples with Arr/matey ${b}/${before.length} → ${a}/${after.length}; after: ${en}/${all} English words, e.g. ${JSON.stringify(after.slice(0, 3))}`);

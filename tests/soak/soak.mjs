@@ -127,7 +127,7 @@ function batch(c, s) {
   const r = rng(1_000_003 * (c + 1) + s);
   return Array.from({ length: 4 }, () => {
     const toks = Array.from({ length: 6 }, () => 100 + Math.floor(r() * 20000));
-    return tinker.datumFromTokens(toks, { promptLength: 2 });
+    return tinker.datumFromTokens(toks, { prompt_length: 2 });
   });
 }
 const evalBatch = (c) => batch(c + 977, 0);
@@ -260,13 +260,13 @@ async function runWorkload(url, plan, opts, label) {
     throw new Error(`${label}: setup failed: ${e?.name}: ${e?.message}`);
   };
   const trainers = await Promise.all(
-    plan.trainers.map((t, c) => T.track(`create:${c}`, svcTrain.createLoraTrainingClient({ baseModel: t.base, rank: t.rank, seed: t.seed }))),
+    plan.trainers.map((t, c) => T.track(`create:${c}`, svcTrain.createLoraTrainingClient({ base_model: t.base, rank: t.rank, seed: t.seed }))),
   ).catch(setupFailed);
   const issued = trainers.map(() => ['create']); // request kinds in call order, per model
   issued[0].push('save_weights_for_sampler');
   const samplers = await Promise.all([
-    T.track('sampler:qwen', svcSample.createSamplingClient({ baseModel: BASES[0] })),
-    T.track('sampler:llama', svcSample.createSamplingClient({ baseModel: BASES[1] })),
+    T.track('sampler:qwen', svcSample.createSamplingClient({ base_model: BASES[0] })),
+    T.track('sampler:llama', svcSample.createSamplingClient({ base_model: BASES[1] })),
     T.track('sampler:tc0-init', trainers[0].saveWeightsAndGetSamplingClient()),
   ]).catch(setupFailed);
 
@@ -296,7 +296,7 @@ async function runWorkload(url, plan, opts, label) {
     if (!s) return; // recorded; its samples are missing from the comparison
     await Promise.all(
       [0, 1, 2, 3].map((k) =>
-        T.run(`final-sample:${c}:${k}`, s.sample({ prompt: batch(c, k)[0].model_input, numSamples: 2, samplingParams: { max_tokens: 6, seed: 31 * c + k, temperature: 1 } }), (r) =>
+        T.run(`final-sample:${c}:${k}`, s.sample({ prompt: batch(c, k)[0].model_input, num_samples: 2, sampling_params: { max_tokens: 6, seed: 31 * c + k, temperature: 1 } }), (r) =>
           results.set(`final-sample:${c}:${k}`, digestSample(r)),
         ),
       ),
@@ -310,7 +310,7 @@ async function runWorkload(url, plan, opts, label) {
       const i = nextSample++;
       const r = rng(i + 7);
       const prompt = Array.from({ length: 1 + (i % 5) }, () => 100 + Math.floor(r() * 30000));
-      const req = { prompt, numSamples: 1 + (i % 2), samplingParams: { max_tokens: 2 + (i % 5), seed: i, temperature: 1 }, includePromptLogprobs: i % 10 === 0 && prompt.length > 1 };
+      const req = { prompt, num_samples: 1 + (i % 2), sampling_params: { max_tokens: 2 + (i % 5), seed: i, temperature: 1 }, include_prompt_logprobs: i % 10 === 0 && prompt.length > 1 };
       await T.run(`sample:${i}`, samplers[i % samplers.length].sample(req), (out) => results.set(`sample:${i}`, digestSample(out)));
     }
   };

@@ -8,8 +8,8 @@
 // engine) is checked for: the engine the file takes; vocab size; ids of every document;
 // decode(ids) equal to the native decode, and to the text (NFC where the tokenizer
 // normalises); add_special_tokens; texts with special and added tokens written in them,
-// encoded with and without splitSpecialTokens (`encode_special_tokens = True`,
-// `encode_ordinary`) and decoded with skipSpecialTokens; decodes of short id windows that
+// encoded with and without split_special_tokens (`encode_special_tokens = True`,
+// `encode_ordinary`) and decoded with skip_special_tokens; decodes of short id windows that
 // cut characters (U+FFFD); added tokens and token strings. For Qwen3 and Llama-3 also:
 // applyChatTemplate and encodeChat against apply_chat_template; renderer prompts (and
 // supervised examples) against the tokens of the HF rendering. And resolveTokenizerId for
@@ -75,7 +75,7 @@ function checkEngine(family, label, tok, exp) {
     }
     check(ok, `${label}: ids of ${doc.name}`);
     if (exp.ordinary_ids) {
-      const ord = tok.encode(doc.text, { splitSpecialTokens: true });
+      const ord = tok.encode(doc.text, { split_special_tokens: true });
       nIds += ord.length;
       check(same(ord, exp.ordinary_ids[i]), `${label}: encode_ordinary ids of ${doc.name}`);
     }
@@ -85,22 +85,22 @@ function checkEngine(family, label, tok, exp) {
     check(dec === norm, `${label}: decode(encode(${doc.name})) round-trips`);
   });
   (exp.special_ids ?? []).forEach((want, i) => {
-    check(same(tok.encode(docs[i].text.slice(0, 200), { addSpecialTokens: true }), want), `${label}: addSpecialTokens on ${docs[i].name}`);
+    check(same(tok.encode(docs[i].text.slice(0, 200), { add_special_tokens: true }), want), `${label}: add_special_tokens on ${docs[i].name}`);
   });
   let textFails = 0;
   exp.special_texts.forEach((t, i) => {
     const a = tok.encode(t);
-    const b = tok.encode(t, { splitSpecialTokens: true });
+    const b = tok.encode(t, { split_special_tokens: true });
     nIds += a.length + b.length;
     const ok = same(a, exp.special_texts_ids[i]) && same(b, exp.special_texts_split_ids[i]);
     if (!ok) textFails++;
     check(same(a, exp.special_texts_ids[i]), `${label}: ids of text ${i} with special tokens ${JSON.stringify(t.slice(0, 60))}`);
-    check(same(b, exp.special_texts_split_ids[i]), `${label}: splitSpecialTokens ids of text ${i} ${JSON.stringify(t.slice(0, 60))}\n  ours:   ${JSON.stringify([...b.slice(0, 20)])}\n  native: ${JSON.stringify(exp.special_texts_split_ids[i].slice(0, 20))}`);
-    check(tok.decode(exp.special_texts_ids[i], { skipSpecialTokens: true }) === exp.special_texts_decoded_skip[i], `${label}: skipSpecialTokens decode of text ${i}`);
+    check(same(b, exp.special_texts_split_ids[i]), `${label}: split_special_tokens ids of text ${i} ${JSON.stringify(t.slice(0, 60))}\n  ours:   ${JSON.stringify([...b.slice(0, 20)])}\n  native: ${JSON.stringify(exp.special_texts_split_ids[i].slice(0, 20))}`);
+    check(tok.decode(exp.special_texts_ids[i], { skip_special_tokens: true }) === exp.special_texts_decoded_skip[i], `${label}: skip_special_tokens decode of text ${i}`);
   });
   // encodeBatch takes the same options.
-  const batch = tok.encodeBatch(exp.special_texts.slice(0, 5), { splitSpecialTokens: true });
-  check(batch.every((b, i) => same(b, exp.special_texts_split_ids[i])), `${label}: encodeBatch with splitSpecialTokens`);
+  const batch = tok.encodeBatch(exp.special_texts.slice(0, 5), { split_special_tokens: true });
+  check(batch.every((b, i) => same(b, exp.special_texts_split_ids[i])), `${label}: encodeBatch with split_special_tokens`);
   let winFails = 0;
   exp.windows.forEach((w, i) => {
     const ok = tok.decode(w) === exp.windows_decoded[i];
@@ -159,7 +159,7 @@ for (const [family, exp] of Object.entries(expected.models)) {
   const chats = cases.filter((c) => (c.families ?? [family]).includes(family));
   chats.forEach((c, i) => {
     const want = exp.chats[i];
-    const opts = { addGenerationPrompt: c.add_generation_prompt, tools: c.tools, templateKwargs: c.kwargs };
+    const opts = { add_generation_prompt: c.add_generation_prompt, tools: c.tools, template_kwargs: c.kwargs };
     const got = tok.applyChatTemplate(c.messages, opts);
     check(got === want.rendered, `${family}: chat template "${c.name}"\n  ours:   ${JSON.stringify(got)}\n  native: ${JSON.stringify(want.rendered)}`);
     check(same(tok.encodeChat(c.messages, opts), want.ids), `${family}: encodeChat "${c.name}"`);

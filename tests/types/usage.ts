@@ -23,13 +23,13 @@ async function tokenizerUsage(json: Uint8Array, config: string): Promise<void> {
     cache: true,
     fetch: (input, init) => fetch(input, init),
   });
-  const ids: Uint32Array = tok.encode('Hello world', { addSpecialTokens: false });
+  const ids: Uint32Array = tok.encode('Hello world', { add_special_tokens: false });
   const batch: Uint32Array[] = tok.encodeBatch(['a', 'b']);
-  const splitIds: Uint32Array = tok.encode('<|im_end|>', { splitSpecialTokens: true });
+  const splitIds: Uint32Array = tok.encode('<|im_end|>', { split_special_tokens: true });
   const tiktoken: Tokenizer = Tokenizer.fromTiktoken(new Uint8Array(), { pattern: '\\s+|\\S+', specialTokens: { '<|end|>': 256 }, nfc: true, eosToken: '<|end|>', config: { chat_template: '' } });
   const revision: string | undefined = tokenizerRevision(resolveTokenizerId('moonshotai/Kimi-K2.5'));
   void [splitIds, tiktoken, revision];
-  const text: string = tok.decode(ids, { skipSpecialTokens: true });
+  const text: string = tok.decode(ids, { skip_special_tokens: true });
   const fromArray: string = tok.decode([1, 2, 3]);
   const id: number | undefined = tok.tokenToId('<|im_end|>');
   const token: string | undefined = tok.idToToken(42);
@@ -43,11 +43,11 @@ async function tokenizerUsage(json: Uint8Array, config: string): Promise<void> {
     { role: 'assistant', content: [{ type: 'thinking', thinking: 'hmm' }, { type: 'text', text: 'Hello' }] },
   ];
   const prompt: string = tok.applyChatTemplate(messages, {
-    addGenerationPrompt: true,
+    add_generation_prompt: true,
     tools: [{ type: 'function', function: { name: 'f' } }],
-    templateKwargs: { enable_thinking: false },
+    template_kwargs: { enable_thinking: false },
   });
-  const chatIds: Uint32Array = tok.encodeChat(messages, { addGenerationPrompt: true });
+  const chatIds: Uint32Array = tok.encodeChat(messages, { add_generation_prompt: true });
   const r = new Renderer('qwen3', tok);
   const trainOn: TrainOnWhat = 'all_assistant_messages';
   const ex: SupervisedExample = r.buildSupervisedExample(messages, { train_on_what: trainOn });
@@ -86,8 +86,8 @@ import {
 async function clientUsage(): Promise<void> {
   const service = new ServiceClient({ apiKey: 'tml-x', baseURL: 'http://127.0.0.1:8000', maxRetries: 3, timeout: 30_000, heartbeat: false });
   const ac = new AbortController();
-  const training: TrainingClient = await service.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 16, seed: 1, signal: ac.signal });
-  const datum: Datum = datumFromTokens([1, 2, 3, 4], { promptLength: 2 });
+  const training: TrainingClient = await service.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 16, seed: 1 }, { signal: ac.signal });
+  const datum: Datum = datumFromTokens([1, 2, 3, 4], { prompt_length: 2 });
   const custom: Datum = {
     model_input: ModelInput.fromInts(new Uint32Array([1, 2, 3])),
     loss_fn_inputs: { target_tokens: TensorData.fromArray([2, 3, 4], { dtype: 'int64' }), weights: new Float32Array([0, 1, 1]) },
@@ -97,13 +97,23 @@ async function clientUsage(): Promise<void> {
   const [out] = await Promise.all([fb, step]);
   const loss: number = out.metrics['loss:sum'];
   const lp = out.loss_fn_outputs[0].logprobs.data;
-  await training.forward([datum], 'ppo', { lossFnConfig: { clip_low_threshold: 0.8 }, timeout: 5_000 });
+  await training.forward([datum], 'ppo', { loss_fn_config: { clip_low_threshold: 0.8 } }, { timeout: 5_000 });
   await training.forwardBackwardCustom([datum], (data, logprobs) => ({ loss: 0, gradients: logprobs.map((l) => new Float32Array(l.length)) }));
-  const { path } = await training.saveState('ckpt', { ttlSeconds: 3600 });
+  const { path } = await training.saveState('ckpt', { ttl_seconds: 3600 });
   const restored: TrainingClient = await service.createTrainingClientFromStateWithOptimizer(path);
   const sampler: SamplingClient = await training.saveWeightsAndGetSamplingClient();
-  const res: SampleResponse = await sampler.sample({ prompt: [1, 2], numSamples: 2, samplingParams: { max_tokens: 8, temperature: 0.7, stop: ['\n'] } });
+  const res: SampleResponse = await sampler.sample({ prompt: [1, 2], num_samples: 2, sampling_params: { max_tokens: 8, temperature: 0.7, stop: ['\n'] } });
   const tokens: Int32Array = res.sequences[0].tokens;
+  // One convention (openai-node's): parameters under the wire's names, request options last.
+  // @ts-expect-error parameters have the wire's (snake_case) names
+  await sampler.sample({ prompt: [1, 2], numSamples: 2 });
+  // @ts-expect-error request options go in the last argument, not among the parameters
+  await training.forward([datum], 'ppo', { signal: ac.signal });
+  await sampler.sample({ prompt: [1, 2], num_samples: 1 }, { signal: ac.signal, timeout: 1_000 });
+  await training.optimStep({ learning_rate: 1e-4 }, { signal: ac.signal });
+  await service.restClient().getTrainingRun('run-1', { access_scope: 'accessible' });
+  // @ts-expect-error access_scope is 'owned' or 'accessible'
+  await service.restClient().listTrainingRunsPage({ access_scope: 'everyone' });
   const plp: (number | null)[] = await sampler.computeLogprobs([1, 2, 3]);
   // Sampler handles: a string to rebuild the client elsewhere (Python's format).
   const handle: string = sampler.getSamplerHandle();
@@ -130,16 +140,16 @@ async function clientUsage(): Promise<void> {
   await rest.getTrainingRun(42);
   // @ts-expect-error a tinker path is a string
   await rest.getWeightsInfoByTinkerPath({ path });
-  const usage: BillingUsageResponse = await rest.getBillingUsage(new Date('2026-01-01'), '2026-01-02T00:00:00Z');
+  const usage: BillingUsageResponse = await rest.getBillingUsage({ starting_on: new Date('2026-01-01'), ending_before: '2026-01-02T00:00:00Z' });
   for (const ev of usage.data) {
     const n: number = ev.event_info.type === 'storage' ? ev.event_info.gigabyte_hours : ev.event_info.type === 'checkpoint' ? ev.event_info.count : ev.event_info.token_count;
     void n;
   }
-  const audit: AuditLogResponse = await rest.getAuditLog({ eventType: 'checkpoints' });
+  const audit: AuditLogResponse = await rest.getAuditLog({ event_type: 'checkpoints' });
   const when: string = audit.entries[0].timestamp;
-  const storage: CurrentCheckpointStorageUsageResponse = await rest.getCurrentCheckpointStorageUsage(null);
+  const storage: CurrentCheckpointStorageUsageResponse = await rest.getCurrentCheckpointStorageUsage({});
   const bytes: number = storage.data[0].size_bytes;
-  await service.close('success');
+  await service.close({ status: 'success' });
   void [loss, lp, restored, tokens, plp, when, bytes];
 }
 export { clientUsage };

@@ -234,11 +234,11 @@ test('the SDK works through the relay with a placeholder key; the key appears in
   const config = await (await call(relay.url, '/api/v1/client/config', { method: 'POST', body: '{"sdk_version":"0.38.0"}', headers: { 'content-type': 'application/json' } })).json();
   assert.equal(config.pjwt_auth_enabled, false);
   assert.ok(config.fwdbwd_max_chunk_bytes_count <= LIMIT / 4, 'forward_backward chunks stay under the relay limit');
-  const sampler = await svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });
-  const out = await sampler.sample({ prompt: [1, 2, 3], numSamples: 2, samplingParams: { max_tokens: 5, seed: 1 } });
+  const sampler = await svc.createSamplingClient({ base_model: 'Qwen/Qwen3-8B' });
+  const out = await sampler.sample({ prompt: [1, 2, 3], num_samples: 2, sampling_params: { max_tokens: 5, seed: 1 } });
   assert.equal(out.sequences.length, 2);
-  const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 4, seed: 1 });
-  const data = [tinker.datumFromTokens([10, 20, 30, 40, 50], { promptLength: 2 })];
+  const tc = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 4, seed: 1 });
+  const data = [tinker.datumFromTokens([10, 20, 30, 40, 50], { prompt_length: 2 })];
   const losses = [];
   for (let i = 0; i < 3; i++) {
     const [o] = await Promise.all([tc.forwardBackward(data, 'cross_entropy'), tc.optimStep({ learning_rate: 0.1 })]);
@@ -246,9 +246,9 @@ test('the SDK works through the relay with a placeholder key; the key appears in
   }
   assert.ok(losses[2] < losses[0], `loss falls: ${losses}`);
   const { path } = await tc.saveWeightsForSampler('relay-test');
-  const tuned = await svc.createSamplingClient({ modelPath: path });
+  const tuned = await svc.createSamplingClient({ model_path: path });
   assert.equal(tuned.baseModel, 'Qwen/Qwen3-8B');
-  await tuned.sample({ prompt: [10, 20], samplingParams: { max_tokens: 3 } });
+  await tuned.sample({ prompt: [10, 20], sampling_params: { max_tokens: 3 } });
   const rest = svc.restClient();
   const runs = [];
   for await (const run of rest.listTrainingRuns({ limit: 1 })) runs.push(run.training_run_id);
@@ -259,7 +259,7 @@ test('the SDK works through the relay with a placeholder key; the key appears in
   // Error answers pass through (and are scrubbed like the rest).
   await assert.rejects(rest.getTrainingRun('no-such-run'), (e) => e instanceof tinker.NotFoundError);
   await assert.rejects(rest.deleteCheckpointFromTinkerPath(path), (e) => e instanceof tinker.PermissionDeniedError && /does not forward/.test(e.message));
-  await assert.rejects(sampler.sample({ prompt: [1], samplingParams: { max_tokens: 40000 } }), (e) => e instanceof tinker.RequestFailedError || e instanceof tinker.BadRequestError);
+  await assert.rejects(sampler.sample({ prompt: [1], sampling_params: { max_tokens: 40000 } }), (e) => e instanceof tinker.RequestFailedError || e instanceof tinker.BadRequestError);
   await svc.close();
   assert.ok(responses.length > 20, `${responses.length} responses`);
   const status = await call(relay.url, '/relay/status');
@@ -312,8 +312,8 @@ test('the JWT mode: the relay exchanges the key itself; neither the key nor a JW
       defaultHeaders: { Origin: ORIGIN },
       fetch: async (url, init) => record(await fetch(url, init)),
     });
-    const sampler = await svc.createSamplingClient({ baseModel: 'meta-llama/Llama-3.2-1B' });
-    const out = await sampler.sample({ prompt: [1, 2, 3], samplingParams: { max_tokens: 4 } });
+    const sampler = await svc.createSamplingClient({ base_model: 'meta-llama/Llama-3.2-1B' });
+    const out = await sampler.sample({ prompt: [1, 2, 3], sampling_params: { max_tokens: 4 } });
     assert.equal(out.sequences.length, 1);
     await svc.close();
     const token = await call(jwtRelay.url, '/api/v1/auth/token', { method: 'POST', body: '{}' });

@@ -132,7 +132,7 @@ export class Connection {
   samplingClient(key, { signal } = {}) {
     if (!this.samplers.has(key)) {
       const { kind, id } = parseModelKey(key);
-      const p = this.svc.createSamplingClient(kind === 'base' ? { baseModel: id, signal } : { modelPath: id, signal });
+      const p = this.svc.createSamplingClient(kind === 'base' ? { base_model: id } : { model_path: id }, { signal });
       p.catch(() => this.samplers.delete(key));
       this.samplers.set(key, p);
     }

@@ -145,13 +145,13 @@ export function finetunePanel(app) {
       const weight = data.reduce((a, d) => a + d.loss_fn_inputs.weights.data.reduce((x, y) => x + y, 0), 0);
       if (weight === 0) throw Object.assign(new TypeError('no token of these examples is trained on (check "Train on")'), { field: 'examples' });
       say('running', `Creating a rank-${rank} LoRA run on ${baseModel}…`);
-      const tc = await app.conn.svc.createLoraTrainingClient({ baseModel, rank, signal: current.signal });
+      const tc = await app.conn.svc.createLoraTrainingClient({ base_model: baseModel, rank }, { signal: current.signal });
       const { signal } = current;
       const submit = () => {
         // Not awaited in between: forwardBackward and optimStep go out back to back and
         // run as one server step.
         const step = Promise.all([
-          tc.forwardBackward(data, 'cross_entropy', { signal }),
+          tc.forwardBackward(data, 'cross_entropy', {}, { signal }),
           tc.optimStep({ learning_rate: lr }, { signal }),
         ]);
         step.catch(() => {}); // awaited below; this only silences the ones never reached
@@ -169,9 +169,9 @@ export function finetunePanel(app) {
       const losses = chart.losses;
       const name = el.name.value || `playground-${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-')}`;
       say('running', `Saving sampler weights "${name}"…`);
-      const { path } = await tc.saveWeightsForSampler(name, { signal });
+      const { path } = await tc.saveWeightsForSampler(name, {}, { signal });
       say('running', 'Creating a sampler on the new weights…');
-      const sampler = await app.conn.svc.createSamplingClient({ modelPath: path, signal });
+      const sampler = await app.conn.svc.createSamplingClient({ model_path: path }, { signal });
       const key = modelKey('ckpt', path);
       app.conn.adoptSampler(key, sampler, baseModel);
       const last = examples[0].filter((m) => m.role !== 'assistant');
@@ -214,7 +214,7 @@ export function finetunePanel(app) {
       const ids = Uint32Array.from(prompt.chunks.flatMap((c) => [...c.tokens]));
       const sampler = await app.conn.samplingClient(trained.key, { signal: current.signal });
       const p = app.samplingParams();
-      const res = await sampler.sample({ prompt: ids, numSamples: p.numSamples, samplingParams: { ...p.samplingParams, stop: p.stop ?? trained.renderer.stopSequences }, topkSampleLogprobs: p.alternatives || undefined, signal: current.signal });
+      const res = await sampler.sample({ prompt: ids, num_samples: p.numSamples, sampling_params: { ...p.samplingParams, stop: p.stop ?? trained.renderer.stopSequences }, topk_sample_logprobs: p.alternatives || undefined }, { signal: current.signal });
       el.tryResults.replaceChildren(resultColumn({ key: trained.key, title: modelLabel(trained.key), subtitle: `fine-tuned ${trained.baseModel} · ${trained.rendererName}`, tok: trained.tok, promptIds: ids, res }));
       current.finish(`${res.sequences.length} samples`);
       setStatus(el.tryStatus, 'done', `Sampled in ${ms(performance.now() - t0)}.`);

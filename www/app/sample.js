@@ -62,7 +62,7 @@ export function samplePanel(app) {
       const prompt = renderer.buildGenerationPrompt(messages());
       return { ids: Uint32Array.from(prompt.chunks.flatMap((c) => [...c.tokens])), stop: renderer.stopSequences, renderer: name };
     }
-    return { ids: tok.encode(el.raw.value, { addSpecialTokens: true }), stop: null, renderer: RAW };
+    return { ids: tok.encode(el.raw.value, { add_special_tokens: true }), stop: null, renderer: RAW };
   }
 
   /**
@@ -177,18 +177,17 @@ export function samplePanel(app) {
     if (s) samplingParams.stop = s;
     const res = await client.sample({
       prompt: ids,
-      numSamples: p.numSamples,
+      num_samples: p.numSamples,
       samplingParams,
-      includePromptLogprobs: p.scorePrompt,
-      topkPromptLogprobs: p.scorePrompt && p.alternatives ? p.alternatives : undefined,
-      topkSampleLogprobs: p.alternatives || undefined,
-      signal,
-    });
+      include_prompt_logprobs: p.scorePrompt,
+      topk_prompt_logprobs: p.scorePrompt && p.alternatives ? p.alternatives : undefined,
+      topk_sample_logprobs: p.alternatives || undefined,
+    }, { signal });
     let answer = null;
     const ref = buildAnswer(baseModel, tok, ids);
     if (ref && ref.positions.length) {
       opRef.setPhase(`scoring the reference answer with ${modelLabel(key)}…`);
-      const lps = await client.computeLogprobs(ref.seq, { signal });
+      const lps = await client.computeLogprobs(ref.seq, {}, { signal });
       answer = { ids: ref.positions.map((i) => ref.seq[i]), logprobs: ref.positions.map((i) => lps[i]) };
     }
     return { key, baseModel, renderer, tok, ids, res, answer, elapsedMs: performance.now() - t0 };

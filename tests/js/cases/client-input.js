@@ -59,13 +59,13 @@ export default {
 
   async 'rejects bad training-client options before sending anything'() {
     const c = client();
-    await assert.rejects(c.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 12 }), (e) => e instanceof RangeError && e.field === 'rank');
-    await assert.rejects(c.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: -1 }), (e) => e instanceof RangeError && e.field === 'rank');
-    await assert.rejects(c.createLoraTrainingClient({ rank: 8 }), (e) => e instanceof TypeError && e.field === 'baseModel');
-    await assert.rejects(c.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', trainMlp: false, trainAttn: false, trainUnembed: false }), (e) => e instanceof RangeError);
-    await assert.rejects(c.createLoraTrainingClient({ baseModel: 'm', rnak: 8 }), (e) => e.field === 'rnak');
-    await assert.rejects(c.createSamplingClient({ modelPath: 'https://x' }), (e) => e.field === 'modelPath');
-    await assert.rejects(c.createSamplingClient({}), (e) => e.field === 'modelPath');
+    await assert.rejects(c.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 12 }), (e) => e instanceof RangeError && e.field === 'rank');
+    await assert.rejects(c.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: -1 }), (e) => e instanceof RangeError && e.field === 'rank');
+    await assert.rejects(c.createLoraTrainingClient({ rank: 8 }), (e) => e instanceof TypeError && e.field === 'base_model');
+    await assert.rejects(c.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', train_mlp: false, train_attn: false, train_unembed: false }), (e) => e instanceof RangeError);
+    await assert.rejects(c.createLoraTrainingClient({ base_model: 'm', rnak: 8 }), (e) => e.field === 'rnak');
+    await assert.rejects(c.createSamplingClient({ model_path: 'https://x' }), (e) => e.field === 'model_path');
+    await assert.rejects(c.createSamplingClient({}), (e) => e.field === 'model_path');
     await assert.rejects(c.createTrainingClientFromState('tinker://run/sampler_weights/x'), (e) => e.field === 'path');
   },
 
@@ -73,8 +73,8 @@ export default {
     const c = client();
     const ac = new AbortController();
     ac.abort();
-    await assert.rejects(c.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', signal: ac.signal }), tinker.APIUserAbortError);
-    await assert.rejects(c.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', signal: 'nope' }), (e) => e.field === 'signal');
+    await assert.rejects(c.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B' }, { signal: ac.signal }), tinker.APIUserAbortError);
+    await assert.rejects(c.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B' }, { signal: 'nope' }), (e) => e.field === 'signal');
   },
 
   async 'bad REST arguments are rejected before connecting'() {
@@ -86,7 +86,7 @@ export default {
     const rest = new tinker.RestClient({ apiKey: key, baseURL: 'http://127.0.0.1:9', fetch: counting, dangerouslyAllowBrowser: true, heartbeat: false, telemetry: false });
     await assert.rejects(rest.getTrainingRunByTinkerPath('not-a-path'), (e) => e instanceof TypeError && e.field === 'path');
     await assert.rejects(rest.deleteCheckpointFromTinkerPath('tinker://run/weights'), (e) => e instanceof TypeError && e.field === 'path');
-    await assert.rejects(rest.setCheckpointTtlFromTinkerPath('tinker://run/weights/x', -5), (e) => e instanceof RangeError && e.field === 'ttlSeconds');
+    await assert.rejects(rest.setCheckpointTtlFromTinkerPath('tinker://run/weights/x', { ttl_seconds: -5 }), (e) => e instanceof RangeError && e.field === 'ttl_seconds');
     await assert.rejects(rest.listTrainingRunsPage({ limit: 0 }), (e) => e.field === 'limit');
     assert.equal(calls, 0);
   },
@@ -108,7 +108,7 @@ export default {
       });
     };
     const c = client({ fetch: hanging, timeout: 60, maxRetries: 1 });
-    await assert.rejects(c.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B' }), (e) => e instanceof tinker.APITimeoutError && /create_session timed out/.test(e.message));
+    await assert.rejects(c.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B' }), (e) => e instanceof tinker.APITimeoutError && /create_session timed out/.test(e.message));
     assert.equal(started, 2, 'one try and one retry');
     assert.equal(aborted, 2, 'both were aborted');
   },
@@ -122,7 +122,7 @@ export default {
     const mi = tinker.ModelInput.fromInts([1, 2, 3]);
     assert.equal(mi.chunks[0].type, 'encoded_text');
     assert.deepEqual(mi.chunks[0].tokens, new Uint32Array([1, 2, 3]));
-    const d = tinker.datumFromTokens([10, 11, 12, 13], { promptLength: 2 });
+    const d = tinker.datumFromTokens([10, 11, 12, 13], { prompt_length: 2 });
     assert.deepEqual(d.model_input.chunks[0].tokens, new Uint32Array([10, 11, 12]));
     assert.deepEqual(d.loss_fn_inputs.target_tokens.data, new Int32Array([11, 12, 13]));
     assert.deepEqual(d.loss_fn_inputs.weights.data, new Float32Array([0, 1, 1]));

@@ -47,8 +47,8 @@ async function stillUsable(ctx, label) {
   assert.deepEqual(mi.chunks[0].tokens, new Uint32Array([5, 6, 7]), `${label}: builder`);
   assert.throws(() => tinker.ModelInput.fromInts([1, -1]), (e) => e instanceof RangeError && e.field === 'tokens[1]', `${label}: validation`);
   const svc = new tinker.ServiceClient({ apiKey: 'tml-panic-tests', baseURL: ctx.env.SIM_URL, dangerouslyAllowBrowser: true, heartbeat: false, telemetry: false });
-  const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 8, seed: 3 });
-  const data = [tinker.datumFromTokens([11, 12, 13, 14], { promptLength: 2 })];
+  const tc = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 8, seed: 3 });
+  const data = [tinker.datumFromTokens([11, 12, 13, 14], { prompt_length: 2 })];
   const [out] = await Promise.all([tc.forwardBackward(data, 'cross_entropy'), tc.optimStep({ learning_rate: 0.01 })]);
   assert.ok(Number.isFinite(out.metrics['loss:sum']), `${label}: a real training step`);
   await svc.close();

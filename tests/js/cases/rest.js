@@ -8,7 +8,7 @@ export default {
   async 'concurrent requests settle to their own callers in any order; a fetch that throws synchronously is retried'(ctx) {
     const svc = new tinker.ServiceClient(options(ctx, { projectId: 'proj-js-order' }));
     const runs = [];
-    for (let i = 0; i < 4; i++) runs.push((await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 4, seed: i })).modelId);
+    for (let i = 0; i < 4; i++) runs.push((await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 4, seed: i })).modelId);
     const ids = Array.from({ length: 24 }, (_, i) => (i % 6 < 4 ? runs[i % 6] : `no-such-run-${i}`));
     // Holds every training_runs response until all have arrived, then settles them in
     // reverse order; the very first one throws synchronously instead (a connection error).
@@ -43,7 +43,7 @@ export default {
   async 'lists page across more than two pages, and iterate with for await'(ctx) {
     const svc = new tinker.ServiceClient(options(ctx, { projectId: 'proj-js' }));
     const ids = [];
-    for (let i = 0; i < 5; i++) ids.push((await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 4, seed: i })).modelId);
+    for (let i = 0; i < 5; i++) ids.push((await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 4, seed: i })).modelId);
     const rest = svc.restClient();
     let page = await rest.listTrainingRuns({ limit: 2 });
     let pages = 1;
@@ -66,7 +66,7 @@ export default {
 
   async 'checkpoints: save, list, publish, ttl, info, copy, delete'(ctx) {
     const svc = new tinker.ServiceClient(options(ctx, { projectId: 'proj-js' }));
-    const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 4, seed: 1 });
+    const tc = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 4, seed: 1 });
     const rest = svc.restClient();
     const { path } = await tc.saveState('c1');
     const sw = await tc.saveWeightsForSampler('s1');
@@ -79,11 +79,11 @@ export default {
     assert.equal((await c1()).public, true, 'publish makes it public');
     await rest.unpublishCheckpointFromTinkerPath(path);
     assert.equal((await c1()).public, false, 'unpublish makes it private again');
-    await rest.setCheckpointTtlFromTinkerPath(path, 7200);
+    await rest.setCheckpointTtlFromTinkerPath(path, { ttl_seconds: 7200 });
     const withTtl = await c1();
     const left = Date.parse(withTtl.expires_at) - Date.now();
     assert.ok(left > 7100_000 && left <= 7200_000, `ttl sets expires_at about 2 h ahead, got ${withTtl.expires_at}`);
-    await rest.setCheckpointTtlFromTinkerPath(path, null);
+    await rest.setCheckpointTtlFromTinkerPath(path, { ttl_seconds: null });
     assert.equal((await c1()).expires_at, null, 'a null ttl clears expires_at');
     assert.equal((await rest.getWeightsInfoByTinkerPath(path)).base_model, 'Qwen/Qwen3-8B');
     const run = await rest.getTrainingRunByTinkerPath(path);
@@ -106,12 +106,12 @@ export default {
 
   async 'an exported checkpoint downloads with progress, and aborts'(ctx) {
     const svc = new tinker.ServiceClient(options(ctx));
-    const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 8, seed: 2 });
+    const tc = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 8, seed: 2 });
     const exported = await tc.saveWeightsExternal('export1');
     assert.match(exported.path, /\/external_weights\/export1$/);
     const rest = svc.restClient();
     const events = [];
-    const { files, bytes } = await rest.downloadCheckpoint(exported.path, { onProgress: (p) => events.push(p) });
+    const { files, bytes } = await rest.downloadCheckpoint(exported.path, { on_progress: (p) => events.push(p) });
     assert.ok(files.length >= 2, files.map((f) => f.path).join());
     assert.ok(bytes > 100_000, `bytes: ${bytes}`);
     assert.equal(files.reduce((a, f) => a + f.bytes, 0), bytes);
@@ -151,15 +151,15 @@ export default {
     }
     // Abort after the first chunk.
     const ac = new AbortController();
-    await assert.rejects(rest.downloadCheckpoint(exported.path, { signal: ac.signal, onProgress: () => ac.abort() }), tinker.APIUserAbortError);
+    await assert.rejects(rest.downloadCheckpoint(exported.path, { on_progress: () => ac.abort() }, { signal: ac.signal }), tinker.APIUserAbortError);
     await assert.rejects(rest.downloadCheckpoint('tinker://run/weights/x'), (e) => e instanceof TypeError && e.field === 'path');
     await svc.close();
   },
 
   async 'AdminClient: billing usage, checkpoint storage and the audit log; bad input is refused before sending'(ctx) {
     const svc = new tinker.ServiceClient(options(ctx, { projectId: 'proj-js-admin' }));
-    const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 4, seed: 7 });
-    await tc.forwardBackward([tinker.datumFromTokens([5, 6, 7, 8], { promptLength: 2 })], 'cross_entropy');
+    const tc = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 4, seed: 7 });
+    await tc.forwardBackward([tinker.datumFromTokens([5, 6, 7, 8], { prompt_length: 2 })], 'cross_entropy');
     const { path } = await tc.saveState('admin-js');
     let sent = 0;
     const counting = (url, init) => (sent++, fetch(url, init));
@@ -170,12 +170,12 @@ export default {
     assert.ok(all.entries.some((e) => e.event === 'checkpoint_created' && e.tinker_path === path), JSON.stringify(all.entries.slice(-3)));
     assert.ok(all.entries.every((e) => typeof e.timestamp === 'string' && typeof e.event === 'string'));
     // A Date means its UTC day; only checkpoint events with eventType 'checkpoints'.
-    const today = await admin.getAuditLog({ eventType: 'checkpoints', day: new Date() });
+    const today = await admin.getAuditLog({ event_type: 'checkpoints', day: new Date() });
     assert.ok(today.entries.length > 0 && today.entries.every((e) => e.event.startsWith('checkpoint_')));
     assert.deepEqual((await admin.getAuditLog({ day: '2000-01-15' })).entries, []);
 
     const hour = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000);
-    const usage = await admin.getBillingUsage(new Date(hour.getTime() - 3_600_000), new Date(hour.getTime() + 3_600_000).toISOString());
+    const usage = await admin.getBillingUsage({ starting_on: new Date(hour.getTime() - 3_600_000), ending_before: new Date(hour.getTime() + 3_600_000).toISOString() });
     const kinds = new Set(usage.data.map((e) => e.event_info.type));
     assert.ok(kinds.has('training') && kinds.has('checkpoint'), [...kinds].join());
     assert.ok(usage.data.every((e) => typeof e.bucket_start === 'string'));
@@ -187,11 +187,11 @@ export default {
     const before = sent;
     await assert.rejects(admin.getAuditLog({ day: '2026-1-5' }), (e) => e instanceof RangeError && e.field === 'day' && e.message.includes('2026-1-5'));
     await assert.rejects(admin.getAuditLog({ day: 20260105 }), (e) => e instanceof TypeError && e.field === 'day');
-    await assert.rejects(admin.getAuditLog({ eventType: 'users' }), (e) => e instanceof RangeError && e.field === 'eventType');
+    await assert.rejects(admin.getAuditLog({ event_type: 'users' }), (e) => e instanceof RangeError && e.field === 'event_type');
     await assert.rejects(admin.getAuditLog({ days: 1 }), (e) => e instanceof TypeError && e.message.includes('days'));
-    await assert.rejects(admin.getBillingUsage(3, hour), (e) => e instanceof TypeError && e.field === 'startingOn');
+    await assert.rejects(admin.getBillingUsage({ starting_on: 3, ending_before: hour }), (e) => e instanceof TypeError && e.field === 'starting_on');
     assert.equal(sent, before, 'bad input sends nothing');
-    await assert.rejects(admin.getBillingUsage('2026-01-01T00:30:00Z', '2026-01-01T02:00:00Z'), (e) => e instanceof tinker.BadRequestError);
+    await assert.rejects(admin.getBillingUsage({ starting_on: '2026-01-01T00:30:00Z', ending_before: '2026-01-01T02:00:00Z' }), (e) => e instanceof tinker.BadRequestError);
     await admin.close();
     await svc.close();
   },

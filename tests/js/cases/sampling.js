@@ -15,7 +15,7 @@ const A = 4242;
 const B = 777;
 
 async function frequencyOfB(sampler) {
-  const r = await sampler.sample({ prompt: [A], numSamples: 64, samplingParams: { max_tokens: 1, seed: 1 } });
+  const r = await sampler.sample({ prompt: [A], num_samples: 64, sampling_params: { max_tokens: 1, seed: 1 } });
   return r.sequences.filter((s) => s.tokens[0] === B).length / 64;
 }
 
@@ -30,8 +30,8 @@ export default {
     try {
       const once = async (extra) => {
         const svc = service(ctx, extra);
-        const s = await svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });
-        const r = await s.sample({ prompt: [1, 2, 3], samplingParams: { max_tokens: 2, seed: 5 } });
+        const s = await svc.createSamplingClient({ base_model: 'Qwen/Qwen3-8B' });
+        const r = await s.sample({ prompt: [1, 2, 3], sampling_params: { max_tokens: 2, seed: 5 } });
         assert.equal(r.sequences.length, 1);
         await svc.close();
       };
@@ -55,7 +55,7 @@ export default {
 
   async 'training a pattern makes sampling produce it; computeLogprobs equals forward'(ctx) {
     const svc = service(ctx);
-    const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 8, seed: 1 });
+    const tc = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 8, seed: 1 });
     const before = await frequencyOfB(await tc.saveWeightsAndGetSamplingClient());
     const pair = { model_input: [A], loss_fn_inputs: { target_tokens: [B], weights: [1] } };
     const data = Array(8).fill(pair);
@@ -75,8 +75,8 @@ export default {
 
   async 'a client attached to a sampler in use gets answers to its own requests, not the creator\'s'(ctx) {
     const svc = service(ctx);
-    const creator = await svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });
-    const draw = async (s, prompt, max_tokens) => (await s.sample({ prompt, samplingParams: { max_tokens, seed: 3, stop: [] } })).sequences[0].tokens.length;
+    const creator = await svc.createSamplingClient({ base_model: 'Qwen/Qwen3-8B' });
+    const draw = async (s, prompt, max_tokens) => (await s.sample({ prompt, sampling_params: { max_tokens, seed: 3, stop: [] } })).sequences[0].tokens.length;
     assert.equal(await draw(creator, [100, 200, 300], 6), 6);
     const attached = await svc.samplingClient(creator.samplingSessionId);
     assert.equal(attached.baseModel, 'Qwen/Qwen3-8B');
@@ -88,7 +88,7 @@ export default {
 
   async 'a sampler handle restores a new clone of the sampler elsewhere, with its own key and no credentials inside'(ctx) {
     const svc = service(ctx, { defaultHeaders: { 'x-team': 'blue' } });
-    const creator = await svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });
+    const creator = await svc.createSamplingClient({ base_model: 'Qwen/Qwen3-8B' });
     const handle = creator.getSamplerHandle();
     assert.equal(typeof handle, 'string');
     assert.match(handle, /^[A-Za-z0-9_-]+=*$/, 'URL-safe base64');
@@ -103,7 +103,7 @@ export default {
     assert.equal(json.holder.api_key, null);
     assert.ok(!atob(handle.replace(/-/g, '+').replace(/_/g, '/')).includes('tml-js-tests'), 'no key in the handle');
 
-    const draw = async (s, prompt, max_tokens) => Array.from((await s.sample({ prompt, samplingParams: { max_tokens, seed: 3, stop: [] } })).sequences[0].tokens);
+    const draw = async (s, prompt, max_tokens) => Array.from((await s.sample({ prompt, sampling_params: { max_tokens, seed: 3, stop: [] } })).sequences[0].tokens);
     const mine = await draw(creator, [100, 200, 300], 6);
     const opts = { apiKey: 'tml-js-tests', dangerouslyAllowBrowser: true, heartbeat: false, telemetry: false };
     const restored = tinker.SamplingClient.fromSamplerHandle(handle, opts);
@@ -118,7 +118,7 @@ export default {
 
     // close() stops the restored client, not the maker's session.
     await restored.close();
-    await assert.rejects(restored.sample({ prompt: [1], samplingParams: { max_tokens: 1 } }), (e) => e.name === 'ClientClosedError');
+    await assert.rejects(restored.sample({ prompt: [1], sampling_params: { max_tokens: 1 } }), (e) => e.name === 'ClientClosedError');
     assert.equal((await draw(creator, [1, 2], 4)).length, 4);
     await creator.close(); // not restored: nothing to do
     assert.equal((await draw(creator, [1, 2], 1)).length, 1);
@@ -133,8 +133,8 @@ export default {
 
   async 'seeds reproduce, stop tokens and strings stop, top-k logprobs have their shape'(ctx) {
     const svc = service(ctx);
-    const s = await svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });
-    const run = (samplingParams, extra = {}) => s.sample({ prompt: tinker.ModelInput.fromInts([1, 2, 3]), numSamples: 3, samplingParams, ...extra });
+    const s = await svc.createSamplingClient({ base_model: 'Qwen/Qwen3-8B' });
+    const run = (samplingParams, extra = {}) => s.sample({ prompt: tinker.ModelInput.fromInts([1, 2, 3]), num_samples: 3, sampling_params: samplingParams, ...extra });
     // `stop: []` disables every stop token, EOS included: each sample runs to max_tokens.
     const [a, b, c] = await Promise.all([run({ max_tokens: 12, seed: 5, stop: [] }), run({ max_tokens: 12, seed: 5, stop: [] }), run({ max_tokens: 12, seed: 6, stop: [] })]);
     const toks = (r) => r.sequences.map((q) => Array.from(q.tokens));
@@ -149,9 +149,9 @@ export default {
     assert.deepEqual(Array.from(stopped.sequences[0].tokens), Array.from(a.sequences[0].tokens).slice(0, stopped.sequences[0].tokens.length), 'same seed, same prefix');
     // A stop string: decode the tokens the unconstrained run produced is the server's job;
     // stopping on any string that occurs must end the sequence early with stop_reason "stop".
-    const many = await s.sample({ prompt: [1, 2, 3], numSamples: 8, samplingParams: { max_tokens: 40, seed: 3, stop: ['e'] } });
+    const many = await s.sample({ prompt: [1, 2, 3], num_samples: 8, sampling_params: { max_tokens: 40, seed: 3, stop: ['e'] } });
     assert.ok(many.sequences.some((q) => q.stop_reason === 'stop' && q.tokens.length < 40), 'a stop string ended some sequence');
-    const r = await s.sample({ prompt: [10, 20, 30, 40], samplingParams: { max_tokens: 1 }, includePromptLogprobs: true, topkPromptLogprobs: 3 });
+    const r = await s.sample({ prompt: [10, 20, 30, 40], sampling_params: { max_tokens: 1 }, include_prompt_logprobs: true, topk_prompt_logprobs: 3 });
     assert.equal(r.prompt_logprobs.length, 4);
     assert.equal(r.prompt_logprobs[0], null);
     assert.equal(r.topk_prompt_logprobs.length, 4);
@@ -160,15 +160,15 @@ export default {
     assert.equal(row.length, 3);
     assert.ok(row[0][1] >= row[1][1] && row[1][1] >= row[2][1], 'sorted by logprob');
     assert.ok(row[0][1] >= r.prompt_logprobs[1]);
-    await assert.rejects(s.sample({ prompt: [1], samplingParams: { max_tokens: 1, top_p: 0 } }), (e) => e instanceof RangeError && e.field === 'samplingParams.top_p');
-    await assert.rejects(s.sample({ prompt: [1], samplingParams: { max_tokens: 1, temperature: NaN } }), (e) => e instanceof RangeError && e.field === 'samplingParams.temperature');
-    await assert.rejects(s.sample({ prompt: [1], samplingParams: { max_token: 1 } }), (e) => e instanceof TypeError && e.field === 'samplingParams.max_token');
+    await assert.rejects(s.sample({ prompt: [1], sampling_params: { max_tokens: 1, top_p: 0 } }), (e) => e instanceof RangeError && e.field === 'sampling_params.top_p');
+    await assert.rejects(s.sample({ prompt: [1], sampling_params: { max_tokens: 1, temperature: NaN } }), (e) => e instanceof RangeError && e.field === 'sampling_params.temperature');
+    await assert.rejects(s.sample({ prompt: [1], sampling_params: { max_token: 1 } }), (e) => e instanceof TypeError && e.field === 'sampling_params.max_token');
     await svc.close();
   },
 
   async 'a thousand concurrent samples settle once each, under faults'(ctx) {
     const svc = service(ctx);
-    const s = await svc.createSamplingClient({ baseModel: 'meta-llama/Llama-3.2-1B' });
+    const s = await svc.createSamplingClient({ base_model: 'meta-llama/Llama-3.2-1B' });
     const injected = async () => (await admin(ctx, 'stats')).faults_injected ?? {};
     const before = await injected();
     await admin(ctx, 'config', { faults: '503:0.05,drop:0.02,lost:0.03,storm:0.1:3,expire:0.03,malformed:0.03@retrieve_future,429:0.03@retrieve_future' });
@@ -176,7 +176,7 @@ export default {
     let results;
     try {
       results = await Promise.allSettled(
-        Array.from({ length: 1000 }, (_, i) => s.sample({ prompt: [(i % 1000) + 1, 2], samplingParams: { max_tokens: 3, seed: i } }).finally(() => settled++)),
+        Array.from({ length: 1000 }, (_, i) => s.sample({ prompt: [(i % 1000) + 1, 2], sampling_params: { max_tokens: 3, seed: i } }).finally(() => settled++)),
       );
     } finally {
       await admin(ctx, 'config', { faults: '' });
@@ -204,9 +204,9 @@ export default {
     await admin(ctx, 'config', { dynamic_config: { sample_cancel_enabled: true }, future_delay_ms: 500 });
     try {
       const svc = service(ctx, { fetch: watching });
-      const s = await svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });
+      const s = await svc.createSamplingClient({ base_model: 'Qwen/Qwen3-8B' });
       const before = (await admin(ctx, 'stats')).requests_by_path['POST /api/v1/cancel_future'] ?? 0;
-      await assert.rejects(s.sample({ prompt: [5], samplingParams: { max_tokens: 2 }, signal: ac.signal }), tinker.APIUserAbortError);
+      await assert.rejects(s.sample({ prompt: [5], sampling_params: { max_tokens: 2 } }, { signal: ac.signal }), tinker.APIUserAbortError);
       // The cancel is sent in the background: wait for it to reach the server.
       let after = before;
       for (let i = 0; i < 200 && after === before; i++) {

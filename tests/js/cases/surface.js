@@ -14,7 +14,7 @@ async function admin(ctx, path, body) {
 }
 const count = async (ctx, route) => (await admin(ctx, 'stats')).requests_by_path[route] ?? 0;
 const applied = async (ctx, modelId) => (await admin(ctx, `models/${encodeURIComponent(modelId)}`)).applied.map((a) => a.seq_id);
-const data = [tinker.datumFromTokens([101, 102, 103, 104, 105], { promptLength: 2 })];
+const data = [tinker.datumFromTokens([101, 102, 103, 104, 105], { prompt_length: 2 })];
 const unique = () => Math.random().toString(36).slice(2, 10);
 
 /** The claims of a JWT, decoded here (the oracle for whoami). */
@@ -24,10 +24,10 @@ function claims(jwt) {
 }
 
 export default {
-  async 'ServiceClient: consoleUrl, heartbeat() and trainingClient(modelId, { nextSeqId }) resuming a run'(ctx) {
+  async 'ServiceClient: consoleUrl, heartbeat() and trainingClient(model_id, { next_seq_id }) resuming a run'(ctx) {
     const svc = new tinker.ServiceClient(options(ctx));
     assert.match(svc.consoleUrl, /\/sessions$/, 'before connecting: the sessions list');
-    const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 4, seed: 1 });
+    const tc = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 4, seed: 1 });
     const { sessionId } = svc.sessionState();
     assert.ok(svc.consoleUrl.endsWith(`/sessions/${sessionId}`), svc.consoleUrl);
     assert.ok(tc.consoleUrl.endsWith(`/training_runs/${tc.modelId}`), tc.consoleUrl);
@@ -41,7 +41,7 @@ export default {
     await Promise.all([tc.forwardBackward(data, 'cross_entropy'), tc.optimStep({ learning_rate: 0.01 })]);
     assert.equal(tc.nextSeqId, 3);
     // A second client on the same run continues at the first one's seq id.
-    const resumed = await svc.trainingClient(tc.modelId, { nextSeqId: tc.nextSeqId });
+    const resumed = await svc.trainingClient(tc.modelId, { next_seq_id: tc.nextSeqId });
     assert.equal(resumed.modelId, tc.modelId);
     assert.equal(resumed.nextSeqId, 3);
     await Promise.all([resumed.forwardBackward(data, 'cross_entropy'), resumed.optimStep({ learning_rate: 0.01 })]);
@@ -49,26 +49,26 @@ export default {
     // Without options: Python's default, the first seq id after creation.
     const fresh = await svc.trainingClient(tc.modelId);
     assert.equal(fresh.nextSeqId, 1);
-    await assert.rejects(svc.trainingClient(tc.modelId, { nextSeqId: 0 }), (e) => e instanceof RangeError && /nextSeqId/.test(e.message));
+    await assert.rejects(svc.trainingClient(tc.modelId, { next_seq_id: 0 }), (e) => e instanceof RangeError && e.field === 'next_seq_id');
     await svc.close();
   },
 
-  async 'ServiceClient.close(errored | interrupted, detail) ends the session with that reason'(ctx) {
+  async 'ServiceClient.close({ status: errored | interrupted, detail }) ends the session with that reason'(ctx) {
     const tag = unique();
     const rest = new tinker.RestClient(options(ctx));
     for (const reason of ['errored', 'interrupted']) {
       const svc = new tinker.ServiceClient(options(ctx, { userMetadata: { surface: tag } }));
-      await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 4, seed: 2 });
+      await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 4, seed: 2 });
       const { sessionId } = svc.sessionState();
-      await svc.close(reason, `${reason} on purpose`);
+      await svc.close({ status: reason, detail: `${reason} on purpose` });
       const found = await rest.searchSessionsPage({ session_id: sessionId, statuses: [{ type: 'client_finished', reasons: [reason] }] });
       assert.deepEqual(found.items.map((s) => s.session_id), [sessionId], `the session ended as ${reason}`);
       const other = reason === 'errored' ? 'interrupted' : 'errored';
       const none = await rest.searchSessionsPage({ session_id: sessionId, statuses: [{ type: 'client_finished', reasons: [other, 'success'] }] });
       assert.deepEqual(none.items, [], `not as ${other} or success`);
-      await assert.rejects(svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' }), tinker.ClientClosedError);
+      await assert.rejects(svc.createSamplingClient({ base_model: 'Qwen/Qwen3-8B' }), tinker.ClientClosedError);
     }
-    await assert.rejects(new tinker.ServiceClient(options(ctx)).close('failed'), (e) => e instanceof TypeError && /failed/.test(e.message));
+    await assert.rejects(new tinker.ServiceClient(options(ctx)).close({ status: 'failed' }), (e) => e instanceof TypeError && /failed/.test(e.message));
     await rest.close();
   },
 
@@ -101,9 +101,9 @@ export default {
   async 'RestClient lists: pages, firstPage(), catch(), async iteration and session search'(ctx) {
     const tag = unique();
     const svc = new tinker.ServiceClient(options(ctx, { userMetadata: { surface: tag } }));
-    const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 4, seed: 3 });
+    const tc = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 4, seed: 3 });
     const svc2 = new tinker.ServiceClient(options(ctx, { userMetadata: { surface: tag } }));
-    await svc2.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });
+    await svc2.createSamplingClient({ base_model: 'Qwen/Qwen3-8B' });
     const ids = [svc.sessionState().sessionId, svc2.sessionState().sessionId].sort();
     const rest = svc.restClient();
 
@@ -145,7 +145,7 @@ export default {
 
   async 'RestClient: external weights URLs, a session trace export and a session moved to a project'(ctx) {
     const svc = new tinker.ServiceClient(options(ctx, { projectId: `proj-${unique()}` }));
-    const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 4, seed: 4 });
+    const tc = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 4, seed: 4 });
     const rest = svc.restClient();
     const { sessionId } = svc.sessionState();
 
@@ -164,7 +164,7 @@ export default {
     assert.ok((await r.arrayBuffer()).byteLength > 0);
 
     const project = `proj-${unique()}`;
-    assert.equal(await rest.assignSessionProject(sessionId, project), undefined);
+    assert.equal(await rest.assignSessionProject(sessionId, { project_id: project }), undefined);
     const moved = await rest.searchSessionsPage({ project_ids: [project] });
     assert.deepEqual(moved.items.map((s) => s.session_id), [sessionId]);
     assert.equal(moved.items[0].project_id, project);
@@ -173,7 +173,7 @@ export default {
 
   async 'TrainingClient: loadState restores weights, loadStateWithOptimizer weights and optimizer; createSamplingClient(path)'(ctx) {
     const svc = new tinker.ServiceClient(options(ctx));
-    const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 4, seed: 5 });
+    const tc = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 4, seed: 5 });
     const step = () => Promise.all([tc.forwardBackward(data, 'cross_entropy'), tc.optimStep({ learning_rate: 0.05 })]);
     const loss = async () => (await tc.forward(data, 'cross_entropy')).metrics['loss:sum'];
     const digest = async () => (await admin(ctx, `models/${encodeURIComponent(tc.modelId)}`)).weights_digest;
@@ -196,7 +196,7 @@ export default {
     const sampler = await tc.createSamplingClient(sw.path);
     assert.ok(sampler instanceof tinker.SamplingClient);
     assert.equal(sampler.baseModel, 'Qwen/Qwen3-8B');
-    const r = await sampler.sample({ prompt: [101, 102], numSamples: 1, samplingParams: { max_tokens: 3, seed: 1 } });
+    const r = await sampler.sample({ prompt: [101, 102], num_samples: 1, sampling_params: { max_tokens: 3, seed: 1 } });
     assert.equal(r.sequences.length, 1);
     const info = await svc.restClient().getSampler(sampler.samplingSessionId);
     assert.equal(info.model_path, sw.path, 'the sampling session samples the saved weights');
@@ -207,11 +207,11 @@ export default {
     const logs = [];
     const logger = Object.fromEntries(['debug', 'info', 'warn', 'error'].map((l) => [l, (m) => logs.push(`${l}: ${m}`)]));
     const svc = new tinker.ServiceClient(options(ctx, { logger }));
-    const sampler = await svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });
+    const sampler = await svc.createSamplingClient({ base_model: 'Qwen/Qwen3-8B' });
     assert.equal(sampler.queueState, undefined, 'nothing reported yet');
     await admin(ctx, 'config', { faults: 'paused:1:capacity@retrieve_future' });
     try {
-      await sampler.sample({ prompt: [5, 6], numSamples: 1, samplingParams: { max_tokens: 2, seed: 1 } });
+      await sampler.sample({ prompt: [5, 6], num_samples: 1, sampling_params: { max_tokens: 2, seed: 1 } });
     } finally {
       await admin(ctx, 'config', { faults: '' });
     }
@@ -221,7 +221,7 @@ export default {
 
     // Symbol.dispose is free(): the object is unusable afterwards, with a clear error.
     const rest = svc.restClient();
-    const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 4, seed: 6 });
+    const tc = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 4, seed: 6 });
     for (const obj of [sampler, rest, tc]) {
       assert.equal(typeof obj[Symbol.dispose], 'function');
       obj[Symbol.dispose]();
@@ -250,9 +250,9 @@ export default {
     assert.deepEqual(notFound.body, { detail: 'training run "no-such-run" not found' });
 
     // A future that fails with the user's error: its request id is the one the server failed.
-    const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 4, seed: 7 });
+    const tc = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 4, seed: 7 });
     const vocab = (await admin(ctx, 'catalogue')).models.find((m) => m.model_name === 'Qwen/Qwen3-8B').vocab_size;
-    const bad = [tinker.datumFromTokens([1, 2, vocab + 5], { promptLength: 1 })];
+    const bad = [tinker.datumFromTokens([1, 2, vocab + 5], { prompt_length: 1 })];
     const failed = await tc.forwardBackward(bad, 'cross_entropy').catch((e) => e);
     assert.ok(failed instanceof tinker.RequestFailedError, String(failed));
     assert.equal(failed.category, 'user');

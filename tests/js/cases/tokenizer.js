@@ -83,7 +83,7 @@ export default {
     assert.equal(tok.hasChatTemplate, true);
   },
 
-  async 'encodes batches, special tokens, and decodes with skipSpecialTokens'(ctx) {
+  async 'encodes batches, special tokens, and decodes with skip_special_tokens'(ctx) {
     const tok = await qwen3(ctx);
     const batch = tok.encodeBatch(['a b', '', '<|im_start|>user\nhi<|im_end|>']);
     assert.equal(batch.length, 3);
@@ -91,7 +91,7 @@ export default {
     assert.deepEqual(ids(batch[0]), ids(tok.encode('a b')));
     assert.deepEqual(ids(batch[1]), []);
     assert.equal(batch[2][0], 151644, 'special tokens are matched in text');
-    assert.equal(tok.decode(batch[2], { skipSpecialTokens: true }), 'user\nhi');
+    assert.equal(tok.decode(batch[2], { skip_special_tokens: true }), 'user\nhi');
     assert.equal(tok.decode([...batch[2]]), '<|im_start|>user\nhi<|im_end|>', 'plain arrays are accepted');
   },
 
@@ -105,9 +105,9 @@ export default {
     ];
     // transformers 5.23 apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     const want = '<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n';
-    assert.equal(tok.applyChatTemplate(messages, { addGenerationPrompt: true }), want);
-    assert.deepEqual(ids(tok.encodeChat(messages, { addGenerationPrompt: true })), ids(tok.encode(want)));
-    const noThink = tok.applyChatTemplate([{ role: 'user', content: 'Hi' }], { addGenerationPrompt: true, templateKwargs: { enable_thinking: false } });
+    assert.equal(tok.applyChatTemplate(messages, { add_generation_prompt: true }), want);
+    assert.deepEqual(ids(tok.encodeChat(messages, { add_generation_prompt: true })), ids(tok.encode(want)));
+    const noThink = tok.applyChatTemplate([{ role: 'user', content: 'Hi' }], { add_generation_prompt: true, template_kwargs: { enable_thinking: false } });
     assert.equal(noThink, '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n');
     const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: {} } } }];
     assert.match(tok.applyChatTemplate([{ role: 'user', content: 'x' }], { tools }), /<tools>\n\{"type": "function", "function": \{"name": "f", "parameters": \{"type": "object", "properties": \{\}\}\}\}\n<\/tools>/);
@@ -120,7 +120,7 @@ export default {
     assert.deepEqual(ids(tok.encode('日本語のテキスト 😀\n\n  x')), await native(ctx, 'llama3', '日本語のテキスト 😀\n\n  x'));
     assert.equal(tok.bosToken, '<|begin_of_text|>');
     assert.equal(tok.bosTokenId, 128000);
-    const out = tok.applyChatTemplate([{ role: 'user', content: '  Hi  ' }], { addGenerationPrompt: true });
+    const out = tok.applyChatTemplate([{ role: 'user', content: '  Hi  ' }], { add_generation_prompt: true });
     assert.equal(out, '<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n');
   },
 
@@ -187,7 +187,7 @@ export default {
     const tok = await qwen3(ctx);
     assert.throws(() => tok.encode(42), (e) => e instanceof TypeError && /text/.test(e.message));
     assert.throws(() => tok.encode('x', { addSpecialToken: true }), (e) => e instanceof TypeError && /options\.addSpecialToken/.test(e.message));
-    assert.throws(() => tok.encode('x', { addSpecialTokens: 'yes' }), (e) => e instanceof TypeError && /addSpecialTokens/.test(e.message));
+    assert.throws(() => tok.encode('x', { add_special_tokens: 'yes' }), (e) => e instanceof TypeError && /add_special_tokens/.test(e.message));
     assert.throws(() => tok.decode([1, -1]), (e) => e instanceof RangeError && /ids\[1\]/.test(e.message));
     assert.throws(() => tok.decode([1, 'a']), (e) => e instanceof TypeError && /ids\[1\]/.test(e.message));
     assert.throws(() => tok.decode('abc'), (e) => e instanceof TypeError && /ids/.test(e.message));
@@ -260,7 +260,7 @@ export default {
     assert.deepEqual(ids(tok.encode(text)), ids(fast.encode(text.toLowerCase())));
     assert.deepEqual(tok.encodeBatch(['A', 'bC']).map(ids), [ids(fast.encode('a')), ids(fast.encode('bc'))]);
     assert.equal(tok.decode(tok.encode(text)), text.toLowerCase());
-    assert.equal(tok.decode([151644, 9707], { skipSpecialTokens: true }), fast.decode([151644, 9707], { skipSpecialTokens: true }));
+    assert.equal(tok.decode([151644, 9707], { skip_special_tokens: true }), fast.decode([151644, 9707], { skip_special_tokens: true }));
     assert.equal(tok.vocabSize, fast.vocabSize);
     assert.equal(tok.tokenToId('<|im_end|>'), 151645);
     assert.equal(tok.tokenToId('no such token'), undefined);
@@ -295,18 +295,18 @@ export default {
     assert.equal(typeof tinker.tokenizerRevision(resolveTokenizerId('moonshotai/Kimi-K2.5')), 'string');
   },
 
-  async 'splitSpecialTokens encodes special tokens as text; non-special added tokens still match'(ctx) {
+  async 'split_special_tokens encodes special tokens as text; non-special added tokens still match'(ctx) {
     const tok = await qwen3(ctx);
     const special = tok.tokenToId('<|im_end|>');
     assert.deepEqual(ids(tok.encode('<|im_end|>')), [special]);
-    const split = tok.encode('a<|im_end|>b', { splitSpecialTokens: true });
+    const split = tok.encode('a<|im_end|>b', { split_special_tokens: true });
     assert.ok(!ids(split).includes(special));
     assert.equal(tok.decode(split), 'a<|im_end|>b');
     // `<think>` is a non-special added token of Qwen3: still one token.
-    const think = tok.encode('<think>', { splitSpecialTokens: true });
+    const think = tok.encode('<think>', { split_special_tokens: true });
     assert.deepEqual(ids(think), [tok.tokenToId('<think>')]);
-    assert.deepEqual(tok.encodeBatch(['a<|im_end|>b'], { splitSpecialTokens: true }).map(ids), [ids(split)]);
-    assert.throws(() => tok.encode('x', { splitSpecialTokens: 'yes' }), (e) => e instanceof TypeError && /options\.splitSpecialTokens/.test(e.message));
+    assert.deepEqual(tok.encodeBatch(['a<|im_end|>b'], { split_special_tokens: true }).map(ids), [ids(split)]);
+    assert.throws(() => tok.encode('x', { split_special_tokens: 'yes' }), (e) => e instanceof TypeError && /options\.split_special_tokens/.test(e.message));
   },
 
   async 'fromTiktoken loads a ranks file; a built-in pattern and the general regex agree'() {
@@ -327,8 +327,8 @@ export default {
     assert.equal(tok.decode(e), text);
     assert.deepEqual(ids(tok.encode('hello')), [tok.tokenToId('hello')]);
     assert.ok(ids(e).includes(300));
-    assert.ok(!ids(tok.encode(text, { splitSpecialTokens: true })).includes(300));
-    assert.equal(tok.decode(e, { skipSpecialTokens: true }), text.replace('<|end|>', ''));
+    assert.ok(!ids(tok.encode(text, { split_special_tokens: true })).includes(300));
+    assert.equal(tok.decode(e, { skip_special_tokens: true }), text.replace('<|end|>', ''));
     assert.equal(tok.idToToken(tok.tokenToId('Ġworld')), 'Ġworld');
     // The same pattern written differently: the general engine's regex splits it.
     await Tokenizer.loadGeneralEngine();

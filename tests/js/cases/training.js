@@ -13,12 +13,12 @@ async function admin(ctx, path, body) {
   return r.json();
 }
 
-const sft = (n, offset = 0) => Array.from({ length: n }, (_, i) => tinker.datumFromTokens([1000 + ((i + offset) % 7), 2000, 3000, 4000, 5000, 6000], { promptLength: 2 }));
+const sft = (n, offset = 0) => Array.from({ length: n }, (_, i) => tinker.datumFromTokens([1000 + ((i + offset) % 7), 2000, 3000, 4000, 5000, 6000], { prompt_length: 2 }));
 
 export default {
   async 'SFT with pipelined forwardBackward + optimStep lowers the loss, in seq order'(ctx) {
     const svc = service(ctx);
-    const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 8, seed: 1 });
+    const tc = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 8, seed: 1 });
     assert.match(tc.modelId, /:train:0$/);
     assert.equal(tc.getInfo().model_data.model_name, 'Qwen/Qwen3-8B');
     const data = sft(8);
@@ -42,7 +42,7 @@ export default {
 
   async 'a batch over 1024 datums is chunked and its metrics combined'(ctx) {
     const svc = service(ctx);
-    const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 4, seed: 2 });
+    const tc = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 4, seed: 2 });
     const data = Array.from({ length: 1030 }, (_, i) => tinker.datumFromTokens([10 + (i % 50), 20, 30]));
     const out = await tc.forwardBackward(data, 'cross_entropy');
     assert.equal(out.loss_fn_outputs.length, 1030);
@@ -56,7 +56,7 @@ export default {
 
   async 'a custom JS loss backpropagates through the server'(ctx) {
     const svc = service(ctx);
-    const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 4, seed: 3 });
+    const tc = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 4, seed: 3 });
     const data = sft(4);
     const fwd = await tc.forward(data, 'cross_entropy');
     let seen = null;
@@ -83,10 +83,10 @@ export default {
 
   async 'save and load with optimizer continues identically; sampler weights sample'(ctx) {
     const svc = service(ctx);
-    const tc = await svc.createLoraTrainingClient({ baseModel: 'meta-llama/Llama-3.2-1B', rank: 8, seed: 4 });
+    const tc = await svc.createLoraTrainingClient({ base_model: 'meta-llama/Llama-3.2-1B', rank: 8, seed: 4 });
     const data = sft(4);
     for (let i = 0; i < 2; i++) await Promise.all([tc.forwardBackward(data, 'cross_entropy'), tc.optimStep({ learning_rate: 0.02 })]);
-    const { path } = await tc.saveState('mid', { userMetadata: { step: '2' } });
+    const { path } = await tc.saveState('mid', { user_metadata: { step: '2' } });
     assert.match(path, /^tinker:\/\/.+\/weights\/mid$/);
     const restored = await svc.createTrainingClientFromStateWithOptimizer(path);
     const losses = [];
@@ -100,14 +100,14 @@ export default {
     assert.equal(a.weights_digest, b.weights_digest);
     const sw = await tc.saveWeightsForSampler('final');
     assert.match(sw.path, /\/sampler_weights\/final$/);
-    const sampler = await svc.createSamplingClient({ modelPath: sw.path });
+    const sampler = await svc.createSamplingClient({ model_path: sw.path });
     assert.equal(sampler.baseModel, 'meta-llama/Llama-3.2-1B');
-    const res = await sampler.sample({ prompt: [1000, 2000], numSamples: 2, samplingParams: { max_tokens: 4, seed: 5 } });
+    const res = await sampler.sample({ prompt: [1000, 2000], num_samples: 2, sampling_params: { max_tokens: 4, seed: 5 } });
     assert.equal(res.sequences.length, 2);
     assert.ok(res.sequences[0].tokens instanceof Int32Array && res.sequences[0].tokens.length <= 4);
     assert.ok(typeof res.sequences[0].sequence_id === 'string' && res.sequences[0].sequence_id.length > 0);
     const quick = await tc.saveWeightsAndGetSamplingClient();
-    assert.ok((await quick.sample({ prompt: [1000], samplingParams: { max_tokens: 2 } })).sequences.length === 1);
+    assert.ok((await quick.sample({ prompt: [1000], sampling_params: { max_tokens: 2 } })).sequences.length === 1);
     await svc.close();
   },
 
@@ -124,10 +124,10 @@ export default {
       return fetch(url, init);
     };
     const svc = service(ctx, { fetch: watching });
-    const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 4, seed: 5 });
+    const tc = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 4, seed: 5 });
     await admin(ctx, 'config', { future_delay_ms: 300 });
     let settled = 0;
-    const fb = tc.forwardBackward(sft(2), 'cross_entropy', { signal: ac.signal }).finally(() => settled++);
+    const fb = tc.forwardBackward(sft(2), 'cross_entropy', {}, { signal: ac.signal }).finally(() => settled++);
     const opt = tc.optimStep({ learning_rate: 0.01 });
     try {
       await assert.rejects(fb, tinker.APIUserAbortError);
@@ -154,7 +154,7 @@ export default {
 
   async 'a faulted run ends with the same weights as a clean run'(ctx) {
     const train = async (svc) => {
-      const tc = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 4, seed: 9 });
+      const tc = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 4, seed: 9 });
       const data = sft(4, 3);
       const all = [];
       for (let i = 0; i < 3; i++) all.push(tc.forwardBackward(data, 'cross_entropy'), tc.optimStep({ learning_rate: 0.03 }));
@@ -198,23 +198,23 @@ export const tokenizerCases = {
       return tinker.Tokenizer.fromURL(`${files}${dir}/tokenizer.json`, { configURL: `${files}${dir}/tokenizer_config.json` });
     };
     const svc = service(ctx, { tokenizerLoader });
-    const qwen = await svc.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 4 });
+    const qwen = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 4 });
     const [t1, t2, t3] = await Promise.all([qwen.getTokenizer(), qwen.getTokenizer(), qwen.getTokenizer()]);
     assert.deepEqual(calls, ['Qwen/Qwen3-8B'], 'one load for concurrent calls');
     assert.deepEqual(t1.encode('Hello world'), new Uint32Array([9707, 1879]));
     assert.equal(t2.decode(t3.encode('Hello world')), 'Hello world');
     // The Llama-3 rule: the ungated mirror's id.
-    const llama = await svc.createLoraTrainingClient({ baseModel: 'meta-llama/Llama-3.2-1B', rank: 4 });
+    const llama = await svc.createLoraTrainingClient({ base_model: 'meta-llama/Llama-3.2-1B', rank: 4 });
     const lt = await llama.getTokenizer();
     assert.deepEqual(calls, ['Qwen/Qwen3-8B', 'thinkingmachineslabinc/meta-llama-3-instruct-tokenizer']);
     assert.ok(lt.vocabSize > 128000);
     // A sampling client of the same base model shares the cached tokenizer.
-    const s = await svc.createSamplingClient({ baseModel: 'Qwen/Qwen3-8B' });
+    const s = await svc.createSamplingClient({ base_model: 'Qwen/Qwen3-8B' });
     await s.getTokenizer();
     assert.equal(calls.length, 2);
     // Without a source, a clear error.
     const bare = service(ctx);
-    const tc = await bare.createLoraTrainingClient({ baseModel: 'Qwen/Qwen3-8B', rank: 4 });
+    const tc = await bare.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 4 });
     await assert.rejects(tc.getTokenizer(), /tokenizerLoader/);
     await svc.close();
     await bare.close();
