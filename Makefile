@@ -36,6 +36,7 @@ lint: setup
 
 typecheck: wasm
 	node_modules/.bin/tsc -p tests/types/tsconfig.json
+	node_modules/.bin/tsc -p tests/types/tsconfig.js.json
 
 test-rust: sim
 	cargo test --workspace

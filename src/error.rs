@@ -109,6 +109,37 @@ pub enum Error {
         /// Why.
         message: String,
     },
+    /// A callback of the caller's (a custom loss function) failed: `error` is what it
+    /// threw or rejected with, kept as the caller's own value (in the wasm build a
+    /// `JsValue`, which the JS call rejects with unchanged).
+    Callback {
+        /// What failed.
+        message: String,
+        /// The caller's error value.
+        error: CallerError,
+    },
+}
+
+/// A caller's error value kept inside an [`Error`], of the embedding's own type (the
+/// wasm build keeps the thrown `JsValue`; read it back with [`CallerError::get`]).
+#[derive(Clone)]
+pub struct CallerError(std::rc::Rc<dyn std::any::Any>);
+
+impl CallerError {
+    /// Keeps `value`.
+    pub fn new<T: 'static>(value: T) -> Self {
+        CallerError(std::rc::Rc::new(value))
+    }
+    /// The value, if it is a `T`.
+    pub fn get<T: 'static>(&self) -> Option<&T> {
+        self.0.downcast_ref()
+    }
+}
+
+impl fmt::Debug for CallerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CallerError(..)")
+    }
 }
 
 /// Result alias.
@@ -285,7 +316,7 @@ impl Error {
         match self {
             Error::Status(s) => (400..500).contains(&s.status) && s.status != 408,
             Error::RequestFailed { category, .. } => *category == ErrorCategory::User,
-            Error::Input(_) => true,
+            Error::Input(_) | Error::Callback { .. } => true,
             _ => false,
         }
     }
@@ -325,7 +356,8 @@ impl fmt::Display for Error {
             | Error::Timeout { message }
             | Error::Aborted { message }
             | Error::InvalidResponse { message }
-            | Error::Closed { message } => f.write_str(message),
+            | Error::Closed { message }
+            | Error::Callback { message, .. } => f.write_str(message),
             Error::RequestFailed {
                 message,
                 request_id,

@@ -12,6 +12,8 @@ use crate::types::InputError;
 
 /// Default HTTP-layer retries per request (Python `DEFAULT_MAX_RETRIES`).
 pub const DEFAULT_MAX_RETRIES: u32 = 10;
+/// The most HTTP-layer retries per request accepted.
+pub const MAX_RETRIES_LIMIT: u32 = 100;
 /// Default per-request timeout (Python `DEFAULT_TIMEOUT`).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -130,6 +132,15 @@ impl ClientOptions {
             return Err(InputError::range_error(
                 "timeout",
                 "must be a positive number of milliseconds",
+            ));
+        }
+        if self.max_retries > MAX_RETRIES_LIMIT {
+            return Err(InputError::range_error(
+                "maxRetries",
+                format!(
+                    "must be between 0 and {MAX_RETRIES_LIMIT}, got {}",
+                    self.max_retries
+                ),
             ));
         }
         for (name, value) in &self.default_headers {

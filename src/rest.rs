@@ -90,6 +90,11 @@ pub struct RestClient {
     outer_method: Option<&'static str>,
 }
 
+/// The page size of `list_training_runs` and `list_sessions` when none is given (Python's).
+pub const DEFAULT_LIST_LIMIT: u64 = 20;
+/// The page size of `list_user_checkpoints` when none is given (Python's).
+pub const DEFAULT_CHECKPOINTS_LIMIT: u64 = 100;
+
 fn check_limit(limit: u64, max: u64) -> Result<(), InputError> {
     if limit == 0 || limit > max {
         return Err(InputError::range_error(

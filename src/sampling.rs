@@ -95,6 +95,12 @@ pub struct SampleRequest {
     pub prompt_logprobs_last_n: Option<u32>,
 }
 
+/// The largest `num_samples`, `topk_*_logprobs` and `prompt_alt_tokens_k` accepted.
+pub const MAX_COUNT: u32 = 100_000;
+
+/// Samples per request when none is given (Python has no default; one is the natural one).
+pub const DEFAULT_NUM_SAMPLES: u32 = 1;
+
 impl SampleRequest {
     /// A request with defaults for everything but the prompt, count and params.
     pub fn new(prompt: ModelInput, num_samples: u32, sampling_params: SamplingParams) -> Self {
@@ -117,11 +123,26 @@ impl SampleRequest {
         if self.prompt.chunks.is_empty() {
             return Err(InputError::range_error("prompt", "must not be empty"));
         }
-        if self.num_samples == 0 {
+        if self.num_samples == 0 || self.num_samples > MAX_COUNT {
             return Err(InputError::range_error(
                 "num_samples",
-                format!("must be at least 1, got {}", self.num_samples),
+                format!(
+                    "must be between 1 and {MAX_COUNT}, got {}",
+                    self.num_samples
+                ),
             ));
+        }
+        for (field, n) in [
+            ("topk_prompt_logprobs", self.topk_prompt_logprobs),
+            ("topk_sample_logprobs", self.topk_sample_logprobs),
+            ("prompt_alt_tokens_k", self.prompt_alt_tokens_k),
+        ] {
+            if n > MAX_COUNT {
+                return Err(InputError::range_error(
+                    field,
+                    format!("must be between 0 and {MAX_COUNT}, got {n}"),
+                ));
+            }
         }
         self.sampling_params
             .validate()
@@ -129,7 +150,7 @@ impl SampleRequest {
         if let Some(t) = &self.target_prompt_logprobs {
             if t.dtype() != DType::Int64 {
                 return Err(InputError::type_error(
-                    "targetPromptLogprobs.dtype",
+                    "target_prompt_logprobs.dtype",
                     format!(
                         "must be an int64 tensor of token ids, got {}",
                         t.dtype().name()
@@ -138,11 +159,12 @@ impl SampleRequest {
             }
             if t.shape.as_ref().map(Vec::len) != Some(2) {
                 return Err(InputError::type_error(
-                    "targetPromptLogprobs.shape",
+                    "target_prompt_logprobs.shape",
                     format!("must be 2-D, [len(prompt) - 1, K], got {:?}", t.shape),
                 ));
             }
-            t.validate().map_err(|e| e.within("targetPromptLogprobs"))?;
+            t.validate()
+                .map_err(|e| e.within("target_prompt_logprobs"))?;
         }
         if let Some(n) = self.prompt_logprobs_last_n {
             if n < 1 {
@@ -154,7 +176,7 @@ impl SampleRequest {
             if !self.include_prompt_logprobs {
                 return Err(InputError::type_error(
                     "prompt_logprobs_last_n",
-                    "applies to prompt logprobs; set includePromptLogprobs",
+                    "applies to prompt logprobs; set include_prompt_logprobs",
                 ));
             }
         }

@@ -217,6 +217,7 @@ pub fn error_type(e: &crate::error::Error) -> &'static str {
         Input(_) => "InputError",
         InvalidResponse { .. } => "APIResponseValidationError",
         Closed { .. } => "ClientClosedError",
+        Callback { .. } => "CallbackError",
     }
 }
 

@@ -622,7 +622,7 @@ impl TrainingClient {
         if let Some(r) = &age_encryption_recipients {
             if r.len() > 10 {
                 return Err(InputError::range_error(
-                    "ageEncryptionRecipients",
+                    "age_encryption_recipients",
                     format!("at most 10 recipients, got {}", r.len()),
                 )
                 .into());

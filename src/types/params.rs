@@ -146,7 +146,11 @@ impl OptimizerConfig {
     }
 }
 
-/// LoRA configuration of a new training model.
+/// The LoRA rank when none is given (Python's `create_lora_training_client(rank=32)`).
+pub const DEFAULT_LORA_RANK: u32 = 32;
+
+/// LoRA configuration of a new training model. The default is Python's: rank 32, every
+/// layer group trained, a random seed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoraConfig {
     /// Rank of the low-rank matrices (a positive power of two).
@@ -404,5 +408,11 @@ mod tests {
             .field,
             "beta2"
         );
+    }
+}
+
+impl Default for LoraConfig {
+    fn default() -> Self {
+        LoraConfig::new(DEFAULT_LORA_RANK)
     }
 }

@@ -112,6 +112,11 @@ pub fn to_js(e: Error) -> JsValue {
         Error::Aborted { .. } => construct("APIUserAbortError", &message, &props),
         Error::InvalidResponse { .. } => construct("APIResponseValidationError", &message, &props),
         Error::Closed { .. } => construct("ClientClosedError", &message, &props),
+        // The caller's own exception, unchanged (workers-rs keeps a JsValue the same way).
+        Error::Callback { error, .. } => match error.get::<JsValue>() {
+            Some(v) => v.clone(),
+            None => construct("TinkerError", &message, &props),
+        },
         Error::RequestFailed {
             request_id,
             category,

@@ -2,19 +2,27 @@
 
 mod bench;
 mod builders;
-mod clients;
+mod client_options;
+mod common;
 mod convert;
 mod errors;
 #[cfg(feature = "tokenizer")]
 mod general;
 mod panic;
+mod params;
 mod platform;
 #[cfg(feature = "tokenizer")]
 mod renderer;
+mod rest_client;
+mod sampling_client;
+mod service_client;
 #[cfg(feature = "tokenizer")]
 mod tokenizer;
 #[cfg(feature = "tokenizer")]
 mod tokenizer_loader;
+#[cfg(feature = "tokenizer")]
+mod tokenizer_support;
+mod training_client;
 mod types;
 
 use wasm_bindgen::prelude::*;

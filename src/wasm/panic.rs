@@ -37,19 +37,7 @@ use futures_util::future::LocalBoxFuture;
 use js_sys::{Function, Promise};
 use wasm_bindgen::prelude::*;
 
-#[wasm_bindgen(inline_js = "
-export function poll_catching(f) {
-  try { f(); return false; } catch (e) { return true; }
-}
-export function panic_error(message) {
-  const e = new Error(message);
-  e.name = 'TinkerPanicError';
-  return e;
-}
-export function report_task_panic(e) {
-  try { console.error(e); } catch (_) {}
-}
-")]
+#[wasm_bindgen(module = "/src/wasm/js/panic.js")]
 extern "C" {
     /// Calls `f`; true when it threw (a panic's trap, or anything else).
     fn poll_catching(f: &mut dyn FnMut()) -> bool;

@@ -9,7 +9,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::convert::{datum_to_js, model_input_to_js};
-use super::tokenizer::{ids_of, input_err, set, show, tok_err, type_err, JsTokenizer, Opts};
+use super::tokenizer::JsTokenizer;
+use super::tokenizer_support::{ids_of, input_err, set, show, tok_err, type_err, Opts};
 use crate::tokenizer::renderers::{self as core, models, Message, Reduction, Supervised};
 use crate::tokenizer::{StopSequences, Tokenizer, TrainOnWhat};
 use crate::types::InputError;
@@ -292,7 +293,7 @@ impl JsRenderer {
         #[wasm_bindgen(unchecked_param_type = "ToolSpec[]")] tools: JsValue,
         #[wasm_bindgen(js_name = systemPrompt)] system_prompt: Option<String>,
     ) -> Result<Array, JsValue> {
-        let tools = match super::tokenizer::to_json(&tools, "tools")? {
+        let tools = match super::tokenizer_support::to_json(&tools, "tools")? {
             serde_json::Value::Array(a) => a,
             other => {
                 return Err(type_err(

@@ -5,50 +5,6 @@ use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &str = r#"
-/** Options of `ServiceClient` and `RestClient`. */
-export interface ClientOptions {
-  /** API key (`tml-…`). Defaults to `TINKER_API_KEY` where an environment exists (Node). */
-  apiKey?: string;
-  /** API base URL. Defaults to `TINKER_BASE_URL`, then the production API. */
-  baseURL?: string;
-  /** HTTP-level retries per request (default 10, as the Python SDK). */
-  maxRetries?: number;
-  /** Per-request timeout in ms (default 60 000). */
-  timeout?: number;
-  /** A `fetch` to send the requests with (proxies, tests, custom runtimes). Default: the global `fetch`; in Node, `node:http`/`node:https` with keep-alive agents. */
-  fetch?: (input: string, init: RequestInit) => Promise<Response>;
-  /** Headers sent with every request (names are HTTP tokens; values have no line breaks: else a TypeError naming `defaultHeaders.<name>`). */
-  defaultHeaders?: Record<string, string>;
-  /** Allow use in a browser, where the API key is visible to the page's users. */
-  dangerouslyAllowBrowser?: boolean;
-  /** Project of new sessions (default `TINKER_PROJECT_ID`); also the target of `copyWeights`. */
-  projectId?: string;
-  /** Metadata of new sessions. */
-  userMetadata?: Record<string, string>;
-  /** Display name of new sessions. */
-  displayName?: string;
-  /** Tags of new sessions (default: comma-separated `TINKER_TAGS`). */
-  tags?: string[];
-  /** Resume an existing session (e.g. across Worker requests) instead of creating one. */
-  session?: SessionState;
-  /** Shorthand for `session: { sessionId }`. */
-  sessionId?: string;
-  /** Background timers: heartbeat, config refresh, JWT refresh, telemetry flush.
-   *  Default true, except in Workers (timers die with the request): call `heartbeat()` yourself there. */
-  heartbeat?: boolean;
-  /** Send telemetry batches (default true). */
-  telemetry?: boolean;
-  /** Where log messages go (default `console`). */
-  logger?: { debug?(msg: string): void; info?(msg: string): void; warn?(msg: string): void; error?(msg: string): void };
-  /** Minimum level logged (default 'warn'). */
-  logLevel?: 'debug' | 'info' | 'warn' | 'error' | 'off';
-  /** Loads the tokenizer with a resolved id for `getTokenizer()` (full build), e.g.
-   *  `(id) => Tokenizer.fromURL(`https://my.cdn/${id}/tokenizer.json`, { configURL: … })`. */
-  tokenizerLoader?: (id: string) => unknown;
-  /** Or: a base URL under which `${id}/tokenizer.json` and `${id}/tokenizer_config.json` live. */
-  tokenizerBaseURL?: string;
-}
-
 /** Options of `SamplingClient.fromSamplerHandle`: the server, its extra headers and the
  *  session come from the handle; credentials and local behaviour from here. */
 export type SamplerHandleOptions = Pick<
@@ -65,13 +21,6 @@ export type SamplerHandleOptions = Pick<
   | 'tokenizerLoader'
   | 'tokenizerBaseURL'
 >;
-
-/** What another process or request needs to resume a session. */
-export interface SessionState {
-  sessionId: string;
-  nextModelSeqId?: number;
-  nextSamplingSessionSeqId?: number;
-}
 
 /** Request options, every call's last argument (camelCase, as openai-node's). */
 export interface RequestOptions {
@@ -112,12 +61,6 @@ export interface Datum {
 
 /** Loss functions the API knows. */
 export type LossFn = 'cross_entropy' | 'importance_sampling' | 'ppo' | 'cispo' | 'dro' | 'gspo' | 'stable_reinforce' | 'custom';
-
-/** Parameters of `forward` / `forwardBackward` (after the data and the loss function). */
-export interface ForwardParams {
-  /** Loss function settings, e.g. `{ clip_low_threshold: 0.8 }` for `ppo`, `{ beta: 0.05 }` for `dro`. */
-  loss_fn_config?: Record<string, number | string>;
-}
 
 /** A tensor as the SDK returns it (float32 data as `Float32Array`, int64 as `number[]`). */
 export interface TensorOutput {
@@ -177,39 +120,6 @@ export interface OptimStepResponse {
   metrics?: Record<string, number>;
 }
 
-/** Parameters of `createLoraTrainingClient` (Python's names). */
-export interface CreateLoraTrainingClientParams {
-  /** The base model, e.g. "Qwen/Qwen3-8B". */
-  base_model: string;
-  /** LoRA rank, a positive power of two (default 32). */
-  rank?: number;
-  /** Initialisation seed (random by default). */
-  seed?: number;
-  train_mlp?: boolean;
-  train_attn?: boolean;
-  train_unembed?: boolean;
-  user_metadata?: Record<string, string>;
-  /** Optimizer family, `{ type: 'adamw' }` (default) or `{ type: 'dimuon', version: 1 }`. */
-  optimizer?: { type: string; [key: string]: unknown };
-}
-
-/** Parameters of `createTrainingClientFromState(WithOptimizer)` (after the path). */
-export interface CreateTrainingClientFromStateParams {
-  base_model?: string;
-  user_metadata?: Record<string, string>;
-  weights_access_token?: string;
-  /** Only without optimizer state. */
-  optimizer?: { type: string; [key: string]: unknown };
-}
-
-/** Parameters of `saveState` (after the name). */
-export interface SaveStateParams {
-  /** Seconds until the checkpoint expires (3600 … 10 years). */
-  ttl_seconds?: number;
-  overwrite?: boolean;
-  user_metadata?: Record<string, string>;
-}
-
 /** Model information (`get_info`, wire field names). */
 export interface ModelInfo {
   model_id: string;
@@ -218,27 +128,6 @@ export interface ModelInfo {
   lora_rank?: number;
   model_name?: string;
   [key: string]: unknown;
-}
-
-/** Sampling retry behaviour: Python's `RetryConfig`, durations in seconds as there. */
-export interface RetryConfig {
-  max_connections?: number;
-  progress_timeout?: number;
-  retry_delay_base?: number;
-  retry_delay_max?: number;
-  jitter_factor?: number;
-  enable_retry_logic?: boolean;
-  enable_stuck_detection?: boolean;
-}
-
-/** Parameters of `ServiceClient.createSamplingClient`: give `model_path` or `base_model`. */
-export interface CreateSamplingClientParams {
-  /** Saved sampler weights, `tinker://…/sampler_weights/…`. */
-  model_path?: string;
-  /** A base model, e.g. "Qwen/Qwen3-8B". */
-  base_model?: string;
-  retry_config?: RetryConfig;
-  record_stability_info?: boolean;
 }
 
 /** Sampling parameters (wire names). */
@@ -251,21 +140,6 @@ export interface SamplingParams {
   /** -1 disables. */
   top_k?: number;
   top_p?: number;
-}
-
-/** Parameters of `sample` (the wire's and Python's names). */
-export interface SampleParams {
-  prompt: ModelInput | Uint32Array | Int32Array | ArrayLike<number>;
-  /** Default 1. */
-  num_samples?: number;
-  sampling_params?: SamplingParams;
-  include_prompt_logprobs?: boolean;
-  topk_prompt_logprobs?: number;
-  topk_sample_logprobs?: number;
-  /** Token ids to score per prompt position: int64 `[len(prompt) - 1, K]`, -1 for none. */
-  target_prompt_logprobs?: TensorData;
-  prompt_alt_tokens_k?: number;
-  prompt_logprobs_last_n?: number;
 }
 
 /** One sampled sequence. */
@@ -355,14 +229,6 @@ export interface AuditLogEntry {
   [key: string]: unknown;
 }
 
-/** Parameters of `getAuditLog`. */
-export interface AuditLogParams {
-  /** Which resource's events (default `'all'`). */
-  event_type?: 'all' | 'checkpoints' | 'projects' | 'teams' | 'organizations';
-  /** The UTC day to query, midnight to midnight (default: today): `'2026-01-15'`, or a Date (its UTC day). */
-  day?: string | Date;
-}
-
 /** The organisation's audit log (`getAuditLog`), sorted by timestamp. */
 export interface AuditLogResponse {
   entries: AuditLogEntry[];
@@ -435,13 +301,6 @@ export interface ExternalWeightsUrls {
   /** Relative file path → signed URL. */
   urls: Record<string, string>;
   expires: string;
-}
-
-export interface ListTrainingRunsParams {
-  limit?: number;
-  offset?: number;
-  access_scope?: AccessScope;
-  project_id?: string;
 }
 
 export interface SessionSearchRequest {

@@ -137,4 +137,28 @@ export default {
       assert.equal(caught(() => encode(data)).field, field, `${label}: the first bad datum`);
     }
   },
+
+  'a getter of the data that converts data itself (re-entrancy) does not disturb the outer conversion'() {
+    // The slow lane keeps a datum's fields in the JS readers' arrays while Rust reads them;
+    // a getter that runs SDK conversions in the middle (here of model_input.chunks) must
+    // not overwrite them: each conversion has its own frame.
+    const want = encode(typedBatch(14).slice(0, 3).map(plain));
+    let inner = 0;
+    const data = typedBatch(14).slice(0, 3).map(plain).map((d) => {
+      const chunks = d.model_input.chunks;
+      return {
+        ...d,
+        model_input: {
+          get chunks() {
+            inner++;
+            tinker.TensorData.fromArray([1, 2, 3], { dtype: 'float32' });
+            encode([plain(typedBatch(15)[0])]);
+            return chunks;
+          },
+        },
+      };
+    });
+    bytesEqual(encode(data), want, 'the datums read around nested conversions');
+    assert.ok(inner >= 3, `the getters ran (${inner})`);
+  },
 };
