@@ -178,7 +178,7 @@ export function samplePanel(app) {
     const res = await client.sample({
       prompt: ids,
       num_samples: p.numSamples,
-      samplingParams,
+      sampling_params: samplingParams,
       include_prompt_logprobs: p.scorePrompt,
       topk_prompt_logprobs: p.scorePrompt && p.alternatives ? p.alternatives : undefined,
       topk_sample_logprobs: p.alternatives || undefined,
