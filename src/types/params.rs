@@ -310,6 +310,12 @@ impl SamplingParams {
     }
 }
 
+impl Default for LoraConfig {
+    fn default() -> Self {
+        LoraConfig::new(DEFAULT_LORA_RANK)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -408,11 +414,5 @@ mod tests {
             .field,
             "beta2"
         );
-    }
-}
-
-impl Default for LoraConfig {
-    fn default() -> Self {
-        LoraConfig::new(DEFAULT_LORA_RANK)
     }
 }
