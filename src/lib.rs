@@ -85,6 +85,8 @@ pub(crate) use json::json;
 #[doc(hidden)]
 pub mod fuzzing {
     pub use crate::json::{from_slice, FromJson};
+    #[cfg(feature = "tokenizer")]
+    pub use crate::tokenizer::split_pieces;
     pub use crate::zstd::compress;
 }
 

@@ -1,6 +1,6 @@
 //! The fast path: a byte-level BPE tokenizer specialised for the GPT-4-style split
 //! patterns that Qwen2/Qwen3 (`\p{N}`), Llama-3 (`\p{N}{1,3}`), Qwen3.5 and o200k
-//! (gpt-oss) use.
+//! (gpt-oss) use, and for DeepSeek V3/V4's sequence of three splits.
 //!
 //! It replaces, step for step, what `tokenizers` does for such a `tokenizer.json`:
 //! added tokens are split off first (leftmost-longest), the remaining text is
@@ -23,7 +23,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use serde::Deserialize;
 
 use super::scan::{ScanResult, Scanner};
-use super::split::{char_at, split, Pattern};
+use super::split::{char_at, split, Pattern, DEEPSEEK_PATTERNS};
 use super::EncodeOptions;
 
 // ---------------------------------------------------------------------------------
@@ -77,17 +77,46 @@ impl Hasher for FxHasher {
 
 pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
-/// The FxHash product (best bits on top: tables index with the top bits).
 #[inline(always)]
-fn table_hash(bytes: &[u8]) -> u64 {
-    fx_hash(bytes).rotate_right(26)
+fn read_u32(b: &[u8], i: usize) -> u64 {
+    u64::from(u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]))
 }
 
 #[inline(always)]
-fn fx_hash(bytes: &[u8]) -> u64 {
-    let mut h = FxHasher::default();
-    h.write(bytes);
-    h.finish()
+fn read_u64(b: &[u8], i: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[i..i + 8]);
+    u64::from_le_bytes(w)
+}
+
+/// The hash of a byte string for [`BytesTable`] and [`Words`]: the well-mixed bits on
+/// top (tables index with the top bits; the low 32 are a tag). Short strings (most BPE
+/// pieces and tokens) are read as one word without a loop over their bytes: up to 3 bytes
+/// as the first, middle and last, 4 to 8 as two overlapping 4-byte reads, longer ones in
+/// 8-byte steps with an overlapping last read; the length is mixed in, so no two strings
+/// of one length read the same word.
+#[inline(always)]
+pub(crate) fn table_hash(b: &[u8]) -> u64 {
+    let n = b.len();
+    let mut h = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    if n <= 8 {
+        h ^= if n >= 4 {
+            read_u32(b, 0) | (read_u32(b, n - 4) << 32)
+        } else if n > 0 {
+            u64::from(b[0]) | (u64::from(b[n / 2]) << 8) | (u64::from(b[n - 1]) << 16)
+        } else {
+            0
+        };
+    } else {
+        let mut i = 0;
+        while i + 8 < n {
+            h = (h ^ read_u64(b, i)).wrapping_mul(FX_K).rotate_left(26);
+            i += 8;
+        }
+        h ^= read_u64(b, n - 8);
+    }
+    let m = h.wrapping_mul(FX_K);
+    m ^ (m >> 32)
 }
 
 /// An open-addressing table from byte strings stored in an arena to ids: one `u64` per
@@ -620,6 +649,7 @@ fn split_merge(s: &str) -> Option<(&str, &str)> {
 struct Added {
     id: u32,
     special: bool,
+    normalized: bool,
 }
 
 /// A byte-level BPE tokenizer for the specialised split patterns.
@@ -634,21 +664,141 @@ pub(crate) struct FastBpe {
     added: Vec<(String, Added)>,
     added_by_id: FxMap<u32, usize>,
     added_by_content: HashMap<String, usize>,
-    matcher: Option<aho_corasick::AhoCorasick>,
+    /// Added tokens are split off in up to two passes, as `tokenizers` does: those with
+    /// `normalized: false` on the text, then those with `normalized: true` on what is
+    /// left (normalised: taken only when the file has no normalizer). Each matcher comes
+    /// with the index in `added` of each of its patterns.
+    matchers: Vec<(aho_corasick::AhoCorasick, Vec<usize>)>,
     prefix: Vec<u32>,
     suffix: Vec<u32>,
     cache: RefCell<WordCache>,
+    /// The merge of every byte pair (`merge_packed` of their byte tokens), by
+    /// `first << 8 | second`: BPE's first lookups, from a dense 512 KiB table built on
+    /// first use instead of the merge map.
+    byte_pairs: std::cell::OnceCell<Box<[u64]>>,
 }
 
-pub(crate) const NONE_SPAN: (u32, u32) = (u32::MAX, 0);
-pub(crate) const CACHE_MAX_WORDS: usize = 1 << 17;
-pub(crate) const CACHE_MAX_WORD_LEN: usize = 256;
+/// Pieces up to this many bytes merge by scanning their pairs; longer ones through a heap.
+const SCAN_MAX: usize = 64;
 
+pub(crate) const NONE_SPAN: (u32, u32) = (u32::MAX, 0);
+/// Pieces longer than this are not cached (they are rare, and would crowd the cache).
+const CACHE_MAX_WORD_LEN: usize = 256;
+/// The word cache's bounds: words, bytes of words, ids (about 9 MiB at most with the index).
+const CACHE_MAX_WORDS: usize = 1 << 17;
+const CACHE_MAX_BYTES: usize = 2 << 20;
+const CACHE_MAX_IDS: usize = 1 << 19;
+
+/// The word cache: the ids of each piece already merged, by the piece's bytes. Words and
+/// ids live in two arenas behind an open-addressing index (no allocation per word); the
+/// cache is bounded in words, bytes and ids and starts over empty when a bound would be
+/// passed, so a long-lived tokenizer fed endless distinct text stays within about 9 MiB.
+#[derive(Default)]
+pub(crate) struct Words {
+    /// `(hash tag << 32) | entry`, or `EMPTY`.
+    slots: Vec<u64>,
+    shift: u32,
+    /// Per word: start in `bytes`, start in `ids`, byte length, id count.
+    entries: Vec<(u32, u32, u16, u16)>,
+    bytes: Vec<u8>,
+    ids: Vec<u32>,
+}
+
+impl Words {
+    #[inline(always)]
+    fn key(&self, e: u32) -> &[u8] {
+        let (b, _, n, _) = self.entries[e as usize];
+        &self.bytes[b as usize..b as usize + n as usize]
+    }
+
+    /// The cached ids of `word`.
+    #[inline(always)]
+    pub(crate) fn get(&self, word: &[u8]) -> Option<&[u32]> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let h = table_hash(word);
+        let tag = h & 0xFFFF_FFFF;
+        let mask = self.slots.len() - 1;
+        let mut i = (h >> self.shift) as usize;
+        loop {
+            let s = self.slots[i];
+            if s == EMPTY {
+                return None;
+            }
+            if s >> 32 == tag && self.key(s as u32) == word {
+                let (_, a, _, n) = self.entries[s as u32 as usize];
+                return Some(&self.ids[a as usize..a as usize + n as usize]);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Caches `ids` for `word` (not already cached; at most [`CACHE_MAX_WORD_LEN`] bytes).
+    pub(crate) fn insert(&mut self, word: &[u8], ids: &[u32]) {
+        if word.len() > CACHE_MAX_WORD_LEN || ids.len() > CACHE_MAX_WORD_LEN {
+            return;
+        }
+        if self.entries.len() >= CACHE_MAX_WORDS
+            || self.bytes.len() + word.len() > CACHE_MAX_BYTES
+            || self.ids.len() + ids.len() > CACHE_MAX_IDS
+        {
+            // Start over: the index keeps its size, the arenas their capacity.
+            self.slots.fill(EMPTY);
+            self.entries.clear();
+            self.bytes.clear();
+            self.ids.clear();
+        }
+        // At most half full.
+        if (self.entries.len() + 1) * 2 > self.slots.len() {
+            self.grow();
+        }
+        let e = self.entries.len() as u32;
+        self.entries.push((
+            self.bytes.len() as u32,
+            self.ids.len() as u32,
+            word.len() as u16,
+            ids.len() as u16,
+        ));
+        self.bytes.extend_from_slice(word);
+        self.ids.extend_from_slice(ids);
+        self.place(table_hash(word), e);
+    }
+
+    #[inline(always)]
+    fn place(&mut self, h: u64, e: u32) {
+        let mask = self.slots.len() - 1;
+        let mut i = (h >> self.shift) as usize;
+        while self.slots[i] != EMPTY {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = ((h & 0xFFFF_FFFF) << 32) | u64::from(e);
+    }
+
+    fn grow(&mut self) {
+        let size = (self.slots.len() * 2).max(1 << 10);
+        self.slots = vec![EMPTY; size];
+        self.shift = 64 - size.trailing_zeros();
+        for e in 0..self.entries.len() as u32 {
+            let h = table_hash(self.key(e));
+            self.place(h, e);
+        }
+    }
+
+    /// The number of cached words.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+/// Per-tokenizer encoding state: the word cache and scratch for BPE, reused across words.
 #[derive(Default)]
 struct WordCache {
-    map: FxMap<Box<[u8]>, Box<[u32]>>,
-    /// Scratch for BPE, reused across words.
+    words: Words,
     syms: Vec<u32>,
+    /// The merge of each symbol with the next one, `(rank << 32) | merged id`, or `u64::MAX`.
+    pairs: Vec<u64>,
     heap: std::collections::BinaryHeap<std::cmp::Reverse<(u32, u32)>>,
     prev: Vec<u32>,
     next: Vec<u32>,
@@ -715,22 +865,31 @@ fn post_tokens(v: Option<&serde_json::Value>) -> Option<(Vec<u32>, Vec<u32>)> {
     }
 }
 
+/// An `Isolated`, not inverted `Split` by a regex: its pattern text.
+fn isolated_split(v: &serde_json::Value) -> Option<&str> {
+    if v.get("type")?.as_str()? != "Split"
+        || v.get("behavior")?.as_str()? != "Isolated"
+        || v.get("invert")?.as_bool()?
+    {
+        return None;
+    }
+    v.get("pattern")?.get("Regex")?.as_str()
+}
+
 fn pattern_of(pre: Option<&serde_json::Value>) -> Option<Pattern> {
     let pre = pre?;
     if pre.get("type")?.as_str()? != "Sequence" {
         return None;
     }
     let list = pre.get("pretokenizers")?.as_array()?;
-    let [split, bl] = list.as_slice() else {
-        return None;
+    let (bl, pattern) = match list.as_slice() {
+        [split, bl] => (bl, Pattern::of_regex(isolated_split(split)?)?),
+        [a, b, c, bl] => {
+            let regexes = [isolated_split(a)?, isolated_split(b)?, isolated_split(c)?];
+            (regexes == DEEPSEEK_PATTERNS).then_some((bl, Pattern::DeepSeek))?
+        }
+        _ => return None,
     };
-    if split.get("type")?.as_str()? != "Split"
-        || split.get("behavior")?.as_str()? != "Isolated"
-        || split.get("invert")?.as_bool()?
-    {
-        return None;
-    }
-    let pattern = Pattern::of_regex(split.get("pattern")?.get("Regex")?.as_str()?)?;
     if !is_byte_level(bl)
         || bl.get("add_prefix_space")?.as_bool()?
         || bl.get("use_regex")?.as_bool()?
@@ -835,7 +994,7 @@ impl FastBpe {
         let mut added_by_content = HashMap::new();
         let mut next_id: Option<u32> = None;
         for t in &raw.added_tokens {
-            if t.single_word || t.lstrip || t.rstrip || t.normalized {
+            if t.single_word || t.lstrip || t.rstrip || (t.normalized && nfc) {
                 return Ok(None);
             }
             if t.content.is_empty() {
@@ -868,15 +1027,20 @@ impl FastBpe {
                 Added {
                     id,
                     special: t.special,
+                    normalized: t.normalized,
                 },
             ));
         }
-        let matcher = if added.is_empty() {
-            None
-        } else {
-            let tokens: Vec<&str> = added.iter().map(|(c, _)| c.as_str()).collect();
-            Some(token_matcher(&tokens)?)
-        };
+        let mut matchers = Vec::new();
+        for normalized in [false, true] {
+            let idx: Vec<usize> = (0..added.len())
+                .filter(|&i| added[i].1.normalized == normalized)
+                .collect();
+            if !idx.is_empty() {
+                let tokens: Vec<&str> = idx.iter().map(|&i| added[i].0.as_str()).collect();
+                matchers.push((token_matcher(&tokens)?, idx));
+            }
+        }
         for id in prefix.iter().chain(&suffix) {
             if !added_by_id.contains_key(id) && vocab.tok(*id).is_none() {
                 return Ok(None);
@@ -893,10 +1057,11 @@ impl FastBpe {
             added,
             added_by_id,
             added_by_content,
-            matcher,
+            matchers,
             prefix,
             suffix,
             cache: RefCell::new(WordCache::default()),
+            byte_pairs: std::cell::OnceCell::new(),
         }))
     }
 
@@ -915,48 +1080,54 @@ impl FastBpe {
             out.extend_from_slice(&self.prefix);
         }
         let mut cache = self.cache.borrow_mut();
-        match &self.matcher {
-            None => self.encode_text(text, out, &mut cache),
-            Some(ac) => {
-                let mut at = 0;
-                for m in ac.find_iter(text) {
-                    let added = &self.added[m.pattern().as_usize()].1;
-                    // `encode_special_tokens`: the match still happens (it hides any
-                    // other added token it overlaps, as in `tokenizers`), but a special
-                    // one stays part of the surrounding text.
-                    if options.split_special_tokens && added.special {
-                        continue;
-                    }
-                    if m.start() > at {
-                        self.encode_text(&text[at..m.start()], out, &mut cache);
-                    }
-                    out.push(added.id);
-                    at = m.end();
-                }
-                if at < text.len() {
-                    self.encode_text(&text[at..], out, &mut cache);
-                }
-            }
-        }
+        self.encode_added(0, text, options, out, &mut cache);
         if options.add_special_tokens {
             out.extend_from_slice(&self.suffix);
         }
     }
 
+    /// Splits off the added tokens of matcher `level` (leftmost-longest), and encodes the
+    /// text around them with the next level.
+    fn encode_added(
+        &self,
+        level: usize,
+        text: &str,
+        options: EncodeOptions,
+        out: &mut Vec<u32>,
+        cache: &mut WordCache,
+    ) {
+        let Some((ac, idx)) = self.matchers.get(level) else {
+            self.encode_text(text, out, cache);
+            return;
+        };
+        let mut at = 0;
+        for m in ac.find_iter(text) {
+            let added = &self.added[idx[m.pattern().as_usize()]].1;
+            // `encode_special_tokens`: the match still happens (it hides any other added
+            // token it overlaps, as in `tokenizers`), but a special one stays part of the
+            // surrounding text.
+            if options.split_special_tokens && added.special {
+                continue;
+            }
+            if m.start() > at {
+                self.encode_added(level + 1, &text[at..m.start()], options, out, cache);
+            }
+            out.push(added.id);
+            at = m.end();
+        }
+        if at < text.len() {
+            self.encode_added(level + 1, &text[at..], options, out, cache);
+        }
+    }
+
     fn encode_text(&self, text: &str, out: &mut Vec<u32>, cache: &mut WordCache) {
         let normalized;
-        let text = if self.nfc && !text.is_ascii() {
-            use unicode_normalization_alignments::{
-                is_nfc_quick, IsNormalized, UnicodeNormalization,
-            };
-            if is_nfc_quick(text.chars()) == IsNormalized::Yes {
-                text
-            } else {
-                normalized = text.nfc().map(|(c, _)| c).collect::<String>();
+        let text = match self.nfc.then(|| nfc(text)).flatten() {
+            Some(n) => {
+                normalized = n;
                 &normalized
             }
-        } else {
-            text
+            None => text,
         };
         split(text, self.pattern, |piece| {
             self.encode_word(piece.as_bytes(), out, cache)
@@ -975,18 +1146,20 @@ impl FastBpe {
                 return;
             }
         }
-        if let Some(ids) = cache.map.get(word) {
+        if let Some(ids) = cache.words.get(word) {
             out.extend_from_slice(ids);
             return;
         }
         let start = out.len();
         self.bpe(word, out, cache);
-        if word.len() <= CACHE_MAX_WORD_LEN {
-            if cache.map.len() >= CACHE_MAX_WORDS {
-                cache.map.clear();
-            }
-            cache.map.insert(word.into(), out[start..].into());
-        }
+        cache.words.insert(word, &out[start..]);
+    }
+
+    /// The merge of `a` and `b` as `(rank << 32) | merged id` (ordered by rank), or
+    /// `u64::MAX`.
+    #[inline(always)]
+    fn merge_packed(&self, a: u32, b: u32) -> u64 {
+        self.merges.get(pair_key(a, b)).unwrap_or(u64::MAX)
     }
 
     #[inline(always)]
@@ -1000,22 +1173,44 @@ impl FastBpe {
     /// ties). Short pieces scan; long ones use a heap over a linked list, like
     /// `tokenizers`' word merger.
     fn bpe(&self, word: &[u8], out: &mut Vec<u32>, cache: &mut WordCache) {
-        if word.len() <= 48 {
-            let syms = &mut cache.syms;
+        if word.len() <= SCAN_MAX {
+            // tiktoken's scheme: the merge of each symbol with the next is known; take
+            // the lowest rank (leftmost on ties), then look up only the two pairs that
+            // changed.
+            let WordCache { syms, pairs, .. } = cache;
             syms.clear();
             syms.extend(word.iter().map(|&b| self.byte_ids[b as usize]));
-            while syms.len() > 1 {
-                let mut best: Option<(u32, usize, u32)> = None;
-                for i in 0..syms.len() - 1 {
-                    if let Some((rank, new)) = self.merge_of(syms[i], syms[i + 1]) {
-                        if best.is_none_or(|(r, _, _)| rank < r) {
-                            best = Some((rank, i, new));
-                        }
+            pairs.clear();
+            let first = self.byte_pairs.get_or_init(|| {
+                (0..1usize << 16)
+                    .map(|k| self.merge_packed(self.byte_ids[k >> 8], self.byte_ids[k & 0xFF]))
+                    .collect()
+            });
+            pairs.extend(
+                word.windows(2)
+                    .map(|w| first[(usize::from(w[0]) << 8) | usize::from(w[1])]),
+            );
+            loop {
+                let mut best = u64::MAX;
+                let mut i = 0;
+                for (k, &p) in pairs.iter().enumerate() {
+                    if p < best {
+                        best = p;
+                        i = k;
                     }
                 }
-                let Some((_, i, new)) = best else { break };
-                syms[i] = new;
+                if best == u64::MAX {
+                    break;
+                }
+                syms[i] = best as u32;
                 syms.remove(i + 1);
+                pairs.remove(i);
+                if i < pairs.len() {
+                    pairs[i] = self.merge_packed(syms[i], syms[i + 1]);
+                }
+                if i > 0 {
+                    pairs[i - 1] = self.merge_packed(syms[i - 1], syms[i]);
+                }
             }
             out.extend_from_slice(syms);
             return;
@@ -1157,7 +1352,56 @@ impl FastBpe {
     }
 }
 
+/// `text` in NFC, or `None` when it already is. Code points below U+0300 are all NFC
+/// starters (quick check "Yes", combining class 0), so the quick check starts at the first
+/// byte that can begin a larger one (a lead byte from 0xCC): most Latin text is not read
+/// twice.
+pub(crate) fn nfc(text: &str) -> Option<String> {
+    use unicode_normalization_alignments::{is_nfc_quick, IsNormalized, UnicodeNormalization};
+    let from = text.bytes().position(|b| b >= 0xCC)?;
+    if is_nfc_quick(text[from..].chars()) == IsNormalized::Yes {
+        return None;
+    }
+    Some(text.nfc().map(|(c, _)| c).collect())
+}
+
 #[inline(always)]
 fn pair_key(a: u32, b: u32) -> u64 {
     ((a as u64) << 32) | b as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn word_cache_is_bounded_and_exact() {
+        let mut w = Words::default();
+        let word = |i: u32| format!("w{i:x}-{}", "x".repeat((i % 40) as usize)).into_bytes();
+        let ids = |i: u32| {
+            (0..1 + i % 7)
+                .map(|k| i.wrapping_mul(31) + k)
+                .collect::<Vec<u32>>()
+        };
+        let mut biggest = 0;
+        for i in 0..600_000u32 {
+            let k = word(i);
+            assert_eq!(w.get(&k), None);
+            w.insert(&k, &ids(i));
+            assert_eq!(w.get(&k), Some(ids(i).as_slice()));
+            // A word cached a little earlier is still there unless the cache started over.
+            if i >= 100 && w.len() > 100 {
+                assert_eq!(w.get(&word(i - 100)), Some(ids(i - 100).as_slice()));
+            }
+            biggest = biggest.max(w.len());
+            assert!(w.len() <= CACHE_MAX_WORDS);
+            assert!(w.bytes.len() <= CACHE_MAX_BYTES && w.ids.len() <= CACHE_MAX_IDS);
+        }
+        assert!(biggest > 10_000, "{biggest}");
+        assert!(w.slots.len() <= 2 * CACHE_MAX_WORDS);
+        // Too long to cache.
+        let long = vec![b'a'; CACHE_MAX_WORD_LEN + 1];
+        w.insert(&long, &[1]);
+        assert_eq!(w.get(&long), None);
+    }
 }

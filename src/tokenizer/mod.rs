@@ -3,7 +3,7 @@
 //!
 //! [`Tokenizer::from_json_with`] picks an engine:
 //! * the **fast path** ([`fast`]) for byte-level BPE files with the Qwen2/Qwen3, Llama-3,
-//!   Qwen3.5 or o200k split pattern: a hand-written pre-tokenizer ([`split`]), a word cache
+//!   Qwen3.5 or o200k split pattern, or DeepSeek V3/V4's three splits: a hand-written pre-tokenizer ([`split`]), a word cache
 //!   and allocation-free BPE, several times faster than the general one, loaded without
 //!   building the general structures;
 //! * the **general path** ([`GeneralEngine`]): the `tokenizers` crate (fancy-regex, no
@@ -49,6 +49,21 @@ pub use renderers::{
     RendererOptions, StopSequences, Supervised, Termination, TrainOnWhat,
 };
 pub use tiktoken::TiktokenOptions;
+
+/// The pieces a hand-written split pattern cuts `text` into, as byte ranges (`None` for a
+/// pattern without one): for the fuzz targets and `examples/tokenizer_profile.rs`.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub fn split_pieces(text: &str, regex: &str) -> Option<Vec<(usize, usize)>> {
+    let pattern = split::Pattern::of_regex(regex)?;
+    let mut out = Vec::new();
+    let base = text.as_ptr() as usize;
+    split::split(text, pattern, |p| {
+        let a = p.as_ptr() as usize - base;
+        out.push((a, a + p.len()));
+    });
+    Some(out)
+}
 
 use crate::types::InputError;
 

@@ -10,7 +10,7 @@
 
 use super::unicode::{
     base_class, classes, Classes, CAT_CASELESS, CAT_LOWER, CAT_MARK, CAT_NUMBER, CAT_OTHER,
-    CAT_SPACE, CAT_UPPER, LETTER, NUMBER, SPACE,
+    CAT_PUNCT, CAT_SPACE, CAT_UPPER, LETTER, NUMBER, SPACE,
 };
 
 /// A split regex with a hand-written matcher.
@@ -24,6 +24,8 @@ pub(crate) enum Pattern {
     Qwen35,
     /// OpenAI's o200k (GPT-4o, gpt-oss): case-aware letter runs with contraction suffixes.
     O200k,
+    /// DeepSeek V3 / V4: three splits in sequence ([`DEEPSEEK_PATTERNS`]), not one regex.
+    DeepSeek,
 }
 
 /// Qwen2/Qwen3 (`tokenizer.json` and `qwen.tiktoken`).
@@ -34,6 +36,15 @@ pub(crate) const LLAMA3_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{
 pub(crate) const QWEN35_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 /// o200k_base / o200k_harmony (tiktoken's `openai_public.py`, gpt-oss's `tokenizer.json`).
 pub(crate) const O200K_PATTERN: &str = r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+/// DeepSeek V3 / V4's pre-tokenizer: a `Sequence` of three `Split`s (`Isolated`), each
+/// applied to the pieces of the one before: digit runs of up to three, then runs of CJK
+/// ideographs and kana, then this regex.
+pub(crate) const DEEPSEEK_PATTERNS: [&str; 3] = [
+    r"\p{N}{1,3}",
+    "[\u{4e00}-\u{9fa5}\u{3040}-\u{309f}\u{30a0}-\u{30ff}]+",
+    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
+];
 
 impl Pattern {
     /// The hand-written matcher of a regex, if there is one (the exact pattern text).
@@ -78,6 +89,10 @@ pub(crate) fn split<'s>(s: &'s str, pattern: Pattern, mut f: impl FnMut(&'s str)
     while i < b.len() {
         let e = match pattern {
             Pattern::O200k => o200k_end(cls, b, i),
+            Pattern::DeepSeek => {
+                i = deepseek_chunk(cls, s, i, &mut f);
+                continue;
+            }
             _ => piece_end(cls, b, i, pattern),
         };
         debug_assert!(e > i);
@@ -282,13 +297,13 @@ fn is_w(k: u8) -> bool {
 /// `[^\r\n\p{L}\p{N}]`.
 #[inline(always)]
 fn is_p(c: char, k: u8) -> bool {
-    c != '\r' && c != '\n' && matches!(k, CAT_OTHER | CAT_MARK | CAT_SPACE)
+    c != '\r' && c != '\n' && matches!(k, CAT_OTHER | CAT_PUNCT | CAT_MARK | CAT_SPACE)
 }
 
 /// `[^\s\p{L}\p{N}]`.
 #[inline(always)]
 fn is_q(k: u8) -> bool {
-    matches!(k, CAT_OTHER | CAT_MARK)
+    matches!(k, CAT_OTHER | CAT_PUNCT | CAT_MARK)
 }
 
 #[inline(always)]
@@ -400,6 +415,142 @@ fn o200k_end(cls: &Classes, b: &[u8], i: usize) -> usize {
     whitespace_end(cls, b, i)
 }
 
+// ---------------------------------------------------------------------------------
+// DeepSeek V3 / V4
+//
+// Three `Isolated` splits in sequence, each on the pieces of the one before (so a later
+// regex sees a piece as the whole text: its `(?!\S)` succeeds at a piece's end):
+// 1. `\p{N}{1,3}`: digit runs cut in threes; the text between them goes on;
+// 2. `[一-龥぀-ゟ゠-ヿ]+`: runs of those code points; the text between them goes on;
+// 3. on each piece of step 2 (CJK runs too; a digit run matches none of these, so it
+//    stays whole), the alternatives
+//    a. `[!-/:-@[-`{-~][A-Za-z]+` (an ASCII punctuation char, then ASCII letters)
+//    b. `[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+`
+//    c. ` ?[\p{P}\p{S}]+[\r\n]*`
+//    d. `\s*[\r\n]+`, `\s+(?!\S)`, `\s+` (as in the patterns above)
+//    and, as `Isolated` keeps the text no alternative matches, each run of characters where
+//    none starts is a piece too.
+
+#[inline(always)]
+fn is_cjk(c: char) -> bool {
+    matches!(c, '\u{4e00}'..='\u{9fa5}' | '\u{3040}'..='\u{309f}' | '\u{30a0}'..='\u{30ff}')
+}
+
+#[inline(always)]
+fn is_lm(k: u8) -> bool {
+    matches!(k, CAT_UPPER | CAT_LOWER | CAT_CASELESS | CAT_MARK)
+}
+
+/// The pieces of steps 1 and 2 from `i`, and those of step 3 on a segment; returns the end.
+fn deepseek_chunk<'s>(cls: &Classes, s: &'s str, i: usize, f: &mut impl FnMut(&'s str)) -> usize {
+    let b = s.as_bytes();
+    let (c0, l0, k0) = cat_at(cls, b, i);
+    if k0 == CAT_NUMBER {
+        let mut j = i + l0;
+        for _ in 0..2 {
+            if j < b.len() {
+                let (_, l, k) = cat_at(cls, b, j);
+                if k == CAT_NUMBER {
+                    j += l;
+                    continue;
+                }
+            }
+            break;
+        }
+        f(&s[i..j]);
+        return j;
+    }
+    let mut end = i + l0;
+    if is_cjk(c0) {
+        while end < b.len() {
+            let (c, l) = char_at(b, end);
+            if !is_cjk(c) {
+                break;
+            }
+            end += l;
+        }
+    } else {
+        // Up to the next digit or CJK code point.
+        while end < b.len() {
+            let (c, l, k) = cat_at(cls, b, end);
+            if k == CAT_NUMBER || is_cjk(c) {
+                break;
+            }
+            end += l;
+        }
+    }
+    // Step 3 on the piece (a CJK run too: it may hold kana marks, symbols, punctuation).
+    let seg = &b[..end];
+    let mut at = i;
+    let mut gap = None;
+    while at < end {
+        match deepseek_match(cls, seg, at) {
+            Some(e) => {
+                if let Some(g) = gap.take() {
+                    f(&s[g..at]);
+                }
+                f(&s[at..e]);
+                at = e;
+            }
+            None => {
+                gap.get_or_insert(at);
+                at += char_at(b, at).1;
+            }
+        }
+    }
+    if let Some(g) = gap {
+        f(&s[g..end]);
+    }
+    end
+}
+
+/// The end of step 3's match at `i` in `b` (a segment: its end is the text's end).
+#[inline(never)]
+fn deepseek_match(cls: &Classes, b: &[u8], i: usize) -> Option<usize> {
+    let (c0, l0, k0) = cat_at(cls, b, i);
+    let i1 = i + l0;
+    let (c1, k1) = if i1 < b.len() {
+        let (c, _, k) = cat_at(cls, b, i1);
+        (Some(c), k)
+    } else {
+        (None, u8::MAX)
+    };
+    // a. ASCII punctuation, then ASCII letters.
+    if c0.is_ascii_punctuation() && c1.is_some_and(|c| c.is_ascii_alphabetic()) {
+        let mut j = i1 + 1;
+        while j < b.len() && b[j].is_ascii_alphabetic() {
+            j += 1;
+        }
+        return Some(j);
+    }
+    // b. `[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+` (a mark is both the prefix and a letter:
+    // either way the run from it).
+    if is_lm(k0) {
+        return Some(o200k_run(cls, b, i1, is_lm));
+    }
+    let prefix = c0 != '\r' && c0 != '\n' && k0 != CAT_PUNCT;
+    if prefix && k1 != u8::MAX && is_lm(k1) {
+        return Some(o200k_run(cls, b, i1, is_lm));
+    }
+    // c. ` ?[\p{P}\p{S}]+[\r\n]*`
+    let p_start = if c0 == ' ' && k1 == CAT_PUNCT {
+        Some(i1)
+    } else if k0 == CAT_PUNCT {
+        Some(i)
+    } else {
+        None
+    };
+    if let Some(p) = p_start {
+        let mut j = o200k_run(cls, b, p, |k| k == CAT_PUNCT);
+        while j < b.len() && matches!(b[j], b'\r' | b'\n') {
+            j += 1;
+        }
+        return Some(j);
+    }
+    // d. whitespace; anything else starts no match.
+    (k0 == CAT_SPACE).then(|| whitespace_end(cls, b, i))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -456,6 +607,78 @@ mod tests {
                     "{pattern:?} on {s:?}"
                 );
             }
+        }
+    }
+
+    /// DeepSeek's three `Isolated` splits as `tokenizers` runs them: each regex on every
+    /// piece of the one before; matches and the text between them are pieces.
+    fn deepseek_regex_pieces<'a>(res: &[fancy_regex::Regex], s: &'a str) -> Vec<&'a str> {
+        let mut pieces = vec![s];
+        for re in res {
+            let mut next = Vec::new();
+            for piece in pieces {
+                let mut at = 0;
+                for m in re.find_iter(piece) {
+                    let m = m.unwrap();
+                    if m.start() > at {
+                        next.push(&piece[at..m.start()]);
+                    }
+                    next.push(m.as_str());
+                    at = m.end();
+                }
+                if at < piece.len() {
+                    next.push(&piece[at..]);
+                }
+            }
+            pieces = next;
+        }
+        pieces
+    }
+
+    #[test]
+    fn deepseek_splits_as_fancy_regex() {
+        let pool: Vec<&str> = POOL
+            .iter()
+            .copied()
+            .chain([
+                "ひ", "\u{3099}", "゛", "・", "゠", "ー", "龥", "龦", "〇", "$", "+", "^", "`",
+                "~", "€", "©", "«", "_", "\u{e000}", "\u{2028}", "\u{ad}", "x", "Z", "ü",
+            ])
+            .collect();
+        let res: Vec<fancy_regex::Regex> = DEEPSEEK_PATTERNS
+            .iter()
+            .map(|p| fancy_regex::Regex::new(p).unwrap())
+            .collect();
+        let mut rng = Rng(0x5eed_d5ee_0000_0003);
+        for _ in 0..60_000 {
+            let n = rng.below(14);
+            let s: String = (0..n).map(|_| pool[rng.below(pool.len())]).collect();
+            assert_eq!(
+                pieces(&s, Pattern::DeepSeek),
+                deepseek_regex_pieces(&res, &s),
+                "{s:?}"
+            );
+        }
+        for s in [
+            "Hello, world! 12345 中文和日本語のテキスト 'quoted' (x)\r\n\r\n  end",
+            "a\u{200d}b \u{200d} \u{200d}x $x $ x ¥100 ©2024 «guillemets»",
+            "path/to/file.rs:12:3 -- --flag=value\t\n \n",
+        ] {
+            assert_eq!(
+                pieces(s, Pattern::DeepSeek),
+                deepseek_regex_pieces(&res, s),
+                "{s:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn deepseek_patterns_are_the_files() {
+        let json = crate::tokenizer::test_files::read("tokenizer-deepseek_v3", "tokenizer.json");
+        let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        let list = v["pre_tokenizer"]["pretokenizers"].as_array().unwrap();
+        for (i, p) in DEEPSEEK_PATTERNS.iter().enumerate() {
+            assert_eq!(list[i]["pattern"]["Regex"].as_str(), Some(*p));
         }
     }
 

@@ -254,6 +254,53 @@ fn fast_matches_general_on_long_words() {
 }
 
 #[test]
+fn deepseek_takes_the_fast_path_and_matches_general() {
+    // DeepSeek V3's three splits in sequence, and its added tokens in two passes (those
+    // with `normalized: false`, then those with `normalized: true` in what is left).
+    let p = load("tokenizer-deepseek_v3");
+    let mut texts = random_strings(0x5eed_d5ee_0000_0001, 3000);
+    const EXTRA: &[&str] = &[
+        "<｜User｜>",
+        "<｜Assistant｜>",
+        "<｜end▁of▁sentence｜>",
+        "<｜begin▁of▁sentence｜>",
+        "<|EOT|>",
+        "<｜tool▁sep｜>",
+        "<｜",
+        "｜>",
+        "User",
+        "<|",
+        "12345",
+        "3.14",
+        "中文",
+        "ひらがな",
+        "カタカナー",
+        "゛",
+        "・",
+        "\u{3099}",
+        "$x",
+        "«»",
+        "€",
+        "\u{200d}",
+        " ",
+        "\n",
+        "a",
+        "'s",
+        "\u{301}",
+    ];
+    let mut rng = Rng(0x5eed_d5ee_0000_0002);
+    texts.extend((0..3000).map(|_| {
+        let n = rng.below(10);
+        (0..n)
+            .map(|_| EXTRA[rng.below(EXTRA.len())])
+            .collect::<String>()
+    }));
+    check_same(&p, &texts);
+    assert_eq!(p.fast.vocab_size(), p.general.vocab_size());
+    assert_eq!(p.fast.added_tokens(), p.general.added_tokens());
+}
+
+#[test]
 fn vocabulary_and_special_tokens_match() {
     for p in [&pairs().0, &pairs().1] {
         assert_eq!(p.fast.vocab_size(), p.general.vocab_size());

@@ -22,8 +22,8 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use super::fast::{
-    byte_to_char, char_to_byte_table, push_token_bytes, span_range, token_matcher, BytesTable,
-    FxMap, CACHE_MAX_WORDS, CACHE_MAX_WORD_LEN, NONE_SPAN,
+    byte_to_char, char_to_byte_table, nfc, push_token_bytes, span_range, token_matcher, BytesTable,
+    FxMap, Words, NONE_SPAN,
 };
 use super::split::{split, Pattern};
 use super::{EncodeOptions, GeneralRegex, RegexLoader, TokenizerError};
@@ -66,11 +66,14 @@ pub(crate) struct TiktokenBpe {
     matcher: Option<aho_corasick::AhoCorasick>,
     n_vocab: usize,
     cache: RefCell<Scratch>,
+    /// The rank of every two-byte string, by `first << 8 | second` (`u32::MAX`: none): the
+    /// merger's first lookups, from a dense 256 KiB table built on first use.
+    byte_pairs: std::cell::OnceCell<Box<[u32]>>,
 }
 
 #[derive(Default)]
 struct Scratch {
-    words: FxMap<Box<[u8]>, Box<[u32]>>,
+    words: Words,
     /// Part starts and the rank of merging each part with the next one.
     parts: Vec<(u32, u32)>,
     ranges: Vec<(u32, u32)>,
@@ -288,6 +291,7 @@ impl TiktokenBpe {
             matcher,
             n_vocab,
             cache: RefCell::new(Scratch::default()),
+            byte_pairs: std::cell::OnceCell::new(),
         })
     }
 
@@ -318,18 +322,12 @@ impl TiktokenBpe {
         out: &mut Vec<u32>,
     ) -> Result<(), String> {
         let normalized;
-        let text = if self.nfc && !text.is_ascii() {
-            use unicode_normalization_alignments::{
-                is_nfc_quick, IsNormalized, UnicodeNormalization,
-            };
-            if is_nfc_quick(text.chars()) == IsNormalized::Yes {
-                text
-            } else {
-                normalized = text.nfc().map(|(c, _)| c).collect::<String>();
+        let text = match self.nfc.then(|| nfc(text)).flatten() {
+            Some(n) => {
+                normalized = n;
                 &normalized
             }
-        } else {
-            text
+            None => text,
         };
         let mut scratch = self.cache.borrow_mut();
         match &self.matcher {
@@ -400,12 +398,7 @@ impl TiktokenBpe {
         } else {
             self.merge_heap(piece, out, s);
         }
-        if piece.len() <= CACHE_MAX_WORD_LEN {
-            if s.words.len() >= CACHE_MAX_WORDS {
-                s.words.clear();
-            }
-            s.words.insert(piece.into(), out[start..].into());
-        }
+        s.words.insert(piece, &out[start..]);
     }
 
     /// `tiktoken`'s `_byte_pair_merge`: parts with the rank of merging each with the
@@ -414,8 +407,16 @@ impl TiktokenBpe {
         let rank_of = |a: usize, b: usize| self.rank(&piece[a..b]).unwrap_or(u32::MAX);
         let parts = &mut s.parts;
         parts.clear();
-        for i in 0..piece.len() - 1 {
-            parts.push((i as u32, rank_of(i, i + 2)));
+        let first = self.byte_pairs.get_or_init(|| {
+            (0..1usize << 16)
+                .map(|k| self.rank(&[(k >> 8) as u8, k as u8]).unwrap_or(u32::MAX))
+                .collect()
+        });
+        for (i, w) in piece.windows(2).enumerate() {
+            parts.push((
+                i as u32,
+                first[(usize::from(w[0]) << 8) | usize::from(w[1])],
+            ));
         }
         parts.push(((piece.len() - 1) as u32, u32::MAX));
         parts.push((piece.len() as u32, u32::MAX));

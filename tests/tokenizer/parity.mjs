@@ -29,9 +29,9 @@ const docs = buildCorpus();
 const ENGINE = {
   qwen3: 'fast',
   llama3: 'fast',
-  deepseek_v3: 'general',
+  deepseek_v3: 'fast',
   gptoss: 'fast',
-  deepseek_v4_1: 'general',
+  deepseek_v4_1: 'fast',
   qwen3_5: 'fast',
   o200k_base: 'fast',
   o200k_harmony: 'fast',
