@@ -189,9 +189,32 @@ export function nodeFetch(input, init = {}) {
     }
     signal?.addEventListener('abort', onAbort, { once: true });
     req.on('error', fail);
+    // Per-phase timeouts, as httpx's (the Python SDK's `Timeout(60, connect=5.0)`): the
+    // connect phase, then socket inactivity (nothing written or read for `idle` ms), so a
+    // large upload or a slow response is never cut while it makes progress.
+    const timeouts = init.timeouts;
+    if (timeouts) {
+      const expire = (phase) => {
+        const e = new Error(`${phase} timed out`);
+        e.tinkerTimeout = true;
+        fail(e);
+        req.destroy(e);
+      };
+      req.on('socket', (socket) => {
+        if (socket.connecting && timeouts.connect > 0) {
+          const t = setTimeout(() => expire('connect'), timeouts.connect);
+          socket.once('connect', () => clearTimeout(t));
+          socket.once('close', () => clearTimeout(t));
+        }
+      });
+      if (timeouts.idle > 0) req.setTimeout(timeouts.idle, () => expire('read/write'));
+    }
     req.end(body);
   });
 }
+// The SDK's request helper gives this fetch `init.timeouts = { connect, idle }` (ms) and
+// leaves the timing to it.
+nodeFetch[Symbol.for('tinker-wasm.phaseTimeouts')] = true;
 // The SDK's request helper (src/wasm/platform.rs) may give this fetch a plain
 // `{ aborted, reason, addEventListener, removeEventListener }` object as its signal
 // instead of a new AbortController per request.
@@ -202,14 +225,15 @@ const withDefaultFetch = (options) =>
 
 /**
  * `ServiceClient`, `RestClient` and `SamplingClient.fromSamplerHandle` of `glue` whose
- * default transport is {@link nodeFetch}.
+ * default transport is {@link nodeFetch}; `prepare` fills in further defaults (the Node
+ * entries' credential chain, ./node-credentials.js).
  * Instances made by the SDK itself (e.g. `serviceClient.restClient()`) are still
  * `instanceof` these classes.
  */
-export function withNodeTransport(glue) {
+export function withNodeTransport(glue, prepare = (options) => options) {
   class ServiceClient extends glue.ServiceClient {
     constructor(options) {
-      super(withDefaultFetch(options));
+      super(prepare(withDefaultFetch(options)));
     }
     static [Symbol.hasInstance](o) {
       return o instanceof glue.ServiceClient;
@@ -217,7 +241,7 @@ export function withNodeTransport(glue) {
   }
   class RestClient extends glue.RestClient {
     constructor(options) {
-      super(withDefaultFetch(options));
+      super(prepare(withDefaultFetch(options)));
     }
     static [Symbol.hasInstance](o) {
       return o instanceof glue.RestClient;
@@ -226,7 +250,7 @@ export function withNodeTransport(glue) {
   // Only for its static constructor: instances come from the SDK (glue.SamplingClient).
   class SamplingClient extends glue.SamplingClient {
     static fromSamplerHandle(handle, options) {
-      return glue.SamplingClient.fromSamplerHandle(handle, withDefaultFetch(options));
+      return glue.SamplingClient.fromSamplerHandle(handle, prepare(withDefaultFetch(options), { keyOnly: true }));
     }
     static [Symbol.hasInstance](o) {
       return o instanceof glue.SamplingClient;

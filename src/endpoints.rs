@@ -113,6 +113,39 @@ pub struct Endpoint {
     pub idempotency: Idempotency,
 }
 
+/// The Python connection pool (`ClientConnectionPoolType`) an operation's requests go
+/// through; each pool of a holder has its own budget of empty-400 retries
+/// ([`crate::retry::connection_budget`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pool {
+    /// `SESSION`: session set-up, heartbeats, dynamic config, sampling sessions.
+    Session,
+    /// `SAMPLE`: `asample`.
+    Sample,
+    /// `TRAIN`: training, `get_info`, and the REST calls.
+    Train,
+    /// `REST_SUPPORT_REDIRECT`: the audit log.
+    RestRedirect,
+    /// `RETRIEVE_PROMISE`: `retrieve_future`, `cancel_future`.
+    RetrievePromise,
+    /// `RETRIEVE_FUTURES`: the session-wide poller.
+    RetrieveFutures,
+    /// `TELEMETRY`.
+    Telemetry,
+    /// The JWT exchange's own pool, and the one-off pool of `client/config`.
+    Auth,
+}
+
+impl Pool {
+    /// Every pool (index order of [`Pool::index`]).
+    pub const COUNT: usize = 8;
+
+    /// The pool's slot in a per-pool table.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
 impl Endpoint {
     /// The path with `args` in its `{}` places.
     ///
@@ -130,6 +163,36 @@ impl Endpoint {
         }
         assert!(args.next().is_none(), "more arguments than path parameters");
         out
+    }
+
+    /// The pool Python sends this operation through (the `aclient(...)` of each call
+    /// site: `lib/internal_client_holder.py:577,609,682,741,773`, `telemetry.py:176`,
+    /// `api_future_impl.py:461`, `session_futures_poller.py:167`,
+    /// `sampling_client.py:361,440`, `admin_client.py:112`; every other call, `finish` too
+    /// (`service_client.py:825`): `TRAIN`).
+    pub fn pool(&self) -> Pool {
+        match self.name {
+            "dynamic_config"
+            | "create_session"
+            | "session_heartbeat"
+            | "create_sampling_session"
+            | "join_sampling_session" => Pool::Session,
+            "asample" => Pool::Sample,
+            "retrieve_future" | "cancel_future" => Pool::RetrievePromise,
+            "retrieve_futures" => Pool::RetrieveFutures,
+            "telemetry" => Pool::Telemetry,
+            "get_audit_log" => Pool::RestRedirect,
+            "auth_token" | "client_config" => Pool::Auth,
+            _ => Pool::Train,
+        }
+    }
+
+    /// Whether Python gives this operation's timeout as a float (`5.0`, `45.0`: the
+    /// telemetry and `retrieve_futures` constants, `lib/telemetry.py:45`,
+    /// `session_futures_poller.py:23-26`) rather than an int (`timeout=45`, `10`, `30`),
+    /// which `x-stainless-read-timeout` shows.
+    pub fn python_float_timeout(&self) -> bool {
+        matches!(self.name, "telemetry" | "retrieve_futures")
     }
 
     /// How many path parameters the path has.

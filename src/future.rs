@@ -466,6 +466,69 @@ fn unparseable(request_id: &str, body: &[u8]) -> Error {
 }
 
 // ---------------------------------------------------------------------------------
+// Telemetry of polls (Python `_handle_transport_error`, `_handle_outcome`)
+
+/// How Python's poll loop classifies a failed poll (`_TransportErrorKind`,
+/// `api_future_impl.py:160-181` for statuses, 471-480 for no answer), which names its
+/// `APIFuture.result_async.*` event; `None` for failures that are not the transport's.
+pub fn transport_kind(e: &Error) -> Option<(&'static str, &'static str)> {
+    let kind = match e {
+        Error::Connection { .. } | Error::Timeout { .. } => {
+            return Some(("retry_with_backoff", "connection_error"))
+        }
+        Error::Status(s) => match s.status {
+            408 | 500..=599 => "retry",
+            410 => "retryable_exception",
+            429 => "retry_with_backoff",
+            400 => "retry_if_budget",
+            _ => "fatal",
+        },
+        _ => return None,
+    };
+    Some((kind, "api_status_error"))
+}
+
+/// The `APIFuture.result_async.{connection_error,api_status_error}` event of a failed
+/// poll (Python lines 333-370: ERROR for `fatal` and `retry_if_budget`, else WARNING).
+/// Python adds the request and response headers of fatal polls; ours never reports
+/// headers (they carry the credential).
+fn report_poll_error(h: &Holder, p: &Poll<'_>, e: &Error, iteration: u64, s: &PollState) {
+    let Some((kind, event)) = transport_kind(e) else {
+        return;
+    };
+    let status = e.status().unwrap_or(0);
+    let severity = if matches!(kind, "fatal" | "retry_if_budget") {
+        "ERROR"
+    } else {
+        "WARNING"
+    };
+    let data = json!({ "request_id": p.request_id, "request_type": p.request_type, "status_code": status, "detail": e.to_string(), "kind": kind, "should_retry": kind != "fatal", "is_user_error": (400..500).contains(&status) && status != 408, "exception": e.to_string(), "exception_type": crate::telemetry::error_type(e), "iteration": iteration, "bad_request_retries": s.bad_requests, "connection_error_retries": s.conn_retries });
+    h.telemetry
+        .log(&format!("APIFuture.result_async.{event}"), data, severity);
+}
+
+/// The `APIFuture.result_async.application_error` event (Python lines 542-557).
+fn report_application_error(
+    h: &Holder,
+    p: &Poll<'_>,
+    message: &str,
+    category: ErrorCategory,
+    iteration: u64,
+) {
+    let user = category == ErrorCategory::User;
+    // Python logs the enum member's name (`RequestErrorCategory.User.name`).
+    let name = match category {
+        ErrorCategory::User => "User",
+        ErrorCategory::Server => "Server",
+        ErrorCategory::Unknown => "Unknown",
+    };
+    let data = json!({ "request_id": p.request_id, "request_type": p.request_type, "error": message, "error_category": name, "is_user_error": user, "iteration": iteration });
+    let severity = if user { "WARNING" } else { "ERROR" };
+    h.telemetry
+        .log("APIFuture.result_async.application_error", data, severity);
+}
+
+// ---------------------------------------------------------------------------------
 // The loop
 
 /// Polls until the future resolves.
@@ -493,7 +556,10 @@ pub async fn retrieve(holder: &Holder, p: Poll<'_>) -> Result<Payload> {
         }
         let step = match reply {
             Ok(resp) => after_answer(&mut state, resp, &p),
-            Err(e) => after_error(&mut state, e, p.request_id),
+            Err(e) => {
+                report_poll_error(holder, &p, &e, iteration - 1, &state);
+                after_error(&mut state, e, p.request_id)
+            }
         };
         match step {
             PollStep::Again(notice) => notice.into_iter().for_each(notify),
@@ -507,6 +573,7 @@ pub async fn retrieve(holder: &Holder, p: Poll<'_>) -> Result<Payload> {
             }
             PollStep::Failed { message, category } => {
                 notify((QueueState::Active, None));
+                report_application_error(holder, &p, &message, category, iteration - 1);
                 let request_id = p.request_id.to_string();
                 let e = Error::RequestFailed {
                     message,
@@ -523,6 +590,42 @@ pub async fn retrieve(holder: &Holder, p: Poll<'_>) -> Result<Payload> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Python `_rest_status_error_to_transport_error` (`api_future_impl.py:160-181`)
+    /// and the `APIConnectionError` branch (471-480): the kind and event of each failure.
+    #[test]
+    fn poll_failures_are_classified_as_python_does() {
+        let conn = Error::Connection {
+            message: "x".into(),
+        };
+        assert_eq!(
+            transport_kind(&conn),
+            Some(("retry_with_backoff", "connection_error"))
+        );
+        for (code, kind) in [
+            (408, "retry"),
+            (500, "retry"),
+            (599, "retry"),
+            (410, "retryable_exception"),
+            (429, "retry_with_backoff"),
+            (400, "retry_if_budget"),
+            (401, "fatal"),
+            (404, "fatal"),
+            (409, "fatal"),
+        ] {
+            assert_eq!(
+                transport_kind(&status(code, "{}")),
+                Some((kind, "api_status_error")),
+                "{code}"
+            );
+        }
+        assert_eq!(
+            transport_kind(&Error::Closed {
+                message: "c".into()
+            }),
+            None
+        );
+    }
 
     #[test]
     fn absurd_payload_sizes_saturate() {

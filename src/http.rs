@@ -20,15 +20,20 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use crate::config::{DynamicConfig, ServerConfig, PROTOCOL_SDK_VERSION};
-use crate::endpoints::{self, Endpoint, HttpRetries, Retries};
+use crate::endpoints::{self, Endpoint, HttpRetries, Pool, Retries};
 use crate::error::{Error, Result};
 use crate::json;
 use crate::json::{FromJson, Map, Value};
-use crate::options::{ClientOptions, LogLevel};
+use crate::options::{
+    ClientOptions, LogLevel, PlatformInfo, DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT,
+};
 use crate::platform::{
     now_secs, uuid4, Env, Headers, HttpRequest, HttpResponse, Method, TransportError,
 };
-use crate::retry::{http_retry_delay, should_retry_response};
+use crate::retry::{
+    connection_budget, http_retry_delay, is_cdn_rejection, should_retry_response, PoolOutcome,
+    MAX_CONNECTION_ERROR_RETRIES,
+};
 use crate::sync::{CancelToken, Semaphore};
 use crate::types::InputError;
 
@@ -167,8 +172,15 @@ pub enum Credential {
 }
 
 impl Credential {
-    async fn token(&self) -> Result<String> {
+    /// The token to send at `now_secs`. A JWT given as the key is checked on every
+    /// request, as Python's `ApiKeyAuthProvider.get_token` does
+    /// (`lib/_auth_token_provider.py:93-100`): a fixed key cannot be refreshed, so an
+    /// expired one fails here instead of being sent.
+    async fn token(&self, now_secs: f64) -> Result<String> {
         match self {
+            Credential::Key(k) if key_expired(k, now_secs) => Err(Error::Input(
+                InputError::type_error("apiKey", "the api_key JWT has expired: pass a fresh one"),
+            )),
             Credential::Key(k) => Ok(k.clone()),
             // Boxed: the exchange itself goes through `Http::send` (with a key credential).
             Credential::Jwt(j) => {
@@ -188,6 +200,9 @@ pub struct Http {
     /// Client options (base URL, retries, timeout, headers, logger).
     pub opts: Rc<ClientOptions>,
     credential: Credential,
+    /// Each connection pool's budget of empty 400s to treat as connection errors
+    /// (shared by every layer of one holder, as Python's pools are).
+    budgets: Rc<[Cell<u32>; Pool::COUNT]>,
 }
 
 fn is_invalid_token(r: &HttpResponse) -> bool {
@@ -204,6 +219,9 @@ impl Http {
             env,
             opts,
             credential,
+            budgets: Rc::new(std::array::from_fn(|_| {
+                Cell::new(MAX_CONNECTION_ERROR_RETRIES)
+            })),
         }
     }
 
@@ -213,6 +231,7 @@ impl Http {
             env: self.env.clone(),
             opts: self.opts.clone(),
             credential,
+            budgets: self.budgets.clone(),
         }
     }
 
@@ -261,6 +280,15 @@ impl Http {
         if let Some(ua) = &self.opts.user_agent {
             h.set("User-Agent", ua.clone());
         }
+        let (connect, read) = phase_timeouts(req.timeout, self.opts.timeout);
+        if let Some(p) = &self.opts.platform {
+            platform_headers(&mut h, p, req);
+            let float = match req.timeout {
+                Some(_) => req.endpoint.is_some_and(Endpoint::python_float_timeout),
+                None => self.opts.timeout != DEFAULT_TIMEOUT,
+            };
+            h.set("x-stainless-read-timeout", py_seconds(read, float));
+        }
         if let Some(k) = idem {
             h.set("X-Idempotency-Key", k);
         }
@@ -283,7 +311,8 @@ impl Http {
             url: self.url(req),
             headers: h,
             body: req.body.clone(),
-            timeout: Some(req.timeout.unwrap_or(self.opts.timeout)),
+            timeout: Some(read),
+            connect_timeout: Some(connect),
         }
     }
 
@@ -311,7 +340,10 @@ impl Http {
                 next_attempt(&result, retries_taken, max_retries, req.final_conflicts),
                 result,
             ) {
-                (Attempt::Done, Ok(r)) => return Ok(r),
+                (Attempt::Done, Ok(r)) => {
+                    self.spend_budget(&req, PoolOutcome::Success);
+                    return Ok(r);
+                }
                 (Attempt::Retry, result) => {
                     let headers = result.as_ref().ok().map(|r| &r.headers);
                     let now = now_secs(&*self.env);
@@ -319,9 +351,37 @@ impl Http {
                     self.env.sleep(delay).await;
                     retries_taken += 1;
                 }
-                (_, result) => return Err(self.failure(&req, result, &token)),
+                (_, result) => {
+                    let outcome = match &result {
+                        Ok(r) if is_cdn_rejection(r.status, &r.headers, &r.body) => {
+                            PoolOutcome::CdnRejection
+                        }
+                        _ => PoolOutcome::OtherError,
+                    };
+                    if self.spend_budget(&req, outcome) {
+                        return Err(Error::Connection {
+                            message: format!(
+                                "{} {}: connection error (an empty 400: the connection was rejected before the API)",
+                                req.method.as_str(),
+                                req.path
+                            ),
+                        });
+                    }
+                    return Err(self.failure(&req, result, &token));
+                }
             }
         }
+    }
+
+    /// Applies one call's outcome to its pool's budget; answers whether an empty 400
+    /// becomes a connection error (Python `ClientConnectionPool.aclient`,
+    /// `lib/internal_client_holder.py:88-101`).
+    fn spend_budget(&self, req: &Req, outcome: PoolOutcome) -> bool {
+        let pool = req.endpoint.map_or(Pool::Train, Endpoint::pool);
+        let cell = &self.budgets[pool.index()];
+        let (left, converted) = connection_budget(cell.get(), outcome);
+        cell.set(left);
+        converted
     }
 
     /// One send of `req` with a current token. When the server rejects that JWT itself
@@ -333,7 +393,7 @@ impl Http {
         retries_taken: u32,
         idem: Option<&str>,
     ) -> Result<(String, std::result::Result<HttpResponse, TransportError>)> {
-        let token = self.credential.token().await?;
+        let token = self.credential.token(now_secs(&*self.env)).await?;
         let result = self
             .env
             .send(self.build(req, retries_taken, idem, &token))
@@ -406,6 +466,51 @@ impl Http {
         let path = req.path.clone();
         let v = self.json_value(req).await?;
         decode(&v, &path).map_err(|e| self.redact(e, None))
+    }
+}
+
+/// The connect and read/write timeouts of a request (httpx's phases): an endpoint's own
+/// timeout (Python passes a number: every phase) or else the client's; the default is
+/// Python's `Timeout(60, connect=5.0)` (`_constants.py:7`), a client-set one applies to
+/// every phase (Python `ServiceClient(timeout=…)`). `None` for the request's own means
+/// the client's.
+pub fn phase_timeouts(own: Option<Duration>, client: Duration) -> (Duration, Duration) {
+    match own {
+        Some(t) => (t, t),
+        None if client == DEFAULT_TIMEOUT => (DEFAULT_CONNECT_TIMEOUT, client),
+        None => (client, client),
+    }
+}
+
+/// Seconds as Python's `str()` prints the number the SDK passed: an int (`60`, `45`)
+/// or a float (`5.0`, `0.5`), as `x-stainless-read-timeout` carries it
+/// (`_base_client.py:400-405`).
+pub fn py_seconds(d: Duration, float: bool) -> String {
+    let secs = d.as_secs_f64();
+    if !float && secs.fract() == 0.0 {
+        (secs as u64).to_string()
+    } else {
+        // Python's repr of the float (`5.0`, `0.5`), without core's float formatting.
+        crate::json::fmt_py(secs)
+    }
+}
+
+/// The platform headers Python's Stainless client sends with every request
+/// (`_base_client.py:1460-1467`, `_client.py:166`), with this runtime's values; and
+/// `X-Stainless-Raw-Response` where Python reads the raw response (its
+/// `futures.with_raw_response.retrieve`, `lib/api_future_impl.py:461`).
+fn platform_headers(h: &mut Headers, p: &PlatformInfo, req: &Req) {
+    h.set("X-Stainless-Package-Version", crate::VERSION);
+    h.set("X-Stainless-OS", p.os.clone());
+    h.set("X-Stainless-Arch", p.arch.clone());
+    h.set("X-Stainless-Runtime", p.runtime.clone());
+    h.set("X-Stainless-Runtime-Version", p.runtime_version.clone());
+    h.set("X-Stainless-Async", "async:js");
+    if req
+        .endpoint
+        .is_some_and(|e| std::ptr::eq(e, &endpoints::RETRIEVE_FUTURE))
+    {
+        h.set("X-Stainless-Raw-Response", "raw");
     }
 }
 
@@ -589,6 +694,17 @@ pub fn refresh_delay(jwt: &str, random: f64) -> Duration {
         }
         _ => Duration::from_secs(60),
     }
+}
+
+/// Whether a JWT given as the API key has expired at `now_secs` (Python
+/// `time.time() >= self._expires_at`, `lib/_auth_token_provider.py:96`; an opaque
+/// `tml-` key never expires).
+pub fn key_expired(key: &str, now_secs: f64) -> bool {
+    key.starts_with("eyJ")
+        && jwt_claims(key)
+            .ok()
+            .and_then(|c| claim_f64(&c, "exp"))
+            .is_some_and(|exp| now_secs >= exp)
 }
 
 /// Checks a credential before use: the `tml-` / `eyJ` prefix, and a JWT given as the

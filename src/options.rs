@@ -14,8 +14,75 @@ use crate::types::InputError;
 pub const DEFAULT_MAX_RETRIES: u32 = 10;
 /// The most HTTP-layer retries per request accepted.
 pub const MAX_RETRIES_LIMIT: u32 = 100;
-/// Default per-request timeout (Python `DEFAULT_TIMEOUT`).
+/// Default per-request timeout (Python `DEFAULT_TIMEOUT`): at most this long without
+/// progress (reading or writing), per phase, not over the whole request.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// The default's connect phase (Python `DEFAULT_TIMEOUT = httpx.Timeout(timeout=60,
+/// connect=5.0)`, `_constants.py:7`).
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What the client runs on, for the `X-Stainless-*` platform headers (Python
+/// `platform_headers`, `_base_client.py:1460-1467`) and telemetry's `platform` (Python
+/// `platform.system()`, `lib/telemetry.py`). Set by the JS layer outside browsers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PlatformInfo {
+    /// `X-Stainless-OS`: `Linux`, `MacOS`, `Windows`, `FreeBSD`, `OpenBSD`, `Android`,
+    /// `Other:<name>` or `Unknown` ([`stainless_os`]).
+    pub os: String,
+    /// The OS as Python's `platform.system()` names it (`Linux`, `Darwin`, `Windows`…),
+    /// telemetry's `platform` ([`python_system`]).
+    pub system: String,
+    /// `X-Stainless-Arch`: `x64`, `arm64`, `arm`, `x32`, `other:<name>` or `unknown`
+    /// ([`stainless_arch`]).
+    pub arch: String,
+    /// `X-Stainless-Runtime`: `node`, `deno`, `bun`, `workerd` (Python: `CPython`).
+    pub runtime: String,
+    /// `X-Stainless-Runtime-Version` (e.g. `v22.11.0`; Python: `3.11.7`).
+    pub runtime_version: String,
+}
+
+/// `X-Stainless-OS` of a Node-style `process.platform` (or Deno's `Deno.build.os`), as
+/// Python's `get_platform` names the same systems (`_base_client.py:1417-1456`).
+pub fn stainless_os(platform: &str) -> String {
+    match platform {
+        "linux" => "Linux".into(),
+        "darwin" => "MacOS".into(),
+        "win32" | "windows" => "Windows".into(),
+        "freebsd" => "FreeBSD".into(),
+        "openbsd" => "OpenBSD".into(),
+        "android" => "Android".into(),
+        "" => "Unknown".into(),
+        other => format!("Other:{other}"),
+    }
+}
+
+/// Python's `platform.system()` for a Node-style `process.platform` (`os.uname()`'s
+/// `sysname` on POSIX, `Windows` on Windows; Python 3.11 says `Linux` on Android).
+pub fn python_system(platform: &str) -> String {
+    match platform {
+        "linux" | "android" => "Linux".into(),
+        "darwin" => "Darwin".into(),
+        "win32" | "windows" => "Windows".into(),
+        "freebsd" => "FreeBSD".into(),
+        "openbsd" => "OpenBSD".into(),
+        "sunos" => "SunOS".into(),
+        "aix" => "AIX".into(),
+        other => other.into(),
+    }
+}
+
+/// `X-Stainless-Arch` of a Node-style `process.arch` (or Deno's `Deno.build.arch`), as
+/// Python's `get_architecture` names the machine (`_base_client.py:1496-1519`:
+/// `arm64`/`aarch64` → `arm64`, `x86_64` → `x64`, a 32-bit build → `x32`).
+pub fn stainless_arch(arch: &str) -> String {
+    match arch {
+        "x64" | "x86_64" => "x64".into(),
+        "arm64" | "aarch64" => "arm64".into(),
+        "ia32" | "arm" | "x86" => "x32".into(),
+        "" => "unknown".into(),
+        other => format!("other:{other}"),
+    }
+}
 
 /// The production API.
 pub const DEFAULT_BASE_URL: &str = "https://tinker.thinkingmachines.dev/services/tinker-prod";
@@ -68,6 +135,10 @@ pub struct ClientOptions {
     pub telemetry: bool,
     /// Where log messages go.
     pub logger: Option<Logger>,
+    /// The runtime's platform, for the `X-Stainless-*` headers and telemetry (`None` in
+    /// browsers: those headers are not CORS-safelisted, and a page's OS is not ours to
+    /// report).
+    pub platform: Option<PlatformInfo>,
 }
 
 impl Default for ClientOptions {
@@ -87,6 +158,7 @@ impl Default for ClientOptions {
             background: true,
             telemetry: true,
             logger: None,
+            platform: None,
         }
     }
 }
@@ -181,6 +253,44 @@ impl ClientOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Python's names for the same systems: `get_platform`, `get_architecture`
+    /// (`_base_client.py:1417-1519`) and `platform.system()`, for the values Node's
+    /// `process.platform` / `process.arch` and Deno's `Deno.build` take.
+    #[test]
+    fn platform_names_as_python_gives_them() {
+        let rows = [
+            ("linux", "Linux", "Linux"),
+            ("darwin", "MacOS", "Darwin"),
+            ("win32", "Windows", "Windows"),
+            ("windows", "Windows", "Windows"),
+            ("freebsd", "FreeBSD", "FreeBSD"),
+            ("openbsd", "OpenBSD", "OpenBSD"),
+            ("android", "Android", "Linux"),
+            ("sunos", "Other:sunos", "SunOS"),
+            ("", "Unknown", ""),
+        ];
+        for (p, os, system) in rows {
+            assert_eq!(
+                (stainless_os(p), python_system(p)),
+                (os.into(), system.into()),
+                "{p}"
+            );
+        }
+        let arches = [
+            ("x64", "x64"),
+            ("x86_64", "x64"),
+            ("arm64", "arm64"),
+            ("aarch64", "arm64"),
+            ("ia32", "x32"),
+            ("arm", "x32"),
+            ("ppc64", "other:ppc64"),
+            ("", "unknown"),
+        ];
+        for (a, want) in arches {
+            assert_eq!(stainless_arch(a), want, "{a}");
+        }
+    }
 
     #[test]
     fn options_validation_names_fields_and_hides_the_key() {

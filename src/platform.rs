@@ -78,8 +78,16 @@ pub struct HttpRequest {
     pub headers: Headers,
     /// The body, if any (shared: retries resend it without copying).
     pub body: Option<Rc<Vec<u8>>>,
-    /// Whole-request timeout; the platform answers [`TransportError::Timeout`] past it.
+    /// The read/write timeout: the longest the request may go without progress (bytes
+    /// sent or received) once connected, as httpx's `read`/`write` phases (Python
+    /// `Timeout(60, connect=5.0)`), not a limit on the whole request. A transport that
+    /// cannot see progress (`fetch` before the response) extends it by the time the
+    /// body takes at a floor rate (`src/wasm/platform.rs`). Past it the platform
+    /// answers [`TransportError::Timeout`].
     pub timeout: Option<Duration>,
+    /// The connect phase's timeout (httpx `connect`; `fetch` has no connect phase, so
+    /// only transports that open their own connections, e.g. Node's `node:http`, use it).
+    pub connect_timeout: Option<Duration>,
 }
 
 /// A complete HTTP response.

@@ -141,18 +141,17 @@ pub struct SessionPoller {
 
 impl PollerState {
     /// The next poll, or `None` when polling stops (marked not running): nobody waits
-    /// and nothing is left to report or acknowledge, or, closing, nothing left to
-    /// acknowledge.
-    fn next_poll(&mut self, closing: bool) -> Option<NextPoll> {
+    /// and nothing is left to report or acknowledge.
+    fn next_poll(&mut self) -> Option<NextPoll> {
         let nothing_to_ack = self.cursor <= self.acked && self.retrieved.is_empty();
-        if nothing_to_ack && (closing || self.waiters.is_empty()) {
+        if nothing_to_ack && self.waiters.is_empty() {
             self.running = false;
             return None;
         }
         Some(NextPoll {
             cursor: self.cursor,
             retrieved: self.retrieved.iter().cloned().collect(),
-            ack_only: closing || self.waiters.is_empty(),
+            ack_only: self.waiters.is_empty(),
         })
     }
 
@@ -281,33 +280,39 @@ impl SessionPoller {
     }
 
     /// Polls while anyone waits or anything is left to acknowledge (Python
-    /// `_poll_loop`). Once the holder closes, one last poll acknowledges what is left.
+    /// `_poll_loop`). When the holder closes, the poll in flight (or the wait before the
+    /// next) is cancelled and polling ends without another request: Python's holder
+    /// cancels its poller tasks (`lib/internal_client_holder.py:915-918`) after marking
+    /// itself closed (`_begin_close`, 881-889), so the poller's final ack-only attempt
+    /// (`session_futures_poller.py:174-181`) is refused by `aclient` (865-866) before
+    /// anything is sent. Waiters then fail with [`Error::Closed`].
     async fn poll_loop(self: Rc<Self>) {
         let h = self.holder.clone();
+        let stop = h.stop_token().clone();
         let mut bad_requests = 0u32;
         loop {
-            let closing = h.is_closed();
-            let Some(poll) = self.state.borrow_mut().next_poll(closing) else {
+            if stop.is_cancelled() {
+                return self.closed();
+            }
+            let Some(poll) = self.state.borrow_mut().next_poll() else {
                 return;
             };
-            match h.http().json::<FuturesResponse>(self.request(&poll)).await {
+            let sent = h.http().json::<FuturesResponse>(self.request(&poll));
+            let Some(result) = crate::sync::unless_cancelled(sent, &stop).await else {
+                return self.closed();
+            };
+            match result {
                 Ok(r) => {
                     bad_requests = 0;
-                    let mut s = self.state.borrow_mut();
-                    s.apply(&poll, r);
-                    if closing {
-                        s.running = false;
-                        return;
-                    }
-                }
-                // The final acknowledgement is one best-effort shot.
-                Err(_) if closing => {
-                    self.state.borrow_mut().running = false;
-                    return;
+                    self.state.borrow_mut().apply(&poll, r);
                 }
                 Err(e) => {
                     match after_error(&e, || h.should_pause_on_billing(402), &mut bad_requests) {
-                        ErrorStep::Wait(d) => h.env().sleep(d).await,
+                        ErrorStep::Wait(d) => {
+                            if crate::session::sleep_or_stop(h.env(), d, &stop).await {
+                                return self.closed();
+                            }
+                        }
                         ErrorStep::Fail => {
                             let failure = self.failure(e);
                             self.state.borrow_mut().fail(failure);
@@ -317,6 +322,15 @@ impl SessionPoller {
                 }
             }
         }
+    }
+
+    /// Polling ends because the holder closed: waiters fail.
+    fn closed(&self) {
+        let message = format!(
+            "the client was closed while waiting for results of sampling session {}",
+            self.sampling_session_id
+        );
+        self.state.borrow_mut().fail(Error::Closed { message });
     }
 
     /// What every waiter fails with once polling failed for good: a final status (the

@@ -626,7 +626,10 @@ impl RestClient {
     /// Runs `c` under the holder's retries.
     pub fn call(&self, c: RestCall) -> LocalBoxFuture<'static, Result<RestOutput>> {
         let me = self.clone();
-        Box::pin(async move { me.run(c).await })
+        Box::pin(async move {
+            let r = me.run(c).await;
+            me.holder.reported(r).await
+        })
     }
 
     async fn run(&self, c: RestCall) -> Result<RestOutput> {

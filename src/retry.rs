@@ -106,6 +106,43 @@ fn zone_secs(hhmm: &str) -> Option<i64> {
     Some((v / 100) * 3600 + (v % 100) * 60)
 }
 
+/// How many empty 400s in a row a connection pool turns into connection errors (Python
+/// `MAX_CONNECTION_ERROR_RETRIES`, `lib/internal_client_holder.py:51`).
+pub const MAX_CONNECTION_ERROR_RETRIES: u32 = 16;
+
+/// An empty 400: what a CDN in front of the API answers when it rejects a connection
+/// (Python `lib/internal_client_holder.py:94`: status 400 and a `content-length` that is
+/// `"0"` or absent, `headers.get("content-length", "0") == "0"`). Ours also requires the
+/// body to be empty: a `fetch` Response may carry no `content-length` (a caller's own
+/// `fetch`, a chunked or HTTP/2 answer) while it has a body, which is the API's answer.
+pub fn is_cdn_rejection(status: u16, headers: &Headers, body: &[u8]) -> bool {
+    status == 400 && body.is_empty() && headers.get("content-length").unwrap_or("0") == "0"
+}
+
+/// How one request through a connection pool ended, as the pool's budget sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolOutcome {
+    /// The call returned (any 2xx answer).
+    Success,
+    /// An empty 400 ([`is_cdn_rejection`]).
+    CdnRejection,
+    /// Any other failure (other statuses, no response): the budget does not move.
+    OtherError,
+}
+
+/// A pool's connection-error budget after one request, and whether that request's
+/// empty 400 becomes a connection error (which the layers above retry as one) rather
+/// than a `BadRequestError`. Python `ClientConnectionPool.aclient`
+/// (`lib/internal_client_holder.py:88-101`): a success gives one back (up to 16); an
+/// empty 400 takes one while any are left, else it stays a 400.
+pub fn connection_budget(remaining: u32, outcome: PoolOutcome) -> (u32, bool) {
+    match outcome {
+        PoolOutcome::Success => ((remaining + 1).min(MAX_CONNECTION_ERROR_RETRIES), false),
+        PoolOutcome::CdnRejection if remaining > 0 => (remaining - 1, true),
+        PoolOutcome::CdnRejection | PoolOutcome::OtherError => (remaining, false),
+    }
+}
+
 /// Whether the HTTP layer retries a response: `x-should-retry: true|false` wins,
 /// otherwise 408, 409, 429 and ≥ 500.
 pub fn should_retry_response(status: u16, headers: &Headers) -> bool {
@@ -343,6 +380,63 @@ mod tests {
         );
         let d = http_retry_delay(10, None, 0.0, 0.999_999).as_secs_f64();
         assert!((7.5..7.51).contains(&d), "{d}");
+    }
+
+    /// Python `lib/internal_client_holder.py:88-101` line by line: success refunds one
+    /// (`if remaining < MAX: remaining += 1`), an empty 400 with budget left raises
+    /// `APIConnectionError` and spends one, without budget it re-raises the 400; other
+    /// errors leave the budget alone.
+    #[test]
+    fn connection_error_budget_of_a_pool() {
+        use PoolOutcome::*;
+        let rows = [
+            (16, Success, 16, false),
+            (15, Success, 16, false),
+            (0, Success, 1, false),
+            (16, CdnRejection, 15, true),
+            (1, CdnRejection, 0, true),
+            (0, CdnRejection, 0, false),
+            (7, OtherError, 7, false),
+        ];
+        for (before, outcome, after, converted) in rows {
+            assert_eq!(
+                connection_budget(before, outcome),
+                (after, converted),
+                "{before} {outcome:?}"
+            );
+        }
+        // 17 empty 400s in a row: 16 become connection errors, the 17th is the 400.
+        let mut b = MAX_CONNECTION_ERROR_RETRIES;
+        let converted: Vec<bool> = (0..17)
+            .map(|_| {
+                let (n, c) = connection_budget(b, CdnRejection);
+                b = n;
+                c
+            })
+            .collect();
+        assert_eq!(converted.iter().filter(|c| **c).count(), 16);
+        assert!(!converted[16]);
+    }
+
+    #[test]
+    fn empty_400s_are_cdn_rejections() {
+        let (zero, none) = (h(&[("content-length", "0")]), h(&[]));
+        assert!(is_cdn_rejection(400, &zero, b""));
+        assert!(
+            is_cdn_rejection(400, &none, b""),
+            "absent counts as 0 in Python"
+        );
+        let detail = b"{\"detail\":\"bad\"}";
+        assert!(!is_cdn_rejection(
+            400,
+            &h(&[("content-length", "16")]),
+            detail
+        ));
+        assert!(
+            !is_cdn_rejection(400, &none, b"{}"),
+            "a body without a length is an answer"
+        );
+        assert!(!is_cdn_rejection(401, &zero, b""));
     }
 
     #[test]

@@ -546,12 +546,15 @@ impl SamplingClient {
             let req = Rc::new(req);
             // Python bypasses the retry handler for `sample` only (compute_logprobs
             // always goes through it).
-            if me.0.holder.config().sample_no_retries && method == "SamplingClient.sample" {
-                return me.sample_once(&req, &guard, method).await;
-            }
-            let env = me.0.holder.env();
-            let attempt = || me.sample_once(&req, &guard, method);
-            me.0.retry.run(env, &guard, attempt).await
+            let r = if me.0.holder.config().sample_no_retries && method == "SamplingClient.sample" {
+                me.sample_once(&req, &guard, method).await
+            } else {
+                let env = me.0.holder.env();
+                let attempt = || me.sample_once(&req, &guard, method);
+                let telemetry = &me.0.holder.telemetry;
+                me.0.retry.run(env, &guard, telemetry, attempt).await
+            };
+            me.0.holder.reported(r).await
         }))
     }
 

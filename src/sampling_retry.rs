@@ -20,6 +20,7 @@ use crate::error::{is_retryable_status, Error, Result};
 use crate::platform::Env;
 use crate::retry::SamplingRetryConfig;
 use crate::sync::{CancelToken, Semaphore};
+use crate::telemetry::{error_type, Telemetry};
 
 /// Whether the sampling retry layer retries a failed attempt (Python
 /// `RetryHandler._should_retry`, `retry_handler.py` 276-286, with the retryable
@@ -86,7 +87,13 @@ impl RetryHandler {
     /// `RetryHandler.execute`): within the concurrency limit, retrying what
     /// [`sampling_retryable`] allows, failed as stuck when no call of this sampler made
     /// progress for `progress_timeout`.
-    pub async fn run<T, F, Fut>(self: &Rc<Self>, env: &Env, guard: &Guard, attempt: F) -> Result<T>
+    pub async fn run<T, F, Fut>(
+        self: &Rc<Self>,
+        env: &Env,
+        guard: &Guard,
+        telemetry: &Telemetry,
+        attempt: F,
+    ) -> Result<T>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T>>,
@@ -100,7 +107,7 @@ impl RetryHandler {
         }
         self.in_flight.set(self.in_flight.get() + 1);
         let _in_flight = InFlight(self);
-        let attempts = self.attempts(env, guard, attempt);
+        let attempts = self.attempts(env, guard, telemetry, attempt);
         let stuck = self
             .config
             .enable_stuck_detection
@@ -119,16 +126,30 @@ impl RetryHandler {
     }
 
     /// The attempts: retried with `config.delay` waits while retryable (Python
-    /// `_execute_with_retry`, lines 211-274).
-    async fn attempts<T, F, Fut>(&self, env: &Env, guard: &Guard, mut attempt: F) -> Result<T>
+    /// `_execute_with_retry`, lines 211-274), each failure reported to telemetry as
+    /// `RetryHandler.execute.exception` (lines 233-257).
+    async fn attempts<T, F, Fut>(
+        &self,
+        env: &Env,
+        guard: &Guard,
+        telemetry: &Telemetry,
+        mut attempt: F,
+    ) -> Result<T>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T>>,
     {
         let mut n = 0u32;
+        let start = env.now_ms();
         loop {
             match attempt().await {
-                Err(e) if self.config.enable_retry_logic && sampling_retryable(&e) => {
+                Err(e) if self.config.enable_retry_logic => {
+                    let retry = sampling_retryable(&e);
+                    let elapsed = (env.now_ms() - start) / 1000.0;
+                    report_attempt(telemetry, &e, retry, n + 1, elapsed);
+                    if !retry {
+                        return Err(e);
+                    }
                     let d = self.config.delay(n, env.random());
                     n += 1;
                     guard.sleep(d).await?;
@@ -168,6 +189,21 @@ impl RetryHandler {
         env.spawn(Box::pin(watch));
         stuck
     }
+}
+
+/// Python's `RetryHandler.execute.exception` event (`retry_handler.py:233-257`): WARNING
+/// when retried or the user's error, else ERROR; `attempt_count` counts from 1.
+fn report_attempt(t: &Telemetry, e: &Error, should_retry: bool, attempt: u32, elapsed: f64) {
+    let severity = if should_retry || e.is_user_error() {
+        "WARNING"
+    } else {
+        "ERROR"
+    };
+    t.log(
+        "RetryHandler.execute.exception",
+        crate::json!({ "func": "SamplingClient.sample", "exception": e.to_string(), "exception_type": error_type(e), "status_code": e.status(), "should_retry": should_retry, "is_user_error": e.is_user_error(), "attempt_count": attempt, "elapsed_time": elapsed }),
+        severity,
+    );
 }
 
 /// The watchdog task: fires `stuck` once no progress was made for `progress_timeout`,

@@ -250,7 +250,12 @@ impl Holder {
     /// The holder over an open connection, with its background work started.
     fn assemble(conn: Connection, ids: SessionIds, billing: BillingPause) -> Rc<Holder> {
         let (env, opts) = (conn.http.env.clone(), conn.http.opts.clone());
-        let runtime = opts.user_agent.clone().unwrap_or_else(|| "browser".into());
+        // Python sends `platform.system()` (the OS); a browser page has none to give.
+        let runtime = match (&opts.platform, &opts.user_agent) {
+            (Some(p), _) => p.system.clone(),
+            (None, Some(ua)) => ua.clone(),
+            (None, None) => "browser".into(),
+        };
         let session = ids.session_id.as_deref();
         let telemetry = Telemetry::new(env, conn.http.clone(), opts.telemetry, session, &runtime);
         let c = &conn.config;
@@ -355,6 +360,26 @@ impl Holder {
         } else {
             Ok(())
         }
+    }
+
+    /// A public call's outcome, its failure reported to telemetry first, as Python's
+    /// `capture_exceptions(fatal=True)` does around nearly every public method
+    /// (`lib/telemetry.py` `log_fatal_exception`: the error or `user_error` event,
+    /// `SESSION_END`, a flush waited for). A caller's own abort is not the SDK's
+    /// failure and is not reported.
+    pub async fn reported<T>(&self, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r {
+            if !matches!(e, Error::Aborted { .. }) {
+                self.telemetry.fatal(e).await;
+            }
+        }
+        r
+    }
+
+    /// Cancelled when the holder's background work stops (after `close` finished the
+    /// session, or on `detach`).
+    pub fn stop_token(&self) -> &CancelToken {
+        &self.life.stop
     }
 
     /// Whether `close` has run.

@@ -124,6 +124,17 @@ impl CancelToken {
     }
 }
 
+/// `fut`'s output, or `None` when `token` is cancelled first (`fut` is then dropped,
+/// which cancels what it was doing, e.g. aborts its request).
+pub async fn unless_cancelled<F: Future>(fut: F, token: &CancelToken) -> Option<F::Output> {
+    let c = token.cancelled();
+    futures_util::pin_mut!(fut, c);
+    match futures_util::future::select(fut, c).await {
+        futures_util::future::Either::Left((v, _)) => Some(v),
+        futures_util::future::Either::Right(_) => None,
+    }
+}
+
 // ---------------------------------------------------------------------------------
 // One-shot event
 

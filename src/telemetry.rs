@@ -57,6 +57,17 @@ fn timedelta(secs: f64) -> String {
     format!("{}:{:02}:{:02}.{frac:06}", s / 3600, s / 60 % 60, s % 60)
 }
 
+thread_local! {
+    /// This process's id, shared by every client (Python `get_process_uuid`,
+    /// `lib/telemetry.py:52-63`: one per process; a wasm instance is one JS realm).
+    static PROCESS_UUID: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// The process's telemetry id, made on first use.
+fn process_uuid(env: &Env) -> String {
+    PROCESS_UUID.with(|p| p.borrow_mut().get_or_insert_with(|| uuid4(&**env)).clone())
+}
+
 /// The telemetry of one holder.
 pub struct Telemetry {
     env: Env,
@@ -88,7 +99,7 @@ impl Telemetry {
                 .map_or_else(|| format!("sessionless-{}", uuid4(&*env)), str::to_string),
             sessionless,
             platform: platform.to_string(),
-            process_uuid: uuid4(&*env),
+            process_uuid: process_uuid(&env),
             start_ms: env.now_ms(),
             index: Cell::new(0),
             queue: RefCell::new(VecDeque::new()),
@@ -137,13 +148,54 @@ impl Telemetry {
         );
     }
 
-    /// Logs a user error (4xx except 408, user-category failures) as the Python SDK does.
+    /// Logs a user error (4xx except 408, user-category failures) as the Python SDK does
+    /// (`_user_error_event`, `lib/telemetry.py`): `message`, `status_code` and `body`
+    /// only when present.
     pub fn user_error(&self, error: &crate::error::Error) {
-        let (status, body) = match error {
-            crate::error::Error::Status(s) => (Some(s.status), s.body.clone()),
-            _ => (None, None),
-        };
-        self.log("user_error", json!({ "error_type": error_type(error), "message": error.to_string(), "status_code": status, "body": body }), "WARNING");
+        self.push("GENERIC_EVENT", "WARNING", self.error_event(error));
+    }
+
+    /// The event of a failed public call: `user_error` for the user's own errors, else
+    /// `UNHANDLED_EXCEPTION` (Python `_exception_or_user_error_event`).
+    fn error_event(&self, error: &crate::error::Error) -> Value {
+        if error.is_user_error() {
+            let mut data = json!({ "error_type": error_type(error) });
+            let message = error.to_string();
+            if !message.is_empty() {
+                data["message"] = message.into();
+            }
+            if let crate::error::Error::Status(s) = error {
+                data["status_code"] = Value::from(u64::from(s.status));
+                if let Some(b) = s.body.clone().filter(|b| !b.is_null()) {
+                    data["body"] = b;
+                }
+            }
+            json!({ "event_name": "user_error", "event_data": data })
+        } else {
+            json!({ "error_type": error_type(error), "error_message": error.to_string(), "traceback": null })
+        }
+    }
+
+    /// A public call failed (Python `capture_exceptions(fatal=True)`, the decorator of
+    /// nearly every public method): its `user_error` or `UNHANDLED_EXCEPTION` event, then
+    /// `SESSION_END` (sessionful only), then a flush the caller waits for
+    /// (`log_fatal_exception`, `lib/telemetry.py`).
+    pub async fn fatal(&self, error: &crate::error::Error) {
+        let event = self.error_event(error);
+        if error.is_user_error() {
+            self.push("GENERIC_EVENT", "WARNING", event);
+        } else {
+            self.push("UNHANDLED_EXCEPTION", "ERROR", event);
+        }
+        if !self.sessionless {
+            self.push_session_end();
+        }
+        self.flush().await;
+    }
+
+    fn push_session_end(&self) {
+        let dur = timedelta((self.env.now_ms() - self.start_ms) / 1000.0);
+        self.push("SESSION_END", "INFO", json!({ "duration": dur }));
     }
 
     /// Events waiting to be sent.
@@ -194,12 +246,9 @@ impl Telemetry {
         }
     }
 
-    /// Queues SESSION_END (sessionful only) and flushes.
+    /// Flushes what is queued. No `SESSION_END`: Python queues one only with a fatal
+    /// exception (`_fatal_events`, `lib/telemetry.py`), never on a normal close.
     pub async fn close(&self) {
-        if !self.sessionless {
-            let dur = timedelta((self.env.now_ms() - self.start_ms) / 1000.0);
-            self.push("SESSION_END", "INFO", json!({ "duration": dur }));
-        }
         self.flush().await;
     }
 }

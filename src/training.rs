@@ -70,6 +70,7 @@ impl ModelInfo {
         if let Some(o) = raw.as_object_mut() {
             o.get_or_insert_with("optimizer_config", || json!({ "type": "adamw" }));
         }
+        strip_tokenizer_variant(&mut raw);
         let model_id = raw
             .get("model_id")
             .and_then(Value::as_str)
@@ -82,8 +83,7 @@ impl ModelInfo {
         Ok(ModelInfo {
             model_name: s(data.and_then(|d| d.get("model_name")))
                 .or_else(|| s(raw.get("model_name"))),
-            tokenizer_id: s(data.and_then(|d| d.get("tokenizer_id")))
-                .map(|t| t.split(':').next().unwrap_or_default().to_string()),
+            tokenizer_id: s(data.and_then(|d| d.get("tokenizer_id"))),
             lora_rank: raw
                 .get("lora_rank")
                 .and_then(Value::as_u64)
@@ -91,6 +91,27 @@ impl ModelInfo {
             model_id,
             raw,
         })
+    }
+}
+
+/// Cuts a `:variant` suffix off `model_data.tokenizer_id` of a `get_info` answer, in
+/// the answer itself (what `getInfo()` returns), as Python's `models.get_info` does
+/// (`resources/models.py:80-85`: when the id is non-empty, `split(":")[0]`).
+fn strip_tokenizer_variant(raw: &mut Value) {
+    let Some(t) = raw
+        .as_object_mut()
+        .and_then(|o| o.get_mut("model_data"))
+        .and_then(Value::as_object_mut)
+        .and_then(|d| d.get_mut("tokenizer_id"))
+    else {
+        return;
+    };
+    let cut = t
+        .as_str()
+        .filter(|id| !id.is_empty())
+        .map(|id| id.split(':').next().unwrap_or_default().to_string());
+    if let Some(id) = cut {
+        *t = Value::from(id);
     }
 }
 
@@ -332,8 +353,11 @@ impl TrainingClient {
             };
             let ids = me.submit_chunks(&turn, &spec, &chunks).await;
             drop(turn);
-            let ids = ids?;
-            guard.run(me.collect(ids, spec.ep(), method)).await
+            let r = match ids {
+                Ok(ids) => guard.run(me.collect(ids, spec.ep(), method)).await,
+                Err(e) => Err(e),
+            };
+            me.0.holder.reported(r).await
         }))
     }
 
@@ -349,46 +373,58 @@ impl TrainingClient {
 
     /// Reserves seq ids for `chunks` and submits them: all but the first concurrently,
     /// then the first (the server starts the batch once the lowest id arrives), or one
-    /// at a time when the server disables parallel chunks. Returns request ids in
-    /// chunk order.
+    /// at a time when the server disables parallel chunks. Returns request ids and
+    /// submit round trips in chunk order.
     async fn submit_chunks(
         &self,
         turn: &Turn,
         spec: &FwdBwd<'_>,
         chunks: &[Chunk],
-    ) -> Result<Vec<String>> {
+    ) -> Result<Vec<SentChunk>> {
         let first = turn.reserve(chunks.len());
         self.submit_reserved(first, spec, chunks).await
     }
 
+    /// Submits reserved chunks as Python's `_run_fwd_bwd` does
+    /// (`training_client.py:446-460`): in parallel mode `asyncio.gather` of chunks 2..n
+    /// raises the first failure before chunk 1 is submitted, so chunk 1 is never sent
+    /// after a failure; in serial mode every chunk is gathered (each waiting its turn),
+    /// so a failed chunk does not stop the later ones, and the call fails with the first
+    /// failure once they went out.
     async fn submit_reserved(
         &self,
         first_seq: i64,
         spec: &FwdBwd<'_>,
         chunks: &[Chunk],
-    ) -> Result<Vec<String>> {
+    ) -> Result<Vec<SentChunk>> {
         let h = &self.0.holder;
         let started = h.env().now_ms();
         let submit = |i: usize| self.submit_chunk(first_seq + i as i64, spec, &chunks[i], started);
         if h.config().parallel_fwdbwd_chunks && chunks.len() > 1 {
             let rest = crate::sync::join_all((1..chunks.len()).map(submit)).await;
-            let head = submit(0).await;
-            let mut out = vec![head?.0];
-            for r in rest {
-                out.push(r?.0);
-            }
+            let rest = rest.into_iter().collect::<Result<Vec<_>>>()?;
+            let mut out = vec![submit(0).await?];
+            out.extend(rest);
             Ok(out)
         } else {
             let mut out = vec![];
+            let mut failure = None;
             for i in 0..chunks.len() {
-                out.push(submit(i).await?.0);
+                match submit(i).await {
+                    Ok(s) => out.push(s),
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                    }
+                }
             }
-            Ok(out)
+            failure.map_or(Ok(out), Err)
         }
     }
 
     /// Submits one chunk as seq id `seq_id` under its byte budget and the holder's
-    /// retries; its request id and the seconds since `started_ms`.
+    /// retries; its request id and the seconds since `started_ms` (Python
+    /// `request_queue_roundtrip_time`, `api_future_impl.py:233-235`, sent with the
+    /// first poll).
     async fn submit_chunk(
         &self,
         seq_id: i64,
@@ -427,14 +463,18 @@ impl TrainingClient {
     /// Polls the chunks' results (`ep`: forward or forward/backward) and combines them.
     async fn collect(
         &self,
-        ids: Vec<String>,
+        ids: Vec<SentChunk>,
         ep: &'static Endpoint,
         method: &'static str,
     ) -> Result<ForwardBackwardOutput> {
         let h = &self.0.holder;
         let observe = |qs: QueueState, r: Option<&str>| self.0.pauses.observe(h, qs, r);
-        let polls = ids.iter().map(|id| async move {
-            let p = retrieve(h, Poll::new(id, ep, Some(method), Some(&observe))).await?;
+        let polls = ids.iter().map(|(id, roundtrip)| async move {
+            let poll = Poll {
+                submit_roundtrip_secs: *roundtrip,
+                ..Poll::new(id, ep, Some(method), Some(&observe))
+            };
+            let p = retrieve(h, poll).await?;
             match p {
                 Payload::Proto(b) => {
                     decode_forward_backward_output(&b).map_err(|m| Error::InvalidResponse {
@@ -479,11 +519,15 @@ impl TrainingClient {
             let attempt = || Req::to(ep).json(&body(seq_id)).method_name(Some(method));
             let submitted = submit(h, ep, attempt).await;
             drop(turn);
-            let sub = submitted?;
-            let observe = |qs, r: Option<&str>| me.0.pauses.observe(h, qs, r);
-            let poll = Poll::of(&sub, ep, Some(method), Some(&observe));
-            let p = guard.run(retrieve(h, poll)).await?;
-            json_future(p, method)
+            let r = async {
+                let sub = submitted?;
+                let observe = |qs, r: Option<&str>| me.0.pauses.observe(h, qs, r);
+                let poll = Poll::of(&sub, ep, Some(method), Some(&observe));
+                let p = guard.run(retrieve(h, poll)).await?;
+                json_future(p, method)
+            }
+            .await;
+            h.reported(r).await
         }))
     }
 
@@ -923,8 +967,11 @@ fn custom_output(
     Ok(out)
 }
 
+/// A submitted chunk: its request id and its submit round trip in seconds.
+type SentChunk = (String, f64);
+
 struct CustomIds {
-    backward: Vec<String>,
+    backward: Vec<SentChunk>,
     loss: f64,
     user_metrics: StrMap<f64>,
 }

@@ -232,3 +232,224 @@ fn a_second_invalid_token_surfaces_as_401() {
         "exactly one replay; 401 is not retried"
     );
 }
+
+/// Python `lib/internal_client_holder.py:88-101`: an empty 400 (the CDN's rejection) is
+/// raised as `APIConnectionError` while the pool's budget of 16 lasts, one back per
+/// success; without budget it is the 400 (`BadRequestError`).
+#[test]
+fn empty_400s_are_connection_errors_while_the_pools_budget_lasts() {
+    let mut pool = LocalPool::new();
+    let s = Scripted::new(&pool, |r, _| {
+        if r.url.ends_with("/ok") {
+            json(200, "{}")
+        } else {
+            empty_400()
+        }
+    });
+    let h = http(s.clone(), 10);
+    let mut send = |path: &str| pool.run_until(h.send(Req::post_json(path, &crate::json!(1))));
+    for i in 0..16 {
+        assert!(
+            matches!(send("/api/v1/x"), Err(Error::Connection { .. })),
+            "empty 400 number {i}"
+        );
+    }
+    assert_eq!(
+        send("/api/v1/x").unwrap_err().status(),
+        Some(400),
+        "budget spent"
+    );
+    send("/api/v1/ok").unwrap();
+    assert!(
+        matches!(send("/api/v1/x"), Err(Error::Connection { .. })),
+        "one back"
+    );
+    assert_eq!(send("/api/v1/x").unwrap_err().status(), Some(400));
+    // The HTTP layer itself never retried a 400: one request per call.
+    assert_eq!(s.requests.borrow().len(), 16 + 1 + 1 + 1 + 1);
+    // A 400 with a body is the server's answer.
+    let s2 = Scripted::new(&pool, |_, _| json(400, r#"{"detail":"bad"}"#));
+    let h2 = http(s2, 10);
+    let e = pool
+        .run_until(h2.send(Req::post_json("/api/v1/x", &crate::json!(1))))
+        .unwrap_err();
+    assert_eq!(e.status(), Some(400));
+}
+
+/// The budget is per pool (Python: one `ClientConnectionPool` per
+/// `ClientConnectionPoolType`): spending `TRAIN`'s leaves `SAMPLE`'s whole.
+#[test]
+fn each_pool_has_its_own_budget() {
+    let mut pool = LocalPool::new();
+    let s = Scripted::new(&pool, |_, _| empty_400());
+    let h = http(s.clone(), 0);
+    for _ in 0..16 {
+        let r =
+            pool.run_until(h.send(Req::to(&crate::endpoints::GET_INFO).json(&crate::json!({}))));
+        assert!(matches!(r, Err(Error::Connection { .. })));
+    }
+    let r = pool.run_until(h.send(Req::to(&crate::endpoints::GET_INFO).json(&crate::json!({}))));
+    assert_eq!(r.unwrap_err().status(), Some(400));
+    let r = pool.run_until(h.send(Req::to(&crate::endpoints::ASAMPLE).json(&crate::json!({}))));
+    assert!(
+        matches!(r, Err(Error::Connection { .. })),
+        "SAMPLE's budget is its own"
+    );
+}
+
+/// Through the holder: an empty 400 on a call under `execute_with_retries` is retried
+/// as a connection error with the holder's waits (`min(2**attempt, 30)` s,
+/// `lib/internal_client_holder.py:997-1003`), not failed.
+#[test]
+fn the_holder_retries_empty_400s_like_connection_errors() {
+    let mut pool = LocalPool::new();
+    let s = Scripted::new(&pool, server("{}", |_, _| json(200, "{}")));
+    let h = connect(&mut pool, &s, false);
+    // Two empty 400s, then the answer.
+    let calls = Rc::new(std::cell::Cell::new(0));
+    let c = calls.clone();
+    *s.handler.borrow_mut() = Box::new(move |_, _| {
+        c.set(c.get() + 1);
+        if c.get() <= 2 {
+            empty_400()
+        } else {
+            json(200, r#"{"supported_models":[]}"#)
+        }
+    });
+    let sleeps_before = s.sleeps.borrow().len();
+    let v = pool
+        .run_until(h.json_value(Req::to(&crate::endpoints::GET_SERVER_CAPABILITIES)))
+        .unwrap();
+    assert_eq!(v["supported_models"], crate::json!([]));
+    assert_eq!(calls.get(), 3);
+    assert_eq!(
+        s.sleeps.borrow()[sleeps_before..],
+        [Duration::from_secs(1), Duration::from_secs(2)]
+    );
+}
+
+/// Python `ApiKeyAuthProvider.get_token` (`lib/_auth_token_provider.py:93-100`): a JWT
+/// given as the API key is checked on every request, so one that expires while the
+/// client lives fails the next call before anything is sent.
+#[test]
+fn a_jwt_api_key_is_checked_for_expiry_on_every_request() {
+    let mut pool = LocalPool::new();
+    let s = Scripted::new(&pool, |_, _| json(200, "{}"));
+    let t0 = s.clock_ms.get();
+    // A JWT as a caller gives it: its header encodes `{"…`, so it starts with "eyJ".
+    let key = {
+        use base64::Engine as _;
+        let b = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        let exp = t0 / 1000.0 + 60.0;
+        format!(
+            "{}.{}.sig",
+            b(r#"{"alg":"HS256"}"#),
+            b(&format!(r#"{{"exp":{exp}}}"#))
+        )
+    };
+    assert!(key.starts_with("eyJ"));
+    let mut o = opts();
+    o.api_key = Some(key.clone());
+    let h = Http::new(s.clone(), Rc::new(o), Credential::Key(key));
+    pool.run_until(h.send(Req::post_json("/api/v1/x", &crate::json!(1))))
+        .unwrap();
+    s.clock_ms.set(t0 + 60_000.0);
+    let e = pool
+        .run_until(h.send(Req::post_json("/api/v1/x", &crate::json!(1))))
+        .unwrap_err();
+    assert!(matches!(e, Error::Input(_)), "{e:?}");
+    assert!(!e.is_retryable());
+    assert_eq!(s.requests.borrow().len(), 1, "the expired key was not sent");
+}
+
+/// Python's per-phase timeouts and the `x-stainless-read-timeout` it derives from them
+/// (`_base_client.py:400-405`), with the values the differential run's Python log shows:
+/// `60` by default (`Timeout(60, connect=5.0)`), `45` on `retrieve_future`, `10` on the
+/// heartbeat, `5.0` on telemetry, `45.0` / `5.0` on `retrieve_futures`.
+#[test]
+fn timeouts_are_per_phase_and_announced_as_python_does() {
+    use crate::endpoints as ep;
+    use crate::options::PlatformInfo;
+    let mut pool = LocalPool::new();
+    let s = Scripted::new(&pool, |_, _| json(200, "{}"));
+    let mut o = opts();
+    o.platform = Some(PlatformInfo {
+        os: "Linux".into(),
+        system: "Linux".into(),
+        arch: "x64".into(),
+        runtime: "node".into(),
+        runtime_version: "v22.0.0".into(),
+    });
+    let h = Http::new(s.clone(), Rc::new(o), Credential::Key("tml-test".into()));
+    let body = crate::json!({});
+    let reqs = [
+        (Req::to(&ep::GET_INFO).json(&body), "60", 5, 60),
+        (Req::to(&ep::RETRIEVE_FUTURE).json(&body), "45", 45, 45),
+        (Req::to(&ep::SESSION_HEARTBEAT).json(&body), "10", 10, 10),
+        (Req::to(&ep::TELEMETRY).json(&body), "5.0", 5, 5),
+        (Req::to(&ep::RETRIEVE_FUTURES).json(&body), "45.0", 45, 45),
+        (
+            Req::to(&ep::RETRIEVE_FUTURES)
+                .json(&body)
+                .timeout(Duration::from_secs(5)),
+            "5.0",
+            5,
+            5,
+        ),
+    ];
+    for (i, (req, header, connect, read)) in reqs.into_iter().enumerate() {
+        pool.run_until(h.send(req)).unwrap();
+        let sent = &s.requests.borrow()[i];
+        assert_eq!(
+            sent.headers.get("x-stainless-read-timeout"),
+            Some(header),
+            "{}",
+            sent.url
+        );
+        assert_eq!(
+            sent.connect_timeout,
+            Some(Duration::from_secs(connect)),
+            "{}",
+            sent.url
+        );
+        assert_eq!(
+            sent.timeout,
+            Some(Duration::from_secs(read)),
+            "{}",
+            sent.url
+        );
+        for name in [
+            "X-Stainless-Package-Version",
+            "X-Stainless-OS",
+            "X-Stainless-Arch",
+            "X-Stainless-Runtime",
+            "X-Stainless-Runtime-Version",
+            "X-Stainless-Async",
+        ] {
+            assert!(sent.headers.contains(name), "{name} on {}", sent.url);
+        }
+        assert_eq!(
+            sent.headers.contains("X-Stainless-Raw-Response"),
+            sent.url.ends_with("/retrieve_future")
+        );
+    }
+    // A client-set timeout covers every phase (Python `ServiceClient(timeout=30)`).
+    let mut o = opts();
+    o.timeout = Duration::from_millis(30_500);
+    o.platform = Some(PlatformInfo::default());
+    let h = Http::new(s.clone(), Rc::new(o), Credential::Key("tml-test".into()));
+    pool.run_until(h.send(Req::to(&ep::GET_INFO).json(&body)))
+        .unwrap();
+    let sent = s.requests.borrow().last().unwrap().clone();
+    assert_eq!(sent.connect_timeout, Some(Duration::from_millis(30_500)));
+    assert_eq!(sent.headers.get("x-stainless-read-timeout"), Some("30.5"));
+    // Without a platform (browsers): none of the platform headers.
+    let h = http(s.clone(), 0);
+    pool.run_until(h.send(Req::to(&ep::GET_INFO).json(&body)))
+        .unwrap();
+    let sent = s.requests.borrow().last().unwrap().clone();
+    assert!(!sent.headers.iter().any(|(k, _)| {
+        let k = k.to_ascii_lowercase();
+        k.starts_with("x-stainless-") && k != "x-stainless-retry-count"
+    }));
+}

@@ -21,4 +21,5 @@ mod sampler_handles;
 mod sampling_clones;
 mod sampling_stuck;
 mod structure;
+mod telemetry;
 mod training_order;

@@ -157,15 +157,19 @@ fn transport_errors_follow_the_python_table() {
     );
 }
 
+/// 400s that reach the poll loop as statuses (Python `RETRY_IF_BUDGET`). An *empty* 400
+/// never does while the pool's connection budget lasts: the pool turns it into a
+/// connection error first (`lib/internal_client_holder.py:88-101`, see
+/// `an_empty_400_poll_backs_off_as_a_connection_error`).
 #[test]
 fn bad_requests_have_a_budget_of_three() {
     let mut pool = LocalPool::new();
     let s = scripted_polls(
         &mut pool,
         vec![
-            json(400, ""),
-            json(400, ""),
-            json(400, ""),
+            json(400, r#"{"detail":"bad"}"#),
+            json(400, r#"{"detail":"bad"}"#),
+            json(400, r#"{"detail":"bad"}"#),
             json(200, r#"{"ok":1}"#),
         ],
     );
@@ -174,9 +178,9 @@ fn bad_requests_have_a_budget_of_three() {
     let s = scripted_polls(
         &mut pool,
         vec![
-            json(400, ""),
-            json(400, ""),
-            json(400, ""),
+            json(400, r#"{"detail":"bad"}"#),
+            json(400, r#"{"detail":"bad"}"#),
+            json(400, r#"{"detail":"bad"}"#),
             json(400, r#"{"detail":"nope"}"#),
         ],
     );
@@ -187,6 +191,32 @@ fn bad_requests_have_a_budget_of_three() {
             .status(),
         Some(400)
     );
+}
+
+/// Python: an empty 400 on `retrieve_future` is an `APIConnectionError` from the pool,
+/// so the poll loop backs off (`RETRY_WITH_BACKOFF`, `min(2**n, 30)` s) instead of
+/// spending its 400 budget.
+#[test]
+fn an_empty_400_poll_backs_off_as_a_connection_error() {
+    let mut pool = LocalPool::new();
+    let s = scripted_polls(
+        &mut pool,
+        vec![
+            empty_400(),
+            empty_400(),
+            empty_400(),
+            empty_400(),
+            json(200, r#"{"ok":1}"#),
+        ],
+    );
+    let h = connect(&mut pool, &s, false);
+    let before = s.sleeps.borrow().len();
+    assert!(pool.run_until(retrieve(&h, poll(false))).is_ok());
+    let secs: Vec<u64> = s.sleeps.borrow()[before..]
+        .iter()
+        .map(|d| d.as_secs())
+        .collect();
+    assert_eq!(secs, [1, 2, 4, 8]);
 }
 
 #[test]

@@ -244,3 +244,84 @@ fn a_failed_futures_poller_fails_the_sample_without_resubmitting() {
     );
     assert_eq!(asample_seq_ids(&s), vec![0], "submitted once");
 }
+
+/// Closing while the session poller's long poll is in flight cancels that poll and sends
+/// nothing after the session's finish: Python's holder marks itself closed, then cancels
+/// its poller tasks (`lib/internal_client_holder.py:881-889, 915-918`), whose final
+/// ack-only attempt `aclient` refuses (865-866, `session_futures_poller.py:174-181`).
+/// close() does not wait for the long poll; the waiting sample fails as closed.
+#[test]
+fn closing_cancels_the_futures_long_poll_and_sends_nothing_after_the_finish() {
+    use futures_util::task::LocalSpawnExt;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    let mut pool = LocalPool::new();
+    let s = Scripted::new(
+        &pool,
+        server(r#"{"sample_use_retrieve_futures":true}"#, |r, _| {
+            if r.url.ends_with("/asample") {
+                json(200, r#"{"request_id":"r-1","sample_sequence_ids":[]}"#)
+            } else {
+                json(200, "{}")
+            }
+        }),
+    );
+    // The long poll never answers unless cancelled.
+    let never = crate::sync::Event::new();
+    s.gates
+        .borrow_mut()
+        .push(("/retrieve_futures".into(), never.clone()));
+    let h = connect(&mut pool, &s, true);
+    // No stuck detection: the scripted clock jumps over its 2 h at once.
+    let options = SamplingOptions {
+        retry: Some(crate::retry::SamplingRetryConfig {
+            enable_stuck_detection: false,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let sc = pool
+        .run_until(SamplingClient::connect(
+            h.clone(),
+            "samp-1".into(),
+            Some("Qwen/Qwen3-8B".into()),
+            options,
+            "test",
+        ))
+        .unwrap();
+    let sampled = Rc::new(RefCell::new(None));
+    let (out, fut) = (
+        sampled.clone(),
+        sc.sample(request(), CallOptions::default()).unwrap(),
+    );
+    pool.spawner()
+        .spawn_local(async move { *out.borrow_mut() = Some(fut.await) })
+        .unwrap();
+    pool.run_until_stalled();
+    assert_eq!(
+        s.paths().last().map(String::as_str),
+        Some("retrieve_futures")
+    );
+    let closed = Rc::new(RefCell::new(None));
+    let (out, h2) = (closed.clone(), h.clone());
+    pool.spawner()
+        .spawn_local(async move {
+            *out.borrow_mut() = Some(h2.close(crate::session::FinishStatus::Success, None).await)
+        })
+        .unwrap();
+    pool.run_until_stalled();
+    let paths = s.paths();
+    let poll = paths.iter().position(|p| p == "retrieve_futures").unwrap();
+    assert_eq!(paths[poll + 1..], ["sessions/sess-1/finish"], "{paths:?}");
+    assert!(
+        matches!(*closed.borrow(), Some(Ok(()))),
+        "close returned without the long poll's answer"
+    );
+    let e = sampled
+        .borrow_mut()
+        .take()
+        .expect("the sample ended")
+        .expect_err("closed");
+    assert!(matches!(e, crate::error::Error::Closed { .. }), "{e:?}");
+    assert!(!never.is_set());
+}

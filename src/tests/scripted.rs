@@ -90,11 +90,33 @@ impl Platform for Scripted {
     }
 }
 
-pub fn json(status: u16, body: &str) -> Result<HttpResponse, TransportError> {
-    Ok(HttpResponse {
+/// A response as a server sends it: with its `content-length` (an absent one means an
+/// empty body to the Python SDK's CDN check, `retry::is_cdn_rejection`).
+fn response(status: u16, content_type: &str, body: Vec<u8>) -> HttpResponse {
+    HttpResponse {
         status,
-        headers: Headers(vec![("content-type".into(), "application/json".into())]),
-        body: body.as_bytes().to_vec(),
+        headers: Headers(vec![
+            ("content-type".into(), content_type.into()),
+            ("content-length".into(), body.len().to_string()),
+        ]),
+        body,
+    }
+}
+
+pub fn json(status: u16, body: &str) -> Result<HttpResponse, TransportError> {
+    Ok(response(
+        status,
+        "application/json",
+        body.as_bytes().to_vec(),
+    ))
+}
+
+/// What a CDN in front of the API answers when it drops a connection: 400, no body.
+pub fn empty_400() -> Result<HttpResponse, TransportError> {
+    Ok(HttpResponse {
+        status: 400,
+        headers: Headers(vec![("content-length".into(), "0".into())]),
+        body: vec![],
     })
 }
 
@@ -103,26 +125,15 @@ pub fn with_headers(
     body: &str,
     headers: &[(&str, &str)],
 ) -> Result<HttpResponse, TransportError> {
-    let mut h = Headers(vec![("content-type".into(), "application/json".into())]);
+    let mut r = response(status, "application/json", body.as_bytes().to_vec());
     for (k, v) in headers {
-        h.set(k, *v);
+        r.headers.set(k, *v);
     }
-    Ok(HttpResponse {
-        status,
-        headers: h,
-        body: body.as_bytes().to_vec(),
-    })
+    Ok(r)
 }
 
 pub fn proto(body: Vec<u8>) -> Result<HttpResponse, TransportError> {
-    Ok(HttpResponse {
-        status: 200,
-        headers: Headers(vec![(
-            "content-type".into(),
-            "application/x-protobuf".into(),
-        )]),
-        body,
-    })
+    Ok(response(200, "application/x-protobuf", body))
 }
 
 pub fn body_json(r: &HttpRequest) -> serde_json::Value {

@@ -150,6 +150,12 @@ fn chunks_go_out_rest_first_then_chunk_one_and_results_combine() {
         Some("Qwen/Qwen3-8B"),
         "variant suffix cut at ':'"
     );
+    // In the answer getInfo() returns too (Python `resources/models.py:80-85` replaces
+    // `model_data.tokenizer_id` in the response).
+    assert_eq!(
+        tc.info().raw["model_data"]["tokenizer_id"],
+        crate::json!("Qwen/Qwen3-8B")
+    );
     let fb = tc
         .forward_backward(
             (0..5).map(|_| datum(3)).collect(),
@@ -622,4 +628,128 @@ fn get_info_defaults_a_missing_optimizer_config_to_adamw_as_python() {
         tc.info().raw["optimizer_config"],
         crate::json!({ "type": "adamw" })
     );
+}
+
+/// The seq id of a `forward_backward` submit (protobuf field 2).
+fn fb_seq(r: &crate::platform::HttpRequest) -> i64 {
+    let f = fields(r.body.as_deref().unwrap());
+    f.iter().find(|x| x.0 == 2).map_or(0, |x| x.2[0] as i64)
+}
+
+/// Python `_run_fwd_bwd` (`training_client.py:446-456`), parallel mode: chunks 2..n go
+/// out under one `asyncio.gather`, which raises the first failure, so chunk 1 is never
+/// submitted after one of them failed.
+#[test]
+fn parallel_chunks_never_submit_chunk_one_after_a_later_chunk_failed() {
+    let mut pool = LocalPool::new();
+    let (inner, log) = training_server(r#"{"fwdbwd_max_chunk_len":2}"#);
+    let s = Scripted::new(&pool, move |r, n| {
+        if r.url.ends_with("/forward_backward") && fb_seq(r) == 3 {
+            return json(400, r#"{"detail":"chunk refused"}"#);
+        }
+        inner(r, n)
+    });
+    let tc = client(&mut pool, &s);
+    let r = pool.run_until(
+        tc.forward_backward(
+            (0..5).map(|_| datum(3)).collect(),
+            "cross_entropy",
+            None,
+            CallOptions::default(),
+        )
+        .unwrap(),
+    );
+    assert_eq!(r.unwrap_err().status(), Some(400));
+    let seqs: Vec<i64> = log.borrow().submits.iter().map(|s| s.1).collect();
+    assert_eq!(seqs, [2], "chunk 3 refused, chunk 1 never sent");
+    assert_eq!(
+        s.paths()
+            .iter()
+            .filter(|p| *p == "forward_backward")
+            .count(),
+        2
+    );
+}
+
+/// Python `_run_fwd_bwd` (`training_client.py:457-459`), serial mode: every chunk is
+/// gathered, each waiting its turn, so a failed chunk does not stop the later ones; the
+/// call fails with the first failure.
+#[test]
+fn serial_chunks_go_out_after_an_earlier_chunk_failed() {
+    let mut pool = LocalPool::new();
+    let (inner, log) =
+        training_server(r#"{"fwdbwd_max_chunk_len":2,"parallel_fwdbwd_chunks":false}"#);
+    let s = Scripted::new(&pool, move |r, n| {
+        if r.url.ends_with("/forward_backward") && fb_seq(r) == 1 {
+            return json(400, r#"{"detail":"chunk refused"}"#);
+        }
+        inner(r, n)
+    });
+    let tc = client(&mut pool, &s);
+    let r = pool.run_until(
+        tc.forward_backward(
+            (0..5).map(|_| datum(3)).collect(),
+            "cross_entropy",
+            None,
+            CallOptions::default(),
+        )
+        .unwrap(),
+    );
+    assert_eq!(r.unwrap_err().status(), Some(400));
+    let seqs: Vec<i64> = log.borrow().submits.iter().map(|s| s.1).collect();
+    assert_eq!(
+        seqs,
+        [2, 3],
+        "chunk 1 refused, chunks 2 and 3 still sent in turn"
+    );
+}
+
+/// Python `_APIFuture` (`api_future_impl.py:233-235, 455-458`): the first poll of each
+/// chunk carries `X-Tinker-Create-Promise-Roundtrip-Time`, the seconds from the start of
+/// the call to that chunk's submit answer (`str(float)`), measured, not 0.0.
+#[test]
+fn forward_backward_polls_carry_the_measured_submit_round_trip() {
+    let mut pool = LocalPool::new();
+    let (inner, _log) = training_server(r#"{"fwdbwd_max_chunk_len":2}"#);
+    let first = Rc::new(std::cell::Cell::new(true));
+    let s = Scripted::new(&pool, move |r, n| {
+        // The first submit is answered 503: the HTTP layer waits (virtual time) and
+        // retries, so the submit takes that long.
+        if r.url.ends_with("/forward_backward") && first.replace(false) {
+            return json(503, r#"{"detail":"busy"}"#);
+        }
+        inner(r, n)
+    });
+    let tc = client(&mut pool, &s);
+    pool.run_until(
+        tc.forward_backward(
+            (0..5).map(|_| datum(3)).collect(),
+            "cross_entropy",
+            None,
+            CallOptions::default(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let waited = s.sleeps.borrow()[0].as_secs_f64();
+    assert!(waited > 0.0);
+    let sent: Vec<String> = s
+        .requests
+        .borrow()
+        .iter()
+        .filter(|r| r.url.ends_with("/retrieve_future"))
+        .filter(|r| r.headers.get("X-Tinker-Request-Iteration") == Some("0"))
+        .map(|r| {
+            r.headers
+                .get("X-Tinker-Create-Promise-Roundtrip-Time")
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(sent.len(), 3);
+    for v in sent {
+        let secs: f64 = v.parse().unwrap();
+        // The scripted clock counts ms since 1970 in an f64: ~2e-7 s of resolution.
+        assert!((secs - waited).abs() < 1e-6, "{v} vs {waited}");
+    }
 }

@@ -163,6 +163,7 @@ pub(super) fn client_options(
     opts.telemetry = o.telemetry.unwrap_or(true);
     opts.user_agent = (runtime != Runtime::Browser)
         .then(|| format!("tinker-wasm/{} ({})", crate::VERSION, runtime.name()));
+    opts.platform = super::platform::platform_info(runtime);
     let level = match o.logLevel.as_deref() {
         None | Some("warn") => Some(LogLevel::Warn),
         Some("debug") => Some(LogLevel::Debug),

@@ -13,6 +13,7 @@ use js_sys::{Function, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+use crate::options::{python_system, stainless_arch, stainless_os, PlatformInfo};
 use crate::platform::{Headers, HttpRequest, HttpResponse, Platform, TransportError};
 
 /// `fetch` + timers of the current JS runtime.
@@ -73,6 +74,41 @@ impl Runtime {
     }
 }
 
+/// What this runtime is, for the `X-Stainless-*` headers and telemetry's `platform`
+/// (the core maps the names, `crate::options`); `None` in browsers.
+pub fn platform_info(runtime: Runtime) -> Option<PlatformInfo> {
+    if runtime == Runtime::Browser {
+        return None;
+    }
+    let g = global();
+    let s = |v: JsValue| v.as_string().unwrap_or_default();
+    let (deno, bun, process) = (get(&g, "Deno"), get(&g, "Bun"), get(&g, "process"));
+    let (platform, arch, name, version) = if !deno.is_undefined() {
+        let b = get(&deno, "build");
+        let v = s(get(&get(&deno, "version"), "deno"));
+        (s(get(&b, "os")), s(get(&b, "arch")), "deno", v)
+    } else if !bun.is_undefined() {
+        let (p, a) = (s(get(&process, "platform")), s(get(&process, "arch")));
+        (p, a, "bun", s(get(&bun, "version")))
+    } else if runtime == Runtime::Workerd {
+        (String::new(), String::new(), "workerd", String::new())
+    } else {
+        let (p, a) = (s(get(&process, "platform")), s(get(&process, "arch")));
+        (p, a, runtime.name(), s(get(&process, "version")))
+    };
+    Some(PlatformInfo {
+        os: stainless_os(&platform),
+        system: python_system(&platform),
+        arch: stainless_arch(&arch),
+        runtime: name.into(),
+        runtime_version: if version.is_empty() {
+            "unknown".into()
+        } else {
+            version
+        },
+    })
+}
+
 impl JsPlatform {
     /// A platform over `fetch` (the global one if `None`).
     pub fn new(fetch: Option<Function>) -> Result<Self, JsValue> {
@@ -112,6 +148,7 @@ extern "C" {
         body: &[u8],
         has_body: bool,
         timeout_ms: f64,
+        connect_ms: f64,
         id: u32,
         notify: &Function,
     ) -> PendingRequest;
@@ -253,9 +290,12 @@ async fn do_fetch(fetch: Function, req: HttpRequest) -> Result<HttpResponse, Tra
         lines.push_str(v);
         lines.push('\n');
     }
-    let timeout_ms = req.timeout.map_or(0.0, |t| {
-        (t.as_secs_f64() * 1000.0).clamp(1.0, 2_147_483_647.0)
-    });
+    let ms = |t: Option<Duration>| {
+        t.map_or(0.0, |t| {
+            (t.as_secs_f64() * 1000.0).clamp(1.0, 2_147_483_647.0)
+        })
+    };
+    let (timeout_ms, connect_ms) = (ms(req.timeout), ms(req.connect_timeout));
     let body = req.body.as_deref().map(|b| &b[..]);
     let id = InFlight::open();
     let call = send_request(
@@ -266,6 +306,7 @@ async fn do_fetch(fetch: Function, req: HttpRequest) -> Result<HttpResponse, Tra
         body.unwrap_or_default(),
         body.is_some(),
         timeout_ms,
+        connect_ms,
         id,
         &NOTIFY.with(Function::clone),
     );

@@ -31,6 +31,18 @@ STRICT_HEADERS = ("content-type", "accept", "content-encoding", "x-tinker-reques
 # Headers that carry client identity or timing, compared as a report only (NOTES.md).
 SOFT_HEADERS = ("x-sdk-method", "x-sdk-version")
 DRIVER_METHOD_DIFFERENCE = ("x-sdk-method", ["RestClient.delete_checkpoint"], ["RestClient.delete_checkpoint_from_tinker_path"])
+# Headers whose per-route values say what the SDK does (Python's timeouts, the raw-response
+# read of polls): every request, polls and background included, the same values per route.
+ROUTE_VALUE_HEADERS = ("x-stainless-read-timeout", "x-stainless-raw-response")
+# Header names one SDK sends and the other does not, each with the reason it is not a
+# difference in behaviour (issue 26: every other name sent by one side only fails).
+DELIBERATE_HEADER_NAMES = {
+    "connection": "Node's node:http agent (pkg/node-transport.js) says `Connection: keep-alive`, "
+    "HTTP/1.1's default, which httpx leaves implicit; the connection is kept alive by both",
+}
+# Telemetry event kinds (GENERIC_EVENT by its event_name) one SDK sends and the other does
+# not, with the reason (none today: both send what Python's lib/telemetry.py sends).
+DELIBERATE_TELEMETRY = {}
 # Driver results computed by the caller's own loss function (torch float32 in Python,
 # float64 in JS), not by either SDK: compared with a relative tolerance.
 CLIENT_COMPUTED = {("custom", "metrics", "loss:sum"), ("custom", "metrics", "custom:sum")}
@@ -101,6 +113,8 @@ class Side:
         self.session_polls: dict[str, dict] = {}  # target -> what its poller sent
         self.soft: Counter = Counter()
         self.header_names: Counter = Counter()
+        self.route_headers: dict[str, set] = {}  # route -> header names sent there
+        self.route_values: dict[tuple[str, str], set] = {}  # (header, route) -> values
         seg_future_counts: Counter = Counter()
         self.first_polls: dict[str, list] = {}
         for idx, e in enumerate(self.entries):
@@ -114,8 +128,12 @@ class Side:
                     self.segments[current] = []
                 continue
             headers = e.get("headers") or {}
+            route = f"{e['method']} {self._route(path)}"
             for h in headers:
                 self.header_names[h] += 1
+            self.route_headers.setdefault(route, set()).update(headers)
+            for h in ROUTE_VALUE_HEADERS:
+                self.route_values.setdefault((h, route), set()).add(headers.get(h, "(absent)"))
             body = e.get("body")
             if path in POLL_PATHS:
                 rid = (body or {}).get("request_id", "")
@@ -326,10 +344,12 @@ def compare(py: Side, ours: Side) -> tuple[list[str], list[str]]:
         problems.append(f"client config requests differ:\n  python: {sorted(set(py.connect))}\n  ours:   {sorted(set(ours.connect))}")
     notes.append(f"client/config + dynamic_config requests: python {len(py.connect)}, ours {len(ours.connect)}")
 
-    # Background: heartbeats must look alike when both sent some; telemetry is reported only.
+    # Background: heartbeats must look alike when both sent some; telemetry must carry the
+    # same kinds of events (GENERIC_EVENT by name), counts reported.
     hb = {s.name: {json.dumps(s.norm(e.get("body")), sort_keys=True) for _, e in s.background if e["path"].endswith("session_heartbeat")} for s in (py, ours)}
     if hb[py.name] and hb[ours.name] and hb[py.name] != hb[ours.name]:
         problems.append(f"session_heartbeat bodies differ: python {sorted(hb[py.name])} ours {sorted(hb[ours.name])}")
+    kinds = {}
     for s in (py, ours):
         events = Counter()
         batches = 0
@@ -337,9 +357,34 @@ def compare(py: Side, ours: Side) -> tuple[list[str], list[str]]:
             if e["path"].endswith("/telemetry"):
                 batches += 1
                 for ev in (e.get("body") or {}).get("events", []):
-                    events[ev.get("event", "?")] += 1
+                    k = ev.get("event", "?")
+                    events[ev.get("event_name", k) if k == "GENERIC_EVENT" else k] += 1
+        kinds[s.name] = set(events)
         n_hb = sum(1 for _, e in s.background if e["path"].endswith("session_heartbeat"))
         notes.append(f"{s.name}: {n_hb} heartbeats, {batches} telemetry batches, events {dict(sorted(events.items()))}")
+    for k in sorted(kinds[py.name] ^ kinds[ours.name]):
+        who = "python" if k in kinds[py.name] else "ours"
+        if k in DELIBERATE_TELEMETRY:
+            notes.append(f"telemetry event {k} only {who} sends (deliberate: {DELIBERATE_TELEMETRY[k]})")
+        else:
+            problems.append(f"telemetry event {k}: only {who} sends it")
+
+    # Header names per route (issue 26): a name only one SDK sends on a route both use fails,
+    # unless DELIBERATE_HEADER_NAMES gives the reason; per-route values of the headers that
+    # say what the SDK does must be equal.
+    for r in sorted(set(py.route_headers) & set(ours.route_headers)):
+        for h in sorted(py.route_headers[r] ^ ours.route_headers[r]):
+            who = "python" if h in py.route_headers[r] else "ours"
+            if h in DELIBERATE_HEADER_NAMES:
+                continue
+            problems.append(f"header {h} on {r}: only {who} sends it")
+        for h in ROUTE_VALUE_HEADERS:
+            va, vb = py.route_values.get((h, r), set()), ours.route_values.get((h, r), set())
+            if va != vb:
+                problems.append(f"{h} on {r}: python {sorted(va)} | ours {sorted(vb)}")
+    used = sorted(h for h in DELIBERATE_HEADER_NAMES if any(h in v for v in py.route_headers.values()) != any(h in v for v in ours.route_headers.values()))
+    if used:
+        notes.append("header names one side sends, deliberately: " + "; ".join(f"{h}: {DELIBERATE_HEADER_NAMES[h]}" for h in used))
 
     # x-sdk-method / x-sdk-version: the same values per route. The one known difference
     # comes from the drivers, not the SDKs: Python's driver deletes one checkpoint with
@@ -358,9 +403,6 @@ def compare(py: Side, ours: Side) -> tuple[list[str], list[str]]:
                 problems.append(f"{h} header values differ:\n{line}")
     if soft_diff:
         notes.append("header values that differ because the drivers differ:\n" + "\n".join(soft_diff))
-    only_py = sorted(h for h in py.header_names if h not in ours.header_names)
-    only_ours = sorted(h for h in ours.header_names if h not in py.header_names)
-    notes.append(f"header names only python sends: {only_py}\n  header names only ours sends: {only_ours}")
 
     # What the SDKs got back (same requests to the same deterministic server => same answers).
     if py.results is not None and ours.results is not None:

@@ -231,6 +231,29 @@ def m_strict_header(entries):
     return "content-type of a forward_backward"
 
 
+def m_header_name(entries):
+    """A request without a header Python sends (issue 26: names are compared per route)."""
+    i = _find(entries, lambda e: e["path"] == "/api/v1/optim_step")
+    entries[i]["headers"].pop("x-stainless-read-timeout", None)
+    entries[i]["headers"]["x-made-up"] = "1"
+    return "an optim_step with a header Python never sends and without one it sends"
+
+
+def m_read_timeout(entries):
+    """A poll announcing another read timeout (Python's `timeout=45` on retrieve_future)."""
+    i = _find(entries, lambda e: e["path"] == "/api/v1/retrieve_future")
+    entries[i]["headers"]["x-stainless-read-timeout"] = "60"
+    return "x-stainless-read-timeout of a retrieve_future poll"
+
+
+def m_telemetry_kind(entries):
+    """A SESSION_END on a normal close (Python queues one only with a fatal exception)."""
+    i = _find(entries, lambda e: e["path"] == "/api/v1/telemetry")
+    ev = dict(entries[i]["body"]["events"][0], event="SESSION_END")
+    entries[i]["body"]["events"].append(ev)
+    return "a SESSION_END telemetry event"
+
+
 def _acks(entries):
     return [e for e in entries if e["path"] == "/api/v1/retrieve_futures" and e["body"].get("retrieved_request_ids")]
 
@@ -272,7 +295,7 @@ def m_sdk_version(entries):
 
 
 # (configuration whose recorded log is mutated, mutation)
-MUTATIONS = [("default", m) for m in (m_body_value, m_seq_id, m_query, m_missing, m_poll_header, m_unpolled, m_sampling_param, m_chunk_order, m_step_moved, m_strict_header, m_sdk_method, m_sdk_version)]
+MUTATIONS = [("default", m) for m in (m_body_value, m_seq_id, m_query, m_missing, m_poll_header, m_unpolled, m_sampling_param, m_chunk_order, m_step_moved, m_strict_header, m_sdk_method, m_sdk_version, m_header_name, m_read_timeout, m_telemetry_kind)]
 MUTATIONS += [("flags", m) for m in (m_ack_timeout, m_ack_missing, m_zstd)]
 
 

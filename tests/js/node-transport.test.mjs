@@ -37,6 +37,20 @@ before(async () => {
         res.end(body);
       } else if (req.url === '/hang') {
         hangArrived(); // and never answers: the caller must abort
+      } else if (req.url === '/trickle') {
+        // 8 bytes, one every 100 ms: slower in total than the idle timeout, never idle that long.
+        res.writeHead(200, { 'content-length': '8' });
+        let n = 0;
+        const t = setInterval(() => {
+          res.write('x');
+          if (++n === 8) {
+            clearInterval(t);
+            res.end();
+          }
+        }, 100);
+      } else if (req.url === '/stall') {
+        res.writeHead(200, { 'content-length': '8' });
+        res.write('x'); // then nothing
       } else if (req.url === '/cut') {
         res.writeHead(200, { 'content-length': '100' });
         res.write('only part of it');
@@ -130,7 +144,8 @@ test('connection errors and cut responses reject (the SDK retries them as connec
   const port = closed.address().port;
   closed.close();
   await assert.rejects(nodeFetch(`http://127.0.0.1:${port}/`), /ECONNREFUSED/);
-  await assert.rejects(nodeFetch(`${base}/cut`));
+  // A body cut short is a failed request (fetch rejects too), never a short 200 body.
+  await assert.rejects(nodeFetch(`${base}/cut`), (e) => e instanceof Error && e.name !== 'AbortError' && !e.tinkerTimeout && /closed before the response ended/.test(e.message));
 });
 
 test('refuses URLs it cannot send', async () => {
@@ -167,4 +182,13 @@ test('takes a plain { aborted, reason, addEventListener, removeEventListener } o
   signal.reason = Object.assign(new Error('stop'), { name: 'AbortError' });
   signal.listener();
   await assert.rejects(p, { name: 'AbortError', message: 'stop' });
+});
+
+// The Python SDK's httpx timeouts are per phase (`Timeout(60, connect=5.0)`): a response
+// that keeps making progress is never cut, one that stops is, after `idle` ms of silence.
+test('timeouts are per phase: progress keeps a request alive, silence ends it', async () => {
+  assert.equal(nodeFetch[Symbol.for('tinker-wasm.phaseTimeouts')], true);
+  const r = await nodeFetch(`${base}/trickle`, { timeouts: { connect: 5000, idle: 300 } });
+  assert.equal(await text(r), 'xxxxxxxx');
+  await assert.rejects(nodeFetch(`${base}/stall`, { timeouts: { connect: 5000, idle: 300 } }), (e) => e.tinkerTimeout === true && /read\/write timed out/.test(e.message));
 });

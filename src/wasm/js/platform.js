@@ -22,7 +22,24 @@ class PlainAbort {
     if (s.listener) s.listener();
   }
 }
-export function send_request(fetch, method, url, headerLines, body, hasBody, timeoutMs, id, notify) {
+// Timeouts are per phase, as the Python SDK's httpx ones (`Timeout(60, connect=5.0)`): a
+// request is not killed while it makes progress. A fetch that sees the phases
+// (pkg/node-transport.js: connect, then socket inactivity) gets them in `init.timeouts`
+// and reports a timeout with `tinkerTimeout`. Plain `fetch` has no connect phase and
+// shows no upload progress: until the response headers the limit is the read timeout
+// plus the time the body takes at FLOOR_BYTES_PER_S, then the read timeout plus the
+// response's announced length at that rate.
+const PHASE_TIMEOUTS = Symbol.for('tinker-wasm.phaseTimeouts');
+const FLOOR_BYTES_PER_S = 32768;
+function arm(call, ac, ms) {
+  if (call.timer !== undefined) clearTimeout(call.timer);
+  call.timer = setTimeout(() => {
+    call.timer = undefined;
+    settle(call, { error: 'timed out', timeout: true });
+    if (ac) ac.abort();
+  }, Math.min(ms, 2147483647));
+}
+export function send_request(fetch, method, url, headerLines, body, hasBody, timeoutMs, connectMs, id, notify) {
   const ac = fetch[PLAIN_SIGNAL] === true ? new PlainAbort() : typeof AbortController === 'function' ? new AbortController() : undefined;
   const call = { result: undefined, timer: undefined, settled: false, ac, id, notify };
   const headers = {};
@@ -31,27 +48,29 @@ export function send_request(fetch, method, url, headerLines, body, hasBody, tim
   const init = { method, headers };
   if (hasBody) init.body = body.slice();
   if (ac) init.signal = ac.signal;
+  const phases = fetch[PHASE_TIMEOUTS] === true;
   if (timeoutMs > 0) {
-    call.timer = setTimeout(() => {
-      call.timer = undefined;
-      settle(call, { error: 'timed out', timeout: true });
-      if (ac) ac.abort();
-    }, timeoutMs);
+    if (phases) init.timeouts = { connect: connectMs > 0 ? connectMs : timeoutMs, idle: timeoutMs };
+    else arm(call, ac, timeoutMs + (hasBody ? (body.length * 1000) / FLOOR_BYTES_PER_S : 0));
   }
   let p;
   try {
     p = Promise.resolve(fetch(url, init));
   } catch (e) {
-    settle(call, { error: message(e) });
+    settle(call, { error: message(e), timeout: !!(e && e.tinkerTimeout) });
     return call;
   }
   p.then(async (r) => {
     let lines = '';
     const rh = r.headers;
     if (rh && typeof rh.forEach === 'function') rh.forEach((v, k) => { lines += `${k}\n${v}\n`; });
+    if (timeoutMs > 0 && !phases && !call.settled) {
+      const length = Number(rh && typeof rh.get === 'function' ? rh.get('content-length') : 0) || 0;
+      arm(call, ac, timeoutMs + (length * 1000) / FLOOR_BYTES_PER_S);
+    }
     const bytes = typeof r.bytes === 'function' ? await r.bytes() : new Uint8Array(await r.arrayBuffer());
     settle(call, { status: r.status, headers: lines, body: bytes });
-  }).catch((e) => settle(call, { error: message(e) }));
+  }).catch((e) => settle(call, { error: message(e), timeout: !!(e && e.tinkerTimeout) }));
   return call;
 }
 function settle(call, result) {

@@ -49,6 +49,9 @@ pub enum Kind {
     Malformed,
     /// 502 with a non-JSON (truncated HTML) body.
     Garbled,
+    /// 400 with an empty body (`content-length: 0`): what a CDN in front of the API
+    /// answers when it rejects a connection; not applied.
+    Empty400,
     /// 401 `WWW-Authenticate: Bearer error="invalid_token"` (only when JWT auth is on).
     InvalidToken,
     /// Adds `x-deprecation-note` (+ `x-deprecation-level: param`).
@@ -125,6 +128,7 @@ pub const KINDS: &[&str] = &[
     "paused",
     "malformed",
     "garbled",
+    "empty400",
     "401",
     "deprecation",
 ];
@@ -175,6 +179,7 @@ pub fn parse(spec: &str) -> Result<Vec<Item>, String> {
             "paused" => Kind::Paused,
             "malformed" => Kind::Malformed,
             "garbled" => Kind::Garbled,
+            "empty400" => Kind::Empty400,
             "401" => Kind::InvalidToken,
             "deprecation" => Kind::Deprecation,
             _ => {
@@ -274,6 +279,11 @@ impl Injector {
     }
 
     /// Decide the request-level faults of a request.
+    /// Whether any fault is configured.
+    pub fn active(&self) -> bool {
+        !self.items.is_empty()
+    }
+
     pub fn decide(
         &self,
         path: &str,

@@ -102,6 +102,50 @@ fn log_body(ctx: &Ctx) -> Value {
     }
 }
 
+/// What a request's fault coin hashes: its content, not its bytes. JSON bodies (and
+/// protobuf `forward_backward` bodies, decoded as for the log) in a canonical form (keys
+/// sorted, compact), so two clients sending the same request with different key order,
+/// spacing or protobuf field order meet the same faults (the differential fault suite
+/// relies on it); anything else as sent.
+fn fault_key(ctx: &Ctx) -> Vec<u8> {
+    fn canonical(v: &Value, out: &mut String) {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (i, k) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(k.clone()).to_string());
+                    out.push(':');
+                    canonical(&m[k], out);
+                }
+                out.push('}');
+            }
+            Value::Array(a) => {
+                out.push('[');
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    canonical(x, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let v = log_body(ctx);
+    if v.get("non_json_bytes").is_some() || v.get("undecodable_protobuf_bytes").is_some() {
+        return ctx.body.clone();
+    }
+    let mut out = String::new();
+    canonical(&v, &mut out);
+    out.into_bytes()
+}
+
 static REQUEST_COUNTER: AtomicU64 = AtomicU64::new(1);
 
 fn cors_headers(reply: &mut Reply, origin: Option<&str>) {
@@ -197,7 +241,12 @@ async fn handle(
                     let s = app.settings();
                     (s.faults.clone(), s.jwt_on())
                 };
-                let d = injector.decide(&path, &ctx.body, ctx.header("x-idempotency-key"), jwt_on);
+                let key = if injector.active() {
+                    fault_key(&ctx)
+                } else {
+                    Vec::new()
+                };
+                let d = injector.decide(&path, &key, ctx.header("x-idempotency-key"), jwt_on);
                 slow_ms = d.slow_ms;
                 deprecation = d.deprecation;
                 if slow_ms > 0 {
@@ -347,6 +396,11 @@ fn injected(item: &crate::faults::Item, ctx: &Ctx) -> Option<Reply> {
                 b"<html><head><title>502 Bad Gateway</title></head><body><h1>Bad Gat".to_vec(),
             );
             r.status = 502;
+            r
+        }
+        Kind::Empty400 => {
+            let mut r = Reply::bytes("text/plain", vec![]);
+            r.status = 400;
             r
         }
         Kind::InvalidToken => Reply::error(401, "Invalid JWT (injected fault)").with_header(

@@ -1,0 +1,162 @@
+//! Telemetry content as the Python SDK 0.38 sends it (`lib/telemetry.py`): a normal
+//! close sends no `SESSION_END`; a failed public call (`capture_exceptions(fatal=True)`)
+//! sends its `user_error` or `UNHANDLED_EXCEPTION` event, then `SESSION_END`; `platform`
+//! is the OS as `platform.system()` names it; `process_uuid` is one per process.
+
+use std::rc::Rc;
+
+use futures_executor::LocalPool;
+
+use super::scripted::*;
+use crate::options::PlatformInfo;
+use crate::rest::{RestCall, RestClient};
+use crate::session::{FinishStatus, Holder};
+
+fn holder(pool: &mut LocalPool, s: &Rc<Scripted>) -> Rc<Holder> {
+    let mut o = opts();
+    o.telemetry = true;
+    o.platform = Some(PlatformInfo {
+        system: "Linux".into(),
+        ..Default::default()
+    });
+    pool.run_until(Holder::connect(s.clone(), Rc::new(o), true))
+        .expect("connect")
+}
+
+/// Every telemetry batch sent: (platform, process_uuid, event kinds).
+fn batches(s: &Scripted) -> Vec<(String, String, Vec<String>)> {
+    s.requests
+        .borrow()
+        .iter()
+        .filter(|r| r.url.ends_with("/telemetry"))
+        .map(|r| {
+            let b = body_json(r);
+            let kinds = b["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| match e["event"].as_str().unwrap() {
+                    "GENERIC_EVENT" => e["event_name"].as_str().unwrap().to_string(),
+                    k => k.to_string(),
+                })
+                .collect();
+            (
+                b["platform"].as_str().unwrap().to_string(),
+                b["process_uuid"].as_str().unwrap().to_string(),
+                kinds,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_normal_close_sends_no_session_end() {
+    let mut pool = LocalPool::new();
+    let s = Scripted::new(&pool, server("{}", |_, _| json(200, "{}")));
+    let h = holder(&mut pool, &s);
+    pool.run_until(h.close(FinishStatus::Success, None))
+        .unwrap();
+    let b = batches(&s);
+    assert_eq!(b.len(), 1);
+    assert_eq!(b[0].0, "Linux", "platform.system(), not the user agent");
+    assert_eq!(b[0].2, ["SESSION_START"]);
+}
+
+#[test]
+fn a_failed_public_call_sends_its_error_then_session_end() {
+    let mut pool = LocalPool::new();
+    let s = Scripted::new(
+        &pool,
+        server("{}", |r, _| {
+            if r.url.contains("/publish") {
+                json(409, r#"{"detail":"already public"}"#)
+            } else {
+                json(200, "{}")
+            }
+        }),
+    );
+    let h = holder(&mut pool, &s);
+    let rest = RestClient::new(h.clone());
+    let call = RestCall::set_published("tinker://run-1/weights/ckpt", true).unwrap();
+    let e = pool.run_until(rest.call(call)).unwrap_err();
+    assert_eq!(e.status(), Some(409));
+    let b = batches(&s);
+    assert_eq!(
+        b.len(),
+        1,
+        "flushed before the call's error reached the caller"
+    );
+    // Python's execute_with_retries reports every failure, retried or not
+    // (`lib/internal_client_holder.py:968-994`), before the call's own error.
+    assert_eq!(
+        b[0].2,
+        [
+            "SESSION_START",
+            "InternalClientHolder.execute_with_retries.exception",
+            "user_error",
+            "SESSION_END"
+        ]
+    );
+    let sent = s.requests.borrow();
+    let ev = &body_json(
+        sent.iter()
+            .rev()
+            .find(|r| r.url.ends_with("/telemetry"))
+            .unwrap(),
+    )["events"][2];
+    assert_eq!(ev["severity"], "WARNING");
+    assert_eq!(ev["event_data"]["status_code"], 409);
+    assert_eq!(ev["event_data"]["body"]["detail"], "already public");
+}
+
+#[test]
+fn one_process_uuid_for_every_client() {
+    let mut pool = LocalPool::new();
+    let s = Scripted::new(&pool, server("{}", |_, _| json(200, "{}")));
+    let a = holder(&mut pool, &s);
+    let b = holder(&mut pool, &s);
+    pool.run_until(a.close(FinishStatus::Success, None))
+        .unwrap();
+    pool.run_until(b.close(FinishStatus::Success, None))
+        .unwrap();
+    let sent = batches(&s);
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[0].1, sent[1].1);
+}
+
+/// A server error that outlasts the holder's retries: each failed attempt is an
+/// `InternalClientHolder.execute_with_retries.exception` event, the call's error an
+/// `UNHANDLED_EXCEPTION` (not the user's fault), then `SESSION_END`.
+#[test]
+fn a_server_error_is_an_unhandled_exception() {
+    let mut pool = LocalPool::new();
+    let s = Scripted::new(
+        &pool,
+        server("{}", |r, _| {
+            if r.url.ends_with("/get_server_capabilities") {
+                json(500, r#"{"detail":"down"}"#)
+            } else {
+                json(200, "{}")
+            }
+        }),
+    );
+    let h = holder(&mut pool, &s);
+    let rest = RestClient::new(h.clone());
+    let e = pool
+        .run_until(rest.call(RestCall::get_server_capabilities()))
+        .unwrap_err();
+    assert_eq!(e.status(), Some(500));
+    let b = batches(&s);
+    let kinds: Vec<&str> = b
+        .iter()
+        .flat_map(|x| x.2.iter().map(String::as_str))
+        .collect();
+    assert_eq!(kinds.first(), Some(&"SESSION_START"));
+    assert_eq!(
+        kinds[kinds.len() - 2..],
+        ["UNHANDLED_EXCEPTION", "SESSION_END"]
+    );
+    assert!(kinds[1..kinds.len() - 2]
+        .iter()
+        .all(|k| *k == "InternalClientHolder.execute_with_retries.exception"));
+}
