@@ -11,7 +11,7 @@ export CARGO_TERM_COLOR ?= never
 sim: setup
 	cargo build -p tinker-sim
 
-.PHONY: all setup build sim wasm demo test test-readme lint test-rust test-js test-node test-node-lite test-browser test-workerd test-bun test-deno test-package typecheck test-tokenizer-parity bench-tokenizer test-size test-size-strict bench clean
+.PHONY: all setup build sim wasm demo test test-cli test-readme lint test-rust test-js test-node test-node-lite test-browser test-workerd test-bun test-deno test-package typecheck test-tokenizer-parity bench-tokenizer test-size test-size-strict bench clean
 
 all: build
 
@@ -70,6 +70,18 @@ test-deno: wasm sim
 test-package: wasm sim
 	node tests/package/check.mjs
 
+# The command line (issue 22): tinker-wasm's CLI (pkg/cli) against tinker-sim, with the
+# Python SDK's `tinker` CLI 0.38.0 as the oracle (same JSON, errors, exit codes, files).
+test-cli: wasm sim
+	node --test --test-reporter=spec tests/cli/output.test.mjs tests/cli/credentials.test.mjs tests/cli/cli.test.mjs
+
+# Public-surface coverage (issue 26): every method, getter and function in the package's
+# .d.ts is called by a cross-runtime case (tests/js/coverage.json), or the build fails.
+test-coverage: wasm
+	node tests/js/coverage.mjs
+
+.PHONY: test-coverage
+
 # Every README block marked `<!-- runs as written -->`, run against a fresh simulator.
 test-readme: wasm sim
 	node tests/readme/run.mjs
@@ -82,6 +94,7 @@ test-js: test-node test-node-lite test-browser test-workerd test-bun test-deno
 # Qwen3.5/3.6, o200k_base and o200k_harmony through Tokenizer.fromTiktoken; and
 # resolveTokenizerId for the cookbook's model lineup against the Python SDK's rule.
 test-tokenizer-parity: wasm
+	tests/conformance/.venv/bin/python tests/tokenizer/js_fixture.py --check
 	node tests/tokenizer/corpus.mjs target/tokenizer-parity/corpus.json
 	tests/conformance/.venv/bin/python tests/tokenizer/oracle.py target/tokenizer-parity/corpus.json target/tokenizer-parity/expected.json
 	node tests/tokenizer/parity.mjs target/tokenizer-parity/expected.json
@@ -149,8 +162,13 @@ test-sim-language: wasm sim
 test-differential: wasm sim
 	tests/conformance/.venv/bin/python tests/differential/run.py
 	tests/conformance/.venv/bin/python tests/differential/handles.py
+	tests/conformance/.venv/bin/python tests/differential/faults.py --short
 
-.PHONY: test-differential
+# The differential fault suite in full (issue 23): every fault kind in turn, both SDKs.
+test-differential-faults: wasm sim
+	tests/conformance/.venv/bin/python tests/differential/faults.py
+
+.PHONY: test-differential test-differential-faults
 
 # The browser playground (issue 7): the site (www/ + pkg/ + tokenizer files), tinker-sim and
 # the relay Worker (www/relay/) in miniflare, all on loopback; prints the URL.
@@ -179,13 +197,14 @@ test-fuzz: setup
 # `make soak` is the full 10,000-operation run; `make test-soak` the short one in `make test`.
 soak: wasm sim
 	node tests/soak/soak.mjs --ops 10000
+	tests/conformance/.venv/bin/python tests/differential/faults.py
 
 test-soak: wasm sim
 	node tests/soak/soak.mjs --ops 1500 --out target/soak-short
 
 .PHONY: soak test-soak
 
-test: lint test-rust typecheck test-js test-package test-readme test-tokenizer-parity test-renderer-parity test-sim-lineup test-sim-language test-conformance test-differential test-size test-www test-soak test-fuzz
+test: lint test-rust typecheck test-coverage test-js test-package test-cli test-readme test-tokenizer-parity test-renderer-parity test-sim-lineup test-sim-language test-conformance test-differential test-size test-www test-soak test-fuzz
 	@echo "make test: all suites passed"
 
 clean:

@@ -6,6 +6,7 @@ import * as glue from './gen/full/tinker_wasm.js';
 import { install, adminClient } from './extras.js';
 import { rendererRegistry } from './renderers.js';
 import { withNodeTransport } from './node-transport.js';
+import { withNodeCredentials } from './node-credentials.js';
 import { generalHost } from './general-engine.js';
 
 glue.initSync({ module: fs.readFileSync(new URL('./gen/full/tinker_wasm_bg.wasm', import.meta.url)) });
@@ -20,6 +21,8 @@ export * from './gen/full/tinker_wasm.js';
 export * from './errors.js';
 export const { registerRenderer, unregisterRenderer, getRegisteredRendererNames, isRendererRegistered, getRenderer } = rendererRegistry(glue);
 // HTTP over node:http(s) keep-alive unless `options.fetch` is given (./node-transport.js).
-export const { ServiceClient, RestClient, SamplingClient } = withNodeTransport(glue);
+// Credentials as the Python SDK finds them: TINKER_API_KEY, TINKER_CREDENTIAL_CMD, then
+// ~/.tinker/credentials.json; Cloudflare Access headers and TINKER_TELEMETRY (node-credentials.js).
+export const { ServiceClient, RestClient, SamplingClient } = withNodeTransport(glue, withNodeCredentials);
 export { PagePromise } from './extras.js';
 export const AdminClient = adminClient(RestClient);

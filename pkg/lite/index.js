@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import * as glue from '../gen/lite/tinker_wasm.js';
 import { install, adminClient } from '../extras.js';
 import { withNodeTransport } from '../node-transport.js';
+import { withNodeCredentials } from '../node-credentials.js';
 
 glue.initSync({ module: fs.readFileSync(new URL('../gen/lite/tinker_wasm_bg.wasm', import.meta.url)) });
 
@@ -12,6 +13,8 @@ export const { ModelInput, TensorData, datumFromTokens } = install(glue, { fs, p
 export * from '../gen/lite/tinker_wasm.js';
 export * from '../errors.js';
 // HTTP over node:http(s) keep-alive unless `options.fetch` is given (../node-transport.js).
-export const { ServiceClient, RestClient, SamplingClient } = withNodeTransport(glue);
+// Credentials as the Python SDK finds them: TINKER_API_KEY, TINKER_CREDENTIAL_CMD, then
+// ~/.tinker/credentials.json; Cloudflare Access headers and TINKER_TELEMETRY (node-credentials.js).
+export const { ServiceClient, RestClient, SamplingClient } = withNodeTransport(glue, withNodeCredentials);
 export { PagePromise } from '../extras.js';
 export const AdminClient = adminClient(RestClient);

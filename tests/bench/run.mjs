@@ -4,12 +4,12 @@
 // plain-HTTP floors. Prints one table with absolute figures and ratios, and writes it, the
 // details, the machine and the versions to BENCHMARKS.md (between the bench:run markers).
 //   node tests/bench/run.mjs [--quick] [--only a,b] [--no-write] [--python PATH]
-// Sections: size encode sample sft cold memory tokenizer. --quick: smaller counts (a smoke
+// Sections: size encode sample sft cold cli memory tokenizer. --quick: smaller counts (a smoke
 // run; the figures are noisier). BENCHMARKS.md is written by full runs only (or with --write).
 // Every client measurement runs in its own process against its own simulator process
 // (`--future-delay-ms 0`), so "client CPU" is the client process's user + system time only.
 // These are benchmarks, not tests: nothing here fails on a timing.
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import { createHash } from 'node:crypto';
@@ -29,7 +29,7 @@ if (flag('--help')) {
 }
 const QUICK = flag('--quick');
 const WRITE = flag('--write') || (!QUICK && !flag('--only') && !flag('--no-write'));
-const ALL = ['size', 'encode', 'sample', 'sft', 'cold', 'memory', 'tokenizer'];
+const ALL = ['size', 'encode', 'sample', 'sft', 'cold', 'cli', 'memory', 'tokenizer'];
 const ONLY = opt('--only', ALL.join(',')).split(',');
 const PY = opt('--python', path.join(root, 'tests/conformance/.venv/bin/python'));
 const DRIVER = path.join(here, 'driver.mjs');
@@ -216,6 +216,35 @@ if (section('sft')) {
 
 // ---------------------------------------------------------------------------------------
 // Cold start
+// The command line (issue 22): start-up of `tinker-wasm --help` and `tinker-wasm run list`
+// (spawn → exit, against a fresh simulator) beside the Python SDK's `tinker` CLI.
+if (section('cli')) {
+  const n = QUICK ? 1 : 5;
+  const CLI = path.join(root, 'pkg/cli/main.js');
+  const TINKER = path.join(path.dirname(PY), 'tinker');
+  const wall = (cmd, args, env) => {
+    const t0 = performance.now();
+    const r = spawnSync(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${r.status}: ${r.stderr}`);
+    return performance.now() - t0;
+  };
+  const times = { ours: { help: [], list: [] }, py: { help: [], list: [] } };
+  log('cli start-up');
+  for (let i = 0; i < n; i++) {
+    await withSim(async (url) => {
+      const env = { TINKER_BASE_URL: url, TINKER_API_KEY: 'tml-bench', TINKER_TELEMETRY: '0' };
+      times.ours.help.push(wall(process.execPath, [CLI, '--help'], env));
+      times.py.help.push(wall(TINKER, ['--help'], env));
+      times.ours.list.push(wall(process.execPath, [CLI, 'run', 'list'], env));
+      times.py.list.push(wall(TINKER, ['run', 'list'], env));
+    });
+  }
+  const m = (xs) => median(xs);
+  row('CLI start-up: `tinker-wasm --help` (spawn → exit)', `${f(m(times.ours.help), 0)} ms`, `Python \`tinker --help\`: ${f(m(times.py.help), 0)} ms`, `${f(m(times.py.help) / m(times.ours.help), 1)}× faster`, '—');
+  row('CLI start-up: `tinker-wasm run list` (spawn → exit, fresh simulator)', `${f(m(times.ours.list), 0)} ms`, `Python \`tinker run list\`: ${f(m(times.py.list), 0)} ms`, `${f(m(times.py.list) / m(times.ours.list), 1)}× faster`, '—');
+  details.push(['CLI start-up', `Median of ${n} runs each, every one a fresh process (\`node pkg/cli/main.js …\` and \`tests/conformance/.venv/bin/tinker …\`) with \`TINKER_TELEMETRY=0\`; \`run list\` against a fresh simulator (no runs). tinker-wasm's \`--help\` loads no wasm; \`run list\` loads \`tinker-wasm/lite\` (no tokenizer).`]);
+}
+
 if (section('cold')) {
   const n = QUICK ? 1 : 3;
   const med = (xs, k) => median(xs.map((x) => x[k]));
@@ -287,23 +316,22 @@ if (section('memory')) {
 // ---------------------------------------------------------------------------------------
 // Tokenizer: tests/bench/tokenizer.mjs (the tokenizer engineer's benchmark), run as is
 if (section('tokenizer')) {
-  log('tokenizer (tests/bench/tokenizer.mjs)');
-  const r = await run(process.execPath, [path.join(here, 'tokenizer.mjs'), PY]);
-  const parsed = [];
-  for (const line of r.stdout.split('\n')) {
-    const c = line.split('|').map((s) => s.trim());
-    if (c.length === 7 && /MB|load/.test(line) === false && !Number.isNaN(parseFloat(c[3]))) parsed.push({ family: c[1], engine: c[2], load: +c[3], cold: +c[4], warm: +c[5] });
+  log('tokenizer (tests/bench/tokenizer.mjs --memory)');
+  const r = await run(process.execPath, [path.join(here, 'tokenizer.mjs'), '--python', PY, '--memory']);
+  const lines = r.stdout.trim().split('\n');
+  let data = null;
+  try {
+    data = JSON.parse(lines.at(-1));
+  } catch {}
+  // Issue 21's targets, as tokenizer.mjs measured them (cold, one call per document).
+  for (const t of data?.targets ?? []) row(`tokenizer ${t.family}: ${t.what}`, t.value, '', '', t.goal, t.ok);
+  for (const m of data?.memory ?? []) {
+    const p = m.points;
+    const growth = p.at(-1).wasm_bytes - p[1].wasm_bytes;
+    row(`tokenizer ${m.family}: wasm memory over ${m.total_mb} MB of distinct text`, `${mb(p[1].wasm_bytes)} after 10 MB → ${mb(p.at(-1).wasm_bytes)}`, '', `growth after 10 MB: ${growth} bytes`, 'bounded (flat after warm-up)', growth === 0);
   }
-  for (const fam of [...new Set(parsed.map((x) => x.family))]) {
-    const get = (re) => parsed.find((x) => x.family === fam && re.test(x.engine));
-    const [o, l, n] = [get(/tinker/), get(/lenml/), get(/native/)];
-    if (!o || !l || !n) continue;
-    row(`tokenizer ${fam}: encode MB/s (warm)`, f(o.warm), `@lenml ${f(l.warm)} · native ${f(n.warm)}`, `${f(o.warm / l.warm, 1)}× @lenml · ${f(o.warm / n.warm, 1)}× native`, '—');
-    row(`tokenizer ${fam}: encode MB/s (cold, fresh tokenizer)`, f(o.cold), `@lenml ${f(l.cold)} · native ${f(n.cold)}`, `${f(o.cold / l.cold, 1)}× @lenml · ${f(o.cold / n.cold, 1)}× native`, '—');
-    row(`tokenizer ${fam}: load ms`, f(o.load, 1), `@lenml ${f(l.load, 1)} · native ${f(n.load, 1)}`, `${f(l.load / o.load, 1)}× faster than @lenml · ${f(n.load / o.load, 1)}× native`, '—');
-  }
-  if (!parsed.length) row('tokenizer', 'see details', '', '', '—');
-  details.push(['Tokenizer', `\`node tests/bench/tokenizer.mjs\` (its own description is in the script), run as is in this run:\n\n${r.stdout.trim()}`]);
+  if (!data) row('tokenizer', 'see details', '', '', '—');
+  details.push(['Tokenizer', `\`node tests/bench/tokenizer.mjs --memory\` (its own description is in the script), run as is in this run:\n\n${(data ? lines.slice(0, -1) : lines).join('\n').trim()}`]);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -125,6 +125,8 @@ const walkExports = (value, where) => {
 };
 walkExports(manifest.exports, 'exports');
 for (const field of ['main', 'types', 'module', 'browser']) if (typeof manifest[field] === 'string') entries.push([manifest[field], field]);
+// The command line (`bin`, issue 22) is an entry point too.
+for (const [name, file] of Object.entries(typeof manifest.bin === 'string' ? { [manifest.name]: manifest.bin } : manifest.bin ?? {})) entries.push([file, `bin.${name}`]);
 const { seen, problems } = reachable(entries);
 const always = ['package.json', 'README.md', 'LICENSE'];
 check('every file the entry points import is in the tarball', () => {

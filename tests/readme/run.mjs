@@ -4,27 +4,35 @@
 // block throws, exits non-zero, or does not exit on its own (a leaked timer).
 //   node tests/readme/run.mjs
 import { spawn } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startSim } from '../js/sim.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
-const blocks = [...readme.matchAll(/<!-- runs as written -->\s*\n```js\n([\s\S]*?)```/g)].map((m, i) => {
+const blocks = [...readme.matchAll(/<!-- runs as written -->\s*\n```(js|sh)\n([\s\S]*?)```/g)].map((m, i) => {
   const heading = [...readme.slice(0, m.index).matchAll(/^## (.+)$/gm)].at(-1)?.[1] ?? `block ${i}`;
-  return { name: `${heading} #${i + 1}`, code: m[1] };
+  return { name: `${heading} #${i + 1}`, lang: m[1], code: m[2] };
 });
 if (blocks.length === 0) throw new Error('no runnable README blocks found');
+
+// `tinker-wasm` for the shell blocks: the package's bin, as npm links it.
+const binDir = mkdtempSync(path.join(tmpdir(), 'tinker-wasm-bin-'));
+writeFileSync(path.join(binDir, 'tinker-wasm'), `#!/bin/sh\nexec "${process.execPath}" "${path.join(root, 'pkg/cli/main.js')}" "$@"\n`, { mode: 0o755 });
 
 const sim = await startSim(['--seed', '11']);
 let failed = 0;
 try {
-  for (const { name, code } of blocks) {
+  for (const { name, lang, code } of blocks) {
     const t0 = Date.now();
-    const child = spawn(process.execPath, ['--input-type=module', '-e', code], {
+    // Shell blocks (the CLI's session) run in bash with `set -e`, `tinker-wasm` on the PATH
+    // being pkg/cli/main.js (the package's bin).
+    const [cmd, args] = lang === 'sh' ? ['bash', ['-euo', 'pipefail', '-c', code]] : [process.execPath, ['--input-type=module', '-e', code]];
+    const child = spawn(cmd, args, {
       cwd: root,
-      env: { ...process.env, TINKER_API_KEY: 'tml-readme-key', TINKER_BASE_URL: sim.url },
+      env: { ...process.env, PATH: `${binDir}${path.delimiter}${process.env.PATH}`, TINKER_API_KEY: 'tml-readme-key', TINKER_BASE_URL: sim.url },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -43,6 +51,7 @@ try {
 } finally {
   await sim.stop();
   rmSync(path.join(root, 'target/export-v1'), { recursive: true, force: true });
+  rmSync(binDir, { recursive: true, force: true });
 }
 console.log(`# README: ${blocks.length - failed}/${blocks.length} examples ran as written`);
 process.exit(failed ? 1 : 0);
