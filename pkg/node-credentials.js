@@ -168,6 +168,27 @@ function credentialFetch(inner, { cmd, placeholder }) {
 const TRUTHY = new Set(['1', 'true', 'yes', 'on']);
 
 /**
+ * `target` seen through a layer of own properties that assignments to the view write to,
+ * leaving `target` (and its prototype chain and getters) untouched.
+ * @param {object} target
+ */
+function overlay(target) {
+  /** @type {Record<string | symbol, unknown>} */
+  const own = {};
+  const has = (/** @type {string | symbol} */ k) => Object.prototype.hasOwnProperty.call(own, k);
+  return new Proxy(target, {
+    get: (t, k) => (has(k) ? own[k] : Reflect.get(t, k)),
+    set: (_t, k, v) => {
+      own[k] = v;
+      return true;
+    },
+    has: (t, k) => has(k) || Reflect.has(t, k),
+    ownKeys: (t) => [...new Set([...Reflect.ownKeys(t), ...Reflect.ownKeys(own)])],
+    getOwnPropertyDescriptor: (t, k) => (has(k) ? { value: own[k], writable: true, enumerable: true, configurable: true } : Reflect.getOwnPropertyDescriptor(t, k)),
+  });
+}
+
+/**
  * The client options with the environment's defaults filled in (see the top of this file).
  * Options that are not a plain object are returned as they are (the core rejects them).
  * @template T
@@ -178,7 +199,9 @@ const TRUTHY = new Set(['1', 'true', 'yes', 'on']);
 export function withNodeCredentials(options, how = {}) {
   if (options === undefined) options = /** @type {any} */ ({});
   if (options === null || typeof options !== 'object' || Array.isArray(options)) return options;
-  const o = /** @type {any} */ ({ ...options });
+  // The caller's options as they are (inherited and getter-defined ones included: a spread
+  // would drop what the prototype chain holds), with our additions laid over them.
+  const o = /** @type {any} */ (overlay(options));
   const cmd = env('TINKER_CREDENTIAL_CMD');
   let placeholder = false;
   if (o.apiKey === undefined) {

@@ -56,7 +56,7 @@ export function send_request(fetch, method, url, headerLines, body, hasBody, tim
   let p;
   try {
     p = Promise.resolve(fetch(url, init));
-  } catch (e) {
+  } catch (/** @type {any} */ e) {
     settle(call, { error: message(e), timeout: !!(e && e.tinkerTimeout) });
     return call;
   }
