@@ -14,6 +14,9 @@ build_variant() {
   local variant=$1; shift
   local out=pkg/gen/$variant
   log "wasm-pack build ($variant)"
+  # wasm-bindgen never removes snippets of JS that moved or went away: start clean, so the
+  # package (tests/package/check.mjs) holds only what this build's glue imports.
+  rm -rf "$out/snippets"
   wasm-pack --quiet build --target web --release --no-pack --weak-refs --out-dir "$out" --out-name tinker_wasm . "$@"
   rm -f "$out/.gitignore"
   optimize "$variant" "$out/tinker_wasm_bg.wasm" &
