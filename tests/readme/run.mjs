@@ -12,11 +12,17 @@ import { startSim } from '../js/sim.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
-const blocks = [...readme.matchAll(/<!-- runs as written -->\s*\n```(js|sh)\n([\s\S]*?)```/g)].map((m, i) => {
+// Each block is followed by `<!-- output matches:` and one regular expression per line
+// (multiline mode) that its output must match, `-->` closing the list: what the block
+// prints is checked, not only its exit code.
+const blocks = [...readme.matchAll(/<!-- runs as written -->\s*\n```(js|sh)\n([\s\S]*?)```\n(?:\s*<!-- output matches:\n([\s\S]*?)-->)?/g)].map((m, i) => {
   const heading = [...readme.slice(0, m.index).matchAll(/^## (.+)$/gm)].at(-1)?.[1] ?? `block ${i}`;
-  return { name: `${heading} #${i + 1}`, lang: m[1], code: m[2] };
+  const expect = (m[3] ?? '').split('\n').filter((l) => l.trim()).map((l) => new RegExp(l, 'm'));
+  return { name: `${heading} #${i + 1}`, lang: m[1], code: m[2], expect };
 });
 if (blocks.length === 0) throw new Error('no runnable README blocks found');
+const unchecked = blocks.filter((b) => b.expect.length === 0);
+if (unchecked.length) throw new Error(`README blocks without an \`<!-- output matches:\` list after them: ${unchecked.map((b) => b.name).join(', ')}`);
 
 // `tinker-wasm` for the shell blocks: the package's bin, as npm links it.
 const binDir = mkdtempSync(path.join(tmpdir(), 'tinker-wasm-bin-'));
@@ -25,7 +31,7 @@ writeFileSync(path.join(binDir, 'tinker-wasm'), `#!/bin/sh\nexec "${process.exec
 const sim = await startSim(['--seed', '11']);
 let failed = 0;
 try {
-  for (const { name, lang, code } of blocks) {
+  for (const { name, lang, code, expect } of blocks) {
     const t0 = Date.now();
     // Shell blocks (the CLI's session) run in bash with `set -e`, `tinker-wasm` on the PATH
     // being pkg/cli/main.js (the package's bin).
@@ -41,8 +47,12 @@ try {
     const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
     const code_ = await new Promise((r) => child.on('exit', (c, sig) => r(sig ? sig : c)));
     clearTimeout(timer);
-    if (code_ === 0) {
-      console.log(`ok - README: ${name} (${Date.now() - t0} ms)`);
+    const missing = code_ === 0 ? expect.filter((re) => !re.test(out)) : [];
+    if (missing.length) {
+      failed++;
+      console.log(`not ok - README: ${name}: its output does not match ${missing.map(String).join(', ')}\n  ${out.trim().split('\n').slice(-15).join('\n  ')}`);
+    } else if (code_ === 0) {
+      console.log(`ok - README: ${name} (${Date.now() - t0} ms, ${expect.length} output pattern(s) matched)`);
     } else {
       failed++;
       console.log(`not ok - README: ${name} (exit ${code_})\n  ${out.trim().split('\n').slice(-15).join('\n  ')}`);
