@@ -463,7 +463,7 @@ test('DeepSeek V3.1 with the generated tokenizer files: render, sample, and its 
   await page.click('#tab-tokens');
   await page.waitForFunction(() => document.querySelector('#tok-view').dataset.family === 'deepseek_v3');
   assert.deepEqual(await page.locator('#tok-view .chip').evaluateAll((els) => els.map((e) => Number(e.dataset.id))), expected);
-  assert.match(await page.textContent('#tok-summary'), /DeepSeek V3\.1 tokenizer \(deepseek-ai\/DeepSeek-V3\.1's\) \(general engine\)/);
+  assert.match(await page.textContent('#tok-summary'), /DeepSeek V3\.1 tokenizer \(deepseek-ai\/DeepSeek-V3\.1's\) \(fast engine\)/);
   assert.match(await page.textContent('#tok-source-note'), /^Files: exported · /);
   await shot('10-deepseek-tokens');
   // Its base model reads with the same tokenizer, with role_colon or raw text.
