@@ -12,59 +12,42 @@
 //! * a **thin `wasm-bindgen` layer** (`src/wasm`, compiled only for `wasm32`) that turns
 //!   the core into promise-returning JavaScript classes over `fetch` and `setTimeout`.
 //!
-//! The core's modules fall into four layers (each only uses its own and the ones
-//! before it; `src/tests/structure.rs` checks this, and that no module imports its
-//! way back to itself):
+//! The core's modules fall into four layers, one folder each (each only uses its own
+//! and the ones before it; `src/tests/structure.rs` checks this, and that no module
+//! imports its way back to itself):
 //!
-//! * **support**, private utilities: `json`, `float`, `map`, `base64`, `sync`, `zstd`;
-//! * **transport seam**: [`platform`];
-//! * **wire protocol**: [`types`], [`proto`], [`config`], [`endpoints`], [`paths`],
-//!   [`handle`], [`error`];
-//! * **client behaviour**: [`options`], [`retry`], [`http`], [`call`], [`chunking`],
+//! * **support** (`src/support/`), private utilities: `json`, `float`, `map`, `base64`,
+//!   `sync`, `zstd`;
+//! * **transport seam** (`src/platform.rs`): [`platform`];
+//! * **wire protocol** ([`wire`]): [`types`], [`proto`], [`config`], [`endpoints`],
+//!   [`paths`], [`handle`], [`error`];
+//! * **client behaviour** ([`client`]): [`options`], [`retry`], [`http`], [`call`], [`chunking`],
 //!   [`metrics`], [`telemetry`], [`sequencer`], [`session`], `admission`,
 //!   `sampling_retry`, [`future`], `poller`, [`sampling`], [`training`], [`rest`],
 //!   [`service`].
 #![warn(missing_docs)]
 
-// Support: private utilities. The fuzz targets reach them through the `fuzzing`
-// feature's re-exports (below), never as public API.
-pub(crate) mod base64;
-pub(crate) mod float;
-pub(crate) mod json;
-pub(crate) mod map;
-pub(crate) mod sync;
-pub(crate) mod zstd;
+// The layers, one folder each (lowest first; `src/tests/structure.rs` checks that each
+// imports only from its own and the ones before it):
+// support → transport seam (`platform.rs`) → wire protocol → client behaviour.
+// Their modules are re-exported here, so paths stay short (`crate::json`,
+// `tinker_wasm::training`). The fuzz targets reach the private utilities through the
+// `fuzzing` feature's re-exports (below), never as public API.
+mod support;
 
-// Transport seam.
 pub mod platform;
 
-// Wire protocol.
-pub mod config;
-pub mod endpoints;
-pub mod error;
-pub mod handle;
-pub mod paths;
-pub mod proto;
-pub mod types;
+pub mod wire;
 
-// Client behaviour.
-pub(crate) mod admission;
-pub mod call;
-pub mod chunking;
-pub mod future;
-pub mod http;
-pub mod metrics;
-pub mod options;
-pub(crate) mod poller;
-pub mod rest;
-pub mod retry;
-pub mod sampling;
-pub(crate) mod sampling_retry;
-pub mod sequencer;
-pub mod service;
-pub mod session;
-pub mod telemetry;
-pub mod training;
+pub mod client;
+
+pub(crate) use client::{admission, poller, sampling_retry};
+pub use client::{
+    call, chunking, future, http, metrics, options, rest, retry, sampling, sequencer, service,
+    session, telemetry, training,
+};
+pub(crate) use support::{base64, float, json, map, sync, zstd};
+pub use wire::{config, endpoints, error, handle, paths, proto, types};
 
 /// Tokenization, chat templates and SFT/RL renderers (feature `tokenizer`).
 #[cfg(feature = "tokenizer")]

@@ -1,58 +1,25 @@
 //! The client core's shape, checked from its source so that it stays as designed:
 //!
+//! * the core laid out by layer, one folder each: `src/support/` → `src/platform.rs`
+//!   (the transport seam) → `src/wire/` → `src/client/`;
 //! * no import cycle between core modules (`crate::x` references, tests aside);
-//! * each module in its layer (support → transport seam → wire protocol → client
-//!   behaviour), importing only from its own layer and the ones before it;
+//! * each module importing only from its own layer and the ones before it;
 //! * no function longer than 100 lines (tests included);
-//! * every `/api/v1/` path written in `src/endpoints.rs` only.
+//! * every `/api/v1/` path written in `src/wire/endpoints.rs` only.
 //!
-//! The core is every file of `src/` but `src/tokenizer/` and `src/wasm/`; `src/types/`
-//! is one module.
+//! The core is every file of those folders (`src/wire/types/` is one module); the
+//! tokenizer (`src/tokenizer/`) and the JS skin (`src/wasm/`) are outside it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The layers, lowest first, and their modules. A new core file must be placed here.
-const LAYERS: &[(&str, &[&str])] = &[
-    (
-        "support",
-        &["base64", "float", "json", "map", "sync", "zstd"],
-    ),
-    ("transport seam", &["platform"]),
-    (
-        "wire protocol",
-        &[
-            "config",
-            "endpoints",
-            "error",
-            "handle",
-            "paths",
-            "proto",
-            "types",
-        ],
-    ),
-    (
-        "client behaviour",
-        &[
-            "admission",
-            "call",
-            "chunking",
-            "future",
-            "http",
-            "metrics",
-            "options",
-            "poller",
-            "rest",
-            "retry",
-            "sampling",
-            "sampling_retry",
-            "sequencer",
-            "service",
-            "session",
-            "telemetry",
-            "training",
-        ],
-    ),
+/// The layers, lowest first: a name and where its modules live (a folder of `src/`,
+/// or one file of `src/`). A module's layer is where its file is.
+const LAYERS: &[(&str, &str)] = &[
+    ("support", "support"),
+    ("transport seam", "platform.rs"),
+    ("wire protocol", "wire"),
+    ("client behaviour", "client"),
 ];
 
 /// Modules outside the core, which the core must not import.
@@ -75,21 +42,57 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// Each core module's source without comments, strings and its test module: the
-/// top-level files of `src/` (but `lib.rs`), and `src/types/` as one module.
-fn modules() -> BTreeMap<String, String> {
+/// Each core module: its layer (an index into [`LAYERS`]) and its source without
+/// comments, strings and its test module. A folder inside a layer (`wire/types/`) is
+/// one module; a layer's `mod.rs` only declares its modules.
+fn modules() -> BTreeMap<String, (usize, String)> {
     let mut out = BTreeMap::new();
-    for f in rust_files(&src()) {
-        let name = f.file_stem().unwrap().to_string_lossy().into_owned();
-        if name != "lib" {
-            out.insert(name, code(without_tests(&read(&f))));
+    for (layer, (_, place)) in LAYERS.iter().enumerate() {
+        let path = src().join(place);
+        if path.is_file() {
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            out.insert(name, (layer, code(without_tests(&read(&path)))));
+            continue;
+        }
+        for f in rust_files(&path) {
+            let name = f.file_stem().unwrap().to_string_lossy().into_owned();
+            if name != "mod" {
+                out.insert(name, (layer, code(without_tests(&read(&f)))));
+            }
+        }
+        for d in std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()) {
+            if d.is_dir() {
+                let name = d.file_name().unwrap().to_string_lossy().into_owned();
+                let text: String = rust_files(&d)
+                    .iter()
+                    .map(|f| code(without_tests(&read(f))))
+                    .collect();
+                out.insert(name, (layer, text));
+            }
         }
     }
-    let types: String = rust_files(&src().join("types"))
-        .iter()
-        .map(|f| code(without_tests(&read(f))))
-        .collect();
-    out.insert("types".into(), types);
+    out
+}
+
+/// Every `.rs` file of the core (the layers' folders, nested ones included).
+fn core_sources() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        out.extend(rust_files(dir));
+        for d in std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()) {
+            if d.is_dir() {
+                walk(&d, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (_, place) in LAYERS {
+        let path = src().join(place);
+        if path.is_file() {
+            out.push(path);
+        } else {
+            walk(&path, &mut out);
+        }
+    }
     out
 }
 
@@ -223,7 +226,7 @@ fn is_char_literal(b: &[char], i: usize) -> bool {
 }
 
 /// The core modules `code` refers to (`crate::x`, `crate::{x, y}`), itself aside.
-fn imports(name: &str, code: &str, core: &BTreeMap<String, String>) -> Vec<String> {
+fn imports<V>(name: &str, code: &str, core: &BTreeMap<String, V>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut add = |m: &str| {
         if m != name
@@ -234,7 +237,11 @@ fn imports(name: &str, code: &str, core: &BTreeMap<String, String>) -> Vec<Strin
         }
     };
     for (i, _) in code.match_indices("crate::") {
-        let rest = &code[i + "crate::".len()..];
+        let mut rest = &code[i + "crate::".len()..];
+        // `crate::wire::config` is `crate::config` (the layers re-export their modules).
+        for folder in ["support::", "wire::", "client::"] {
+            rest = rest.strip_prefix(folder).unwrap_or(rest);
+        }
         if let Some(group) = rest.strip_prefix('{') {
             for item in group[..group.find('}').unwrap_or(0)].split(',') {
                 add(item.trim().split("::").next().unwrap_or("").trim());
@@ -253,7 +260,7 @@ fn imports(name: &str, code: &str, core: &BTreeMap<String, String>) -> Vec<Strin
 fn graph() -> BTreeMap<String, Vec<String>> {
     let core = modules();
     core.iter()
-        .map(|(name, code)| (name.clone(), imports(name, code, &core)))
+        .map(|(name, (_, code))| (name.clone(), imports(name, code, &core)))
         .collect()
 }
 
@@ -292,7 +299,7 @@ fn find_cycle(g: &BTreeMap<String, Vec<String>>) -> Option<Vec<String>> {
 }
 
 fn layer_of(module: &str) -> Option<usize> {
-    LAYERS.iter().position(|(_, ms)| ms.contains(&module))
+    modules().get(module).map(|(layer, _)| *layer)
 }
 
 #[test]
@@ -330,10 +337,7 @@ fn every_module_imports_only_from_its_layer_and_the_ones_before() {
     let g = graph();
     let mut wrong = Vec::new();
     for (m, deps) in &g {
-        let Some(own) = layer_of(m) else {
-            wrong.push(format!("{m} is in no layer (add it to LAYERS)"));
-            continue;
-        };
+        let own = layer_of(m).expect("every scanned module has a layer");
         for d in deps {
             if OUTSIDE.contains(&d.as_str()) {
                 wrong.push(format!("{m} imports {d}, which is outside the core"));
@@ -386,8 +390,8 @@ fn functions(code: &str) -> Vec<(String, usize, usize)> {
 
 /// Every core file, tests included.
 fn core_files() -> Vec<PathBuf> {
-    let mut files = rust_files(&src());
-    files.extend(rust_files(&src().join("types")));
+    let mut files = core_sources();
+    files.push(src().join("lib.rs"));
     files.extend(rust_files(&src().join("tests")));
     files
 }
@@ -424,10 +428,7 @@ fn the_length_check_counts_whole_bodies() {
 #[test]
 fn api_paths_are_written_in_the_endpoint_table_only() {
     let mut found = Vec::new();
-    for f in rust_files(&src())
-        .into_iter()
-        .chain(rust_files(&src().join("types")))
-    {
+    for f in core_sources() {
         if f.ends_with("endpoints.rs") {
             continue;
         }
@@ -440,6 +441,30 @@ fn api_paths_are_written_in_the_endpoint_table_only() {
     }
     assert!(
         found.is_empty(),
-        "paths outside src/endpoints.rs: {found:#?}"
+        "paths outside src/wire/endpoints.rs: {found:#?}"
     );
+}
+
+#[test]
+fn the_core_lives_in_its_layer_folders() {
+    let mut top: Vec<String> = std::fs::read_dir(src())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    top.sort();
+    assert_eq!(
+        top,
+        [
+            "client",
+            "lib.rs",
+            "platform.rs",
+            "support",
+            "tests",
+            "tokenizer",
+            "wasm",
+            "wire"
+        ],
+        "src/ holds the layers' folders, the seam, the tokenizer, the JS skin and the tests: a new core file goes into its layer's folder"
+    );
+    assert!(modules().len() > 25, "the scan found the core");
 }

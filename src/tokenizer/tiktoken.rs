@@ -571,7 +571,7 @@ mod tests {
 
     #[test]
     fn base64_as_the_sdk_decoder() {
-        // Round trips through src/base64.rs's encoder, and what its strict decoder rejects.
+        // Round trips through src/support/base64.rs's encoder, and what its strict decoder rejects.
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         for len in 0..200 {
             let bytes: Vec<u8> = (0..len)
