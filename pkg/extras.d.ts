@@ -17,13 +17,13 @@ export declare class PagePromise<T> implements PromiseLike<NavigablePage<T>>, As
 /** Async-iterable list methods of `RestClient`. */
 export interface RestClientLists extends RestClientDownloads {
   /** Training runs, newest first. */
-  listTrainingRuns(params?: ListTrainingRunsParams): PagePromise<TrainingRun>;
+  listTrainingRuns(params?: ListTrainingRunsParams, options?: RequestOptions): PagePromise<TrainingRun>;
   /** All of the caller's checkpoints, newest first. */
-  listUserCheckpoints(params?: { limit?: number; offset?: number }): PagePromise<Checkpoint>;
+  listUserCheckpoints(params?: { limit?: number; offset?: number }, options?: RequestOptions): PagePromise<Checkpoint>;
   /** Session ids. */
-  listSessions(params?: { limit?: number; offset?: number; access_scope?: AccessScope }): PagePromise<string>;
+  listSessions(params?: { limit?: number; offset?: number; access_scope?: AccessScope }, options?: RequestOptions): PagePromise<string>;
   /** Session search (experimental). */
-  searchSessions(request?: SessionSearchRequest): PagePromise<SessionSummary>;
+  searchSessions(request?: SessionSearchRequest, options?: RequestOptions): PagePromise<SessionSummary>;
 }
 
 /** The model's input (a type and a builder namespace of the same name). */

@@ -52,17 +52,17 @@ export class PagePromise {
 }
 
 const listMethods = {
-  listTrainingRuns(params = {}) {
-    return new PagePromise((offset) => this.listTrainingRunsPage({ ...params, offset }), params.offset ?? 0);
+  listTrainingRuns(params = {}, options) {
+    return new PagePromise((offset) => this.listTrainingRunsPage({ ...params, offset }, options), params.offset ?? 0);
   },
-  listUserCheckpoints(params = {}) {
-    return new PagePromise((offset) => this.listUserCheckpointsPage({ ...params, offset }), params.offset ?? 0);
+  listUserCheckpoints(params = {}, options) {
+    return new PagePromise((offset) => this.listUserCheckpointsPage({ ...params, offset }, options), params.offset ?? 0);
   },
-  listSessions(params = {}) {
-    return new PagePromise((offset) => this.listSessionsPage({ ...params, offset }), params.offset ?? 0);
+  listSessions(params = {}, options) {
+    return new PagePromise((offset) => this.listSessionsPage({ ...params, offset }, options), params.offset ?? 0);
   },
-  searchSessions(request = {}) {
-    return new PagePromise((cursor) => this.searchSessionsPage(request, cursor ?? undefined), null);
+  searchSessions(request = {}, options) {
+    return new PagePromise((cursor) => this.searchSessionsPage(request, cursor ?? undefined, options), null);
   },
 };
 
@@ -71,7 +71,7 @@ let nodeModules = null;
 
 /** Streams the files of an `external_weights` checkpoint (see `downloadMethods`). */
 async function* checkpointFiles(rest, tinkerPath, { signal, fetch: fetchFn = globalThis.fetch } = {}) {
-  const { urls } = await rest.getExternalWeightsUrls(tinkerPath);
+  const { urls } = await rest.getExternalWeightsUrls(tinkerPath, signal ? { signal } : undefined);
   for (const path of Object.keys(urls).sort()) {
     let response;
     try {

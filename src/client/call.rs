@@ -1,4 +1,5 @@
-//! Per-call options: an abort token and a timeout. They are applied only where
+//! Per-call options: an abort token, a timeout, and what the call's own requests carry
+//! (a retry count and extra headers). The token and the timeout are applied only where
 //! stopping is safe (waiting for a turn, polling for a result, sleeping between
 //! retries), never in the middle of a submission, so an aborted call never leaves
 //! the server with a half-known request.
@@ -9,8 +10,10 @@ use std::time::Duration;
 use futures_util::future::{select, Either};
 
 use crate::error::{Error, Result};
+use crate::options::{check_headers, check_max_retries};
 use crate::platform::Env;
 use crate::sync::CancelToken;
+use crate::types::InputError;
 
 /// Options every SDK call accepts.
 #[derive(Clone, Default, Debug)]
@@ -19,6 +22,23 @@ pub struct CallOptions {
     pub cancel: Option<CancelToken>,
     /// Gives up after this long.
     pub timeout: Option<Duration>,
+    /// The HTTP-layer retries of the call's own requests (its submission, or its REST
+    /// request), in place of the client's `max_retries`. An endpoint that is never
+    /// retried stays so; the polls of its future are shared and keep the client's.
+    pub max_retries: Option<u32>,
+    /// Extra headers on the call's own requests (as `max_retries`).
+    pub headers: Vec<(String, String)>,
+}
+
+impl CallOptions {
+    /// Checks the options as the client's own are checked: `maxRetries` in range, each
+    /// header sendable (the error names the field and the value).
+    pub fn validate(&self) -> std::result::Result<(), InputError> {
+        if let Some(n) = self.max_retries {
+            check_max_retries(n, "maxRetries")?;
+        }
+        check_headers(&self.headers, "headers")
+    }
 }
 
 /// A call's stop conditions, fixed when the call starts.
@@ -28,6 +48,8 @@ pub struct Guard {
     cancel: Option<CancelToken>,
     deadline_ms: Option<f64>,
     what: String,
+    max_retries: Option<u32>,
+    headers: std::rc::Rc<[(String, String)]>,
 }
 
 impl Guard {
@@ -40,7 +62,19 @@ impl Guard {
                 .timeout
                 .map(|t| env.now_ms() + t.as_secs_f64() * 1000.0),
             what: what.into(),
+            max_retries: opts.max_retries,
+            headers: opts.headers.clone().into(),
         }
+    }
+
+    /// The retry count the call's own requests use instead of the client's, if set.
+    pub fn max_retries(&self) -> Option<u32> {
+        self.max_retries
+    }
+
+    /// The extra headers of the call's own requests.
+    pub fn headers(&self) -> &[(String, String)] {
+        &self.headers
     }
 
     /// Fails now if already aborted or past the deadline.

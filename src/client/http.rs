@@ -19,6 +19,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
+use crate::call::Guard;
 use crate::config::{DynamicConfig, ServerConfig, PROTOCOL_SDK_VERSION};
 use crate::endpoints::{self, Endpoint, HttpRetries, Pool, Retries};
 use crate::error::{Error, Result};
@@ -153,6 +154,15 @@ impl Req {
     /// Tags the call with its public SDK method.
     pub fn method_name(mut self, m: Option<&'static str>) -> Self {
         self.sdk_method = m;
+        self
+    }
+    /// Applies a call's request options: its retry count in place of the client's
+    /// (an endpoint that is never retried stays so) and its extra headers.
+    pub fn under(mut self, call: &Guard) -> Self {
+        if self.max_retries.is_none() {
+            self.max_retries = call.max_retries();
+        }
+        self.headers.extend(call.headers().iter().cloned());
         self
     }
 }

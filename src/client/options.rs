@@ -206,31 +206,8 @@ impl ClientOptions {
                 "must be a positive number of milliseconds",
             ));
         }
-        if self.max_retries > MAX_RETRIES_LIMIT {
-            return Err(InputError::range_error(
-                "maxRetries",
-                format!(
-                    "must be between 0 and {MAX_RETRIES_LIMIT}, got {}",
-                    self.max_retries
-                ),
-            ));
-        }
-        for (name, value) in &self.default_headers {
-            let field = format!("defaultHeaders.{name}");
-            let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
-            if name.is_empty() || !name.chars().all(token) {
-                return Err(InputError::type_error(
-                    field,
-                    "is not a valid HTTP header name (letters, digits and !#$%&'*+-.^_`|~)",
-                ));
-            }
-            if value.contains(['\r', '\n', '\0']) {
-                return Err(InputError::type_error(
-                    field,
-                    "must not contain line breaks or NUL characters",
-                ));
-            }
-        }
+        check_max_retries(self.max_retries, "maxRetries")?;
+        check_headers(&self.default_headers, "defaultHeaders")?;
         if let Some(s) = &self.session {
             if s.session_id.is_empty() {
                 return Err(InputError::type_error(
@@ -248,6 +225,39 @@ impl ClientOptions {
             l(level, msg);
         }
     }
+}
+
+/// A retry count is at most [`MAX_RETRIES_LIMIT`] (`field` names it in the error).
+pub fn check_max_retries(n: u32, field: &str) -> Result<(), InputError> {
+    if n > MAX_RETRIES_LIMIT {
+        return Err(InputError::range_error(
+            field,
+            format!("must be between 0 and {MAX_RETRIES_LIMIT}, got {n}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Headers a request can carry: names are HTTP tokens, values have no line breaks or
+/// NUL (the error names `<field>.<name>`).
+pub fn check_headers(headers: &[(String, String)], field: &str) -> Result<(), InputError> {
+    for (name, value) in headers {
+        let field = format!("{field}.{name}");
+        let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+        if name.is_empty() || !name.chars().all(token) {
+            return Err(InputError::type_error(
+                field,
+                "is not a valid HTTP header name (letters, digits and !#$%&'*+-.^_`|~)",
+            ));
+        }
+        if value.contains(['\r', '\n', '\0']) {
+            return Err(InputError::type_error(
+                field,
+                "must not contain line breaks or NUL characters",
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

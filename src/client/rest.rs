@@ -12,6 +12,7 @@ use futures_util::future::LocalBoxFuture;
 use crate::json;
 use crate::json::Value;
 
+use crate::call::{CallOptions, Guard};
 use crate::endpoints::{self, Endpoint, Idempotency, Reply};
 use crate::error::{Error, Result};
 use crate::http::{jwt_claims, Credential, Req};
@@ -625,20 +626,32 @@ impl RestClient {
 
     /// Runs `c` under the holder's retries.
     pub fn call(&self, c: RestCall) -> LocalBoxFuture<'static, Result<RestOutput>> {
+        self.call_with(c, CallOptions::default())
+    }
+
+    /// Runs `c` under the holder's retries and the call's options: its abort signal and
+    /// timeout stop it wherever it is (a REST call is one request, as in openai-node),
+    /// its retry count and headers go on its request.
+    pub fn call_with(
+        &self,
+        c: RestCall,
+        opts: CallOptions,
+    ) -> LocalBoxFuture<'static, Result<RestOutput>> {
         let me = self.clone();
         Box::pin(async move {
-            let r = me.run(c).await;
+            let guard = Guard::new(me.holder.env(), &opts, c.method);
+            let r = guard.run(me.run(c, &guard)).await;
             me.holder.reported(r).await
         })
     }
 
-    async fn run(&self, c: RestCall) -> Result<RestOutput> {
+    async fn run(&self, c: RestCall, guard: &Guard) -> Result<RestOutput> {
         let Some(ep) = c.endpoint else {
             return self.whoami().await.map(RestOutput::Json);
         };
         self.holder.ensure_open()?;
         loop {
-            let raw = self.fetch(ep, &c).await?;
+            let raw = self.fetch(ep, &c, guard).await?;
             if let Some(out) = read_answer(c.answer, raw, &c.path)? {
                 return Ok(out);
             }
@@ -650,10 +663,12 @@ impl RestClient {
     /// Sends `c` to `ep` under its row's retries; the answer as JSON (`null` for an
     /// empty or non-JSON answer to a mutation). A copy keeps one idempotency key
     /// across its retries.
-    async fn fetch(&self, ep: &'static Endpoint, c: &RestCall) -> Result<Value> {
+    async fn fetch(&self, ep: &'static Endpoint, c: &RestCall, guard: &Guard) -> Result<Value> {
         let h = &self.holder;
         let method = self.outer_method.unwrap_or(c.method);
-        let mut req = Req::at_path(ep, c.path.clone()).method_name(Some(method));
+        let mut req = Req::at_path(ep, c.path.clone())
+            .method_name(Some(method))
+            .under(guard);
         req.query = c.query.clone();
         if let Some(b) = &c.body {
             req = req.json(b);

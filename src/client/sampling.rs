@@ -644,7 +644,9 @@ impl SamplingClient {
             }
             let started = h.env().now_ms();
             let future = h
-                .retrying(&endpoints::ASAMPLE, || self.send_asample(&body, method))
+                .retrying(&endpoints::ASAMPLE, || {
+                    self.send_asample(&body, guard, method)
+                })
                 .await?;
             match future {
                 Some(future) => {
@@ -664,13 +666,15 @@ impl SamplingClient {
     async fn send_asample(
         &self,
         body: &Rc<Vec<u8>>,
+        guard: &Guard,
         method: &'static str,
     ) -> Result<Option<UntypedFuture>> {
         let h = &self.0.holder;
         let req = Req::to(&endpoints::ASAMPLE)
             .json_bytes(body.clone())
             .method_name(Some(method))
-            .header("X-Tinker-Sampling-Backpressure", "1");
+            .header("X-Tinker-Sampling-Backpressure", "1")
+            .under(guard);
         let path = endpoints::ASAMPLE.path;
         match h.http().send(req).await {
             Ok(resp) => parse_json(&resp.body, path)

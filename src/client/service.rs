@@ -174,7 +174,13 @@ impl ServiceClient {
             let h = guard.run(me.holder()).await?;
             let body = create_model_body(&h, &o)?;
             let ep = &endpoints::CREATE_MODEL;
-            let sub = submit(&h, ep, || Req::to(ep).json(&body).method_name(Some(METHOD))).await?;
+            let sub = submit(&h, ep, || {
+                Req::to(ep)
+                    .json(&body)
+                    .method_name(Some(METHOD))
+                    .under(&guard)
+            })
+            .await?;
             let pauses = PauseLogger::new("Model creation", &o.base_model);
             let observe = |qs, r: Option<&str>| pauses.observe(&h, qs, r);
             let poll = Poll::of(&sub, ep, Some(METHOD), Some(&observe));
@@ -233,7 +239,13 @@ impl ServiceClient {
             let h = guard.run(me.holder()).await?;
             let (model_id, body) = from_state_body(&h, &o)?;
             let ep = &endpoints::CREATE_MODEL_FROM_STATE;
-            let sub = submit(&h, ep, || Req::to(ep).json(&body).method_name(Some(method))).await?;
+            let sub = submit(&h, ep, || {
+                Req::to(ep)
+                    .json(&body)
+                    .method_name(Some(method))
+                    .under(&guard)
+            })
+            .await?;
             let pauses = PauseLogger::new("Model creation", &model_id);
             let observe = |qs, r: Option<&str>| pauses.observe(&h, qs, r);
             let poll = Poll::of(&sub, ep, Some(method), Some(&observe));

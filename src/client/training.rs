@@ -345,6 +345,7 @@ impl TrainingClient {
         Ok(Box::pin(async move {
             let turn = guard.run(async { ticket.wait().await }).await?;
             let spec = FwdBwd {
+                call: &guard,
                 data: Rc::new(data),
                 loss_fn: &loss_fn,
                 config: config.as_ref(),
@@ -453,7 +454,9 @@ impl TrainingClient {
         let _budget = h.budgets.fwdbwd.acquire(chunk.estimated_bytes as i64).await;
         let fut: UntypedFuture = h
             .retrying(spec.ep(), || {
-                let req = Req::to(spec.ep()).method_name(Some(spec.method));
+                let req = Req::to(spec.ep())
+                    .method_name(Some(spec.method))
+                    .under(spec.call);
                 h.http().json(req.protobuf(body.clone(), compressed))
             })
             .await?;
@@ -516,7 +519,12 @@ impl TrainingClient {
             let h = &me.0.holder;
             let turn = guard.run(async { ticket.wait().await }).await?;
             let seq_id = turn.reserve(1);
-            let attempt = || Req::to(ep).json(&body(seq_id)).method_name(Some(method));
+            let attempt = || {
+                Req::to(ep)
+                    .json(&body(seq_id))
+                    .method_name(Some(method))
+                    .under(&guard)
+            };
             let submitted = submit(h, ep, attempt).await;
             drop(turn);
             let r = async {
@@ -789,7 +797,7 @@ impl TrainingClient {
         loss: CustomLossFn,
     ) -> Result<CustomIds> {
         let forward = Rc::new(forward);
-        let spec = FwdBwd::cross_entropy(forward.clone(), true);
+        let spec = FwdBwd::cross_entropy(passes.guard, forward.clone(), true);
         let fwd_ids = self
             .submit_reserved(passes.first, &spec, passes.chunks)
             .await?;
@@ -812,7 +820,7 @@ impl TrainingClient {
                 estimated_bytes: c.range.clone().map(|i| backward[i].estimated_bytes()).sum(),
             })
             .collect();
-        let spec = FwdBwd::cross_entropy(Rc::new(backward), false);
+        let spec = FwdBwd::cross_entropy(passes.guard, Rc::new(backward), false);
         let first_backward = passes.first + passes.chunks.len() as i64;
         let backward_ids = self
             .submit_reserved(first_backward, &spec, &bchunks)
@@ -978,6 +986,8 @@ struct CustomIds {
 
 /// One forward(-backward) pass over a batch.
 struct FwdBwd<'a> {
+    /// The call (its request options go on every chunk's submission).
+    call: &'a Guard,
     data: Rc<Vec<Datum>>,
     loss_fn: &'a str,
     config: Option<&'a LossConfig>,
@@ -992,10 +1002,11 @@ impl FwdBwd<'_> {
     }
 }
 
-impl FwdBwd<'static> {
+impl<'a> FwdBwd<'a> {
     /// A custom loss's pass: `cross_entropy` without config.
-    fn cross_entropy(data: Rc<Vec<Datum>>, forward_only: bool) -> Self {
+    fn cross_entropy(call: &'a Guard, data: Rc<Vec<Datum>>, forward_only: bool) -> Self {
         FwdBwd {
+            call,
             data,
             loss_fn: "cross_entropy",
             config: None,

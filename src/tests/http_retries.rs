@@ -453,3 +453,90 @@ fn timeouts_are_per_phase_and_announced_as_python_does() {
         k.starts_with("x-stainless-") && k != "x-stainless-retry-count"
     }));
 }
+
+/// A call's request options go on its own requests: its retry count in place of the
+/// client's (an endpoint never retried stays so), its headers after the request's own.
+#[test]
+fn call_options_go_on_the_calls_own_requests() {
+    use crate::call::{CallOptions, Guard};
+    use crate::endpoints;
+    let pool = LocalPool::new();
+    let env: Env = Scripted::new(&pool, |_, _| json(200, "{}"));
+    let some = CallOptions {
+        max_retries: Some(3),
+        headers: vec![("x-trace".into(), "t".into())],
+        ..Default::default()
+    };
+    let own = ("x-own".to_string(), "o".to_string());
+    let trace = ("x-trace".to_string(), "t".to_string());
+    type Row<'a> = (
+        &'a CallOptions,
+        &'static endpoints::Endpoint,
+        Option<u32>,
+        Vec<(String, String)>,
+    );
+    let table: &[Row] = &[
+        (
+            &some,
+            &endpoints::GET_INFO,
+            Some(3),
+            vec![own.clone(), trace.clone()],
+        ),
+        (
+            &some,
+            &endpoints::SESSION_HEARTBEAT,
+            Some(0),
+            vec![own.clone(), trace.clone()],
+        ),
+        (
+            &CallOptions::default(),
+            &endpoints::GET_INFO,
+            None,
+            vec![own.clone()],
+        ),
+        (
+            &CallOptions::default(),
+            &endpoints::SESSION_HEARTBEAT,
+            Some(0),
+            vec![own.clone()],
+        ),
+    ];
+    for (opts, ep, retries, headers) in table {
+        let g = Guard::new(&env, opts, "t");
+        let r = Req::to(ep).header("x-own", "o").under(&g);
+        assert_eq!(r.max_retries, *retries, "{}", ep.name);
+        assert_eq!(&r.headers, headers, "{}", ep.name);
+    }
+}
+
+/// Per-call options are checked as the client's are: the error names the field.
+#[test]
+fn call_options_are_checked_like_the_clients_own() {
+    use crate::call::CallOptions;
+    type Row = (
+        Option<u32>,
+        &'static [(&'static str, &'static str)],
+        Option<&'static str>,
+    );
+    let table: &[Row] = &[
+        (None, &[], None),
+        (Some(0), &[("x-a", "1")], None),
+        (Some(100), &[], None),
+        (Some(101), &[], Some("maxRetries")),
+        (None, &[("x a", "1")], Some("headers.x a")),
+        (None, &[("", "1")], Some("headers.")),
+        (None, &[("x-a", "1\r\n2")], Some("headers.x-a")),
+    ];
+    for (max_retries, headers, field) in table {
+        let o = CallOptions {
+            max_retries: *max_retries,
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Default::default()
+        };
+        let got = o.validate().err().map(|e| e.field);
+        assert_eq!(got.as_deref(), *field, "{max_retries:?} {headers:?}");
+    }
+}

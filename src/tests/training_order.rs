@@ -243,6 +243,7 @@ fn an_abort_while_waiting_for_the_turn_leaves_no_gap() {
             CallOptions {
                 cancel: Some(cancel.clone()),
                 timeout: None,
+                ..Default::default()
             },
         )
         .unwrap();
@@ -314,6 +315,7 @@ fn an_abort_during_submission_waits_for_it_then_stops_polling() {
             CallOptions {
                 cancel: Some(cancel.clone()),
                 timeout: None,
+                ..Default::default()
             },
         )
         .unwrap();

@@ -88,6 +88,24 @@ declare_params! {
         tokenizerBaseURL: String => "?: string",
     }
 
+    /// Request options: the last argument of every call (openai-node's).
+    RequestOptions("request options") {
+        /// Aborts the call: waiting stops and the promise rejects with `APIUserAbortError`.
+        /// A training or sampling request already being submitted finishes submitting first
+        /// (so the server's order stays intact); a REST request is aborted in flight.
+        signal: JsValue => "?: AbortSignal",
+        /// Gives up after this many ms (`APITimeoutError`).
+        timeout: f64 => "?: number",
+        /// HTTP-level retries of this call's own requests (its submission, or its REST
+        /// request) instead of the client's `maxRetries` (at most 100). The polls of its
+        /// result are shared with other calls and keep the client's.
+        maxRetries: u32 => "?: number",
+        /// Extra headers on this call's own requests, after the client's `defaultHeaders`
+        /// (names are HTTP tokens; values have no line breaks: else a TypeError naming
+        /// `headers.<name>`).
+        headers: StrMap<String> => "?: Record<string, string>",
+    }
+
     /// What another process or request needs to resume a session.
     SessionState("session") {
         /// The session's id.

@@ -63,13 +63,18 @@ impl RestClient {
         }
     }
 
-    /// Runs a checked call once connected: one state machine behind every REST method.
-    fn run(&self, call: Result<RestCall, Error>) -> Promise {
+    /// Runs a checked call once connected, under its request options (`method` names
+    /// them in errors): one state machine behind every REST method.
+    fn run(&self, options: &JsValue, method: &str, call: Result<RestCall, Error>) -> Promise {
         let call = try_or_reject!(call.map_err(core_err));
+        let opts = try_or_reject!(convert::request_options(options, method));
         let s = self.service();
         to_promise(Box::pin(async move {
             let rest = s.rest_client().await.map_err(core_err)?;
-            Ok(match rest.call(call).await.map_err(core_err)? {
+            // `opts` lives until the call ends (it holds the signal's listener).
+            let out = rest.call_with(call, opts.options.clone()).await;
+            drop(opts);
+            Ok(match out.map_err(core_err)? {
                 RestOutput::Json(v) => json_to_js(&v),
                 RestOutput::Page(p) => page_to_js(p),
                 RestOutput::Text(t) => JsValue::from_str(&t),
@@ -96,8 +101,15 @@ impl RestClient {
 
     /// Models the server offers.
     #[wasm_bindgen(js_name = getServerCapabilities, unchecked_return_type = "Promise<ServerCapabilities>")]
-    pub fn get_server_capabilities(&self) -> Promise {
-        self.run(Ok(RestCall::get_server_capabilities()))
+    pub fn get_server_capabilities(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
+    ) -> Promise {
+        self.run(
+            &options,
+            "getServerCapabilities",
+            Ok(RestCall::get_server_capabilities()),
+        )
     }
 
     /// One training run.
@@ -106,6 +118,7 @@ impl RestClient {
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] training_run_id: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "AccessScopeParams")] params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let id = try_or_reject!(string_arg(&training_run_id, "training_run_id"));
         let p = try_or_reject!(params::AccessScopeParams::read_as(
@@ -113,7 +126,11 @@ impl RestClient {
             "getTrainingRun params"
         ));
         let sc = try_or_reject!(scope(p.access_scope));
-        self.run(RestCall::get_training_run(&id, sc))
+        self.run(
+            &options,
+            "getTrainingRun",
+            RestCall::get_training_run(&id, sc),
+        )
     }
 
     /// The training run of a `tinker://` path.
@@ -122,6 +139,7 @@ impl RestClient {
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "AccessScopeParams")] params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let path = try_or_reject!(string_arg(&path, "path"));
         let p = try_or_reject!(params::AccessScopeParams::read_as(
@@ -129,7 +147,11 @@ impl RestClient {
             "getTrainingRunByTinkerPath params"
         ));
         let sc = try_or_reject!(scope(p.access_scope));
-        self.run(RestCall::get_training_run_by_tinker_path(&path, sc))
+        self.run(
+            &options,
+            "getTrainingRunByTinkerPath",
+            RestCall::get_training_run_by_tinker_path(&path, sc),
+        )
     }
 
     /// One page of training runs: `{ items, response, nextOffset }`.
@@ -137,6 +159,7 @@ impl RestClient {
     pub fn list_training_runs_page(
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "ListTrainingRunsParams")] params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         // The core's defaults; the core checks the ranges.
         let p = try_or_reject!(params::ListTrainingRunsParams::read(&params));
@@ -146,12 +169,11 @@ impl RestClient {
             try_or_reject!(scope(p.access_scope)),
             p.project_id,
         );
-        self.run(RestCall::list_training_runs(
-            limit,
-            offset,
-            sc,
-            project.as_deref(),
-        ))
+        self.run(
+            &options,
+            "listTrainingRunsPage",
+            RestCall::list_training_runs(limit, offset, sc, project.as_deref()),
+        )
     }
 
     /// The checkpoints of one training run.
@@ -159,9 +181,10 @@ impl RestClient {
     pub fn list_checkpoints(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] training_run_id: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let id = try_or_reject!(string_arg(&training_run_id, "training_run_id"));
-        self.run(RestCall::list_checkpoints(&id))
+        self.run(&options, "listCheckpoints", RestCall::list_checkpoints(&id))
     }
 
     /// One page of all the caller's checkpoints: `{ items, response, nextOffset }`.
@@ -170,13 +193,18 @@ impl RestClient {
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "ListUserCheckpointsParams")]
         params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let p = try_or_reject!(params::ListUserCheckpointsParams::read(&params));
         let (limit, offset) = (
             p.limit.unwrap_or(crate::rest::DEFAULT_CHECKPOINTS_LIMIT),
             p.offset.unwrap_or(0),
         );
-        self.run(RestCall::list_user_checkpoints(limit, offset))
+        self.run(
+            &options,
+            "listUserCheckpointsPage",
+            RestCall::list_user_checkpoints(limit, offset),
+        )
     }
 
     /// Deletes a checkpoint.
@@ -184,9 +212,14 @@ impl RestClient {
     pub fn delete_checkpoint(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let path = try_or_reject!(string_arg(&path, "path"));
-        self.run(RestCall::delete_checkpoint(&path))
+        self.run(
+            &options,
+            "deleteCheckpointFromTinkerPath",
+            RestCall::delete_checkpoint(&path),
+        )
     }
 
     /// Makes a checkpoint public.
@@ -194,9 +227,14 @@ impl RestClient {
     pub fn publish_checkpoint(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let path = try_or_reject!(string_arg(&path, "path"));
-        self.run(RestCall::set_published(&path, true))
+        self.run(
+            &options,
+            "publishCheckpointFromTinkerPath",
+            RestCall::set_published(&path, true),
+        )
     }
 
     /// Makes a checkpoint private.
@@ -204,9 +242,14 @@ impl RestClient {
     pub fn unpublish_checkpoint(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let path = try_or_reject!(string_arg(&path, "path"));
-        self.run(RestCall::set_published(&path, false))
+        self.run(
+            &options,
+            "unpublishCheckpointFromTinkerPath",
+            RestCall::set_published(&path, false),
+        )
     }
 
     /// Sets a checkpoint's time to live in seconds (`null` removes the expiry).
@@ -215,6 +258,7 @@ impl RestClient {
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
         #[wasm_bindgen(unchecked_param_type = "SetCheckpointTtlParams")] params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let path = try_or_reject!(string_arg(&path, "path"));
         try_or_reject!(crate::paths::TinkerPath::parse(&path).map_err(|e| input_error(&e)));
@@ -234,7 +278,11 @@ impl RestClient {
                 }
             },
         };
-        self.run(RestCall::set_checkpoint_ttl(&path, ttl))
+        self.run(
+            &options,
+            "setCheckpointTtlFromTinkerPath",
+            RestCall::set_checkpoint_ttl(&path, ttl),
+        )
     }
 
     /// Public information about a checkpoint (base model, LoRA rank, …).
@@ -242,9 +290,14 @@ impl RestClient {
     pub fn get_weights_info(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let path = try_or_reject!(string_arg(&path, "path"));
-        self.run(RestCall::get_weights_info(&path))
+        self.run(
+            &options,
+            "getWeightsInfoByTinkerPath",
+            RestCall::get_weights_info(&path),
+        )
     }
 
     /// Signed download URLs of an `external_weights` checkpoint's files.
@@ -252,9 +305,14 @@ impl RestClient {
     pub fn get_external_weights_urls(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let path = try_or_reject!(string_arg(&path, "path"));
-        self.run(RestCall::get_external_weights_urls(&path))
+        self.run(
+            &options,
+            "getExternalWeightsUrls",
+            RestCall::get_external_weights_urls(&path),
+        )
     }
 
     /// Copies a checkpoint into a project; resolves to the copy's path.
@@ -263,6 +321,7 @@ impl RestClient {
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "RestCopyWeightsParams")] params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let path = try_or_reject!(string_arg(&path, "path"));
         try_or_reject!(crate::paths::TinkerPath::parse(&path).map_err(|e| input_error(&e)));
@@ -277,12 +336,11 @@ impl RestClient {
             ));
         };
         let (ttl, token) = (p.ttl_seconds, p.weights_access_token);
-        self.run(RestCall::copy_weights(
-            &path,
-            &project,
-            ttl,
-            token.as_deref(),
-        ))
+        self.run(
+            &options,
+            "copyWeights",
+            RestCall::copy_weights(&path, &project, ttl, token.as_deref()),
+        )
     }
 
     /// One session: its training runs and samplers.
@@ -291,6 +349,7 @@ impl RestClient {
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] session_id: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "AccessScopeParams")] params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let id = try_or_reject!(string_arg(&session_id, "session_id"));
         let p = try_or_reject!(params::AccessScopeParams::read_as(
@@ -298,7 +357,7 @@ impl RestClient {
             "getSession params"
         ));
         let sc = try_or_reject!(scope(p.access_scope));
-        self.run(RestCall::get_session(&id, sc))
+        self.run(&options, "getSession", RestCall::get_session(&id, sc))
     }
 
     /// One page of session ids: `{ items, response, nextOffset }`.
@@ -306,6 +365,7 @@ impl RestClient {
     pub fn list_sessions_page(
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "ListSessionsParams")] params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let p = try_or_reject!(params::ListSessionsParams::read(&params));
         let (limit, offset, sc) = (
@@ -313,7 +373,11 @@ impl RestClient {
             p.offset.unwrap_or(0),
             try_or_reject!(scope(p.access_scope)),
         );
-        self.run(RestCall::list_sessions(limit, offset, sc))
+        self.run(
+            &options,
+            "listSessionsPage",
+            RestCall::list_sessions(limit, offset, sc),
+        )
     }
 
     /// One page of a session search (experimental): `{ items, response, nextCursor }`.
@@ -322,6 +386,7 @@ impl RestClient {
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "SessionSearchRequest")] request: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "unknown")] cursor: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let req = if request.is_undefined() {
             crate::json!({})
@@ -333,7 +398,11 @@ impl RestClient {
         } else {
             Some(try_or_reject!(convert::to_json(&cursor, "cursor")))
         };
-        self.run(RestCall::search_sessions(req, cursor))
+        self.run(
+            &options,
+            "searchSessionsPage",
+            RestCall::search_sessions(req, cursor),
+        )
     }
 
     /// Moves a session into a project.
@@ -342,13 +411,18 @@ impl RestClient {
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] session_id: JsValue,
         #[wasm_bindgen(unchecked_param_type = "AssignSessionProjectParams")] params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let s = try_or_reject!(string_arg(&session_id, "session_id"));
         let project = try_or_reject!(params::AssignSessionProjectParams::read(&params)).project_id;
         let Some(p) = project else {
             return reject(type_error("project_id", "is required, got undefined"));
         };
-        self.run(RestCall::assign_session_project(&s, &p))
+        self.run(
+            &options,
+            "assignSessionProject",
+            RestCall::assign_session_project(&s, &p),
+        )
     }
 
     /// Exports a session's Perfetto trace; resolves to a signed download URL.
@@ -356,9 +430,14 @@ impl RestClient {
     pub fn export_session_trace(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] session_id: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let s = try_or_reject!(string_arg(&session_id, "session_id"));
-        self.run(RestCall::export_session_trace(&s))
+        self.run(
+            &options,
+            "exportSessionTrace",
+            RestCall::export_session_trace(&s),
+        )
     }
 
     /// One sampler: its base model and weights path.
@@ -366,17 +445,21 @@ impl RestClient {
     pub fn get_sampler(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] sampler_id: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let s = try_or_reject!(string_arg(&sampler_id, "sampler_id"));
-        self.run(RestCall::get_sampler(&s))
+        self.run(&options, "getSampler", RestCall::get_sampler(&s))
     }
 
     /// Who the credentials belong to, from the JWT's claims (no request).
     #[wasm_bindgen(
         unchecked_return_type = "Promise<{ user_urn: string; org_urn: string | null; email: string | null }>"
     )]
-    pub fn whoami(&self) -> Promise {
-        self.run(Ok(RestCall::whoami()))
+    pub fn whoami(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
+    ) -> Promise {
+        self.run(&options, "whoami", Ok(RestCall::whoami()))
     }
 
     /// The organisation's audit log (admins).
@@ -384,6 +467,7 @@ impl RestClient {
     pub fn get_audit_log(
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "AuditLogParams")] params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let p = try_or_reject!(params::AuditLogParams::read(&params));
         let day = match p.day {
@@ -404,7 +488,11 @@ impl RestClient {
             )))),
         };
         let et = p.event_type.unwrap_or_else(|| "all".into());
-        self.run(RestCall::get_audit_log(&et, day.as_deref()))
+        self.run(
+            &options,
+            "getAuditLog",
+            RestCall::get_audit_log(&et, day.as_deref()),
+        )
     }
 
     /// Billing usage events between two RFC 3339 times.
@@ -412,6 +500,7 @@ impl RestClient {
     pub fn get_billing_usage(
         &self,
         #[wasm_bindgen(unchecked_param_type = "BillingUsageParams")] params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let p = try_or_reject!(params::BillingUsageParams::read(&params));
         let iso = |v: &JsValue, f: &str| -> Result<String, JsValue> {
@@ -436,7 +525,11 @@ impl RestClient {
                 "ending_before"
             )),
         );
-        self.run(Ok(RestCall::get_billing_usage(&a, &b)))
+        self.run(
+            &options,
+            "getBillingUsage",
+            Ok(RestCall::get_billing_usage(&a, &b)),
+        )
     }
 
     /// Current checkpoint storage usage.
@@ -444,11 +537,16 @@ impl RestClient {
     pub fn get_current_checkpoint_storage_usage(
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "StorageUsageParams")] params: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,
     ) -> Promise {
         let project_id = try_or_reject!(params::StorageUsageParams::read(&params)).project_id;
-        self.run(Ok(RestCall::get_current_checkpoint_storage_usage(
-            project_id.as_deref(),
-        )))
+        self.run(
+            &options,
+            "getCurrentCheckpointStorageUsage",
+            Ok(RestCall::get_current_checkpoint_storage_usage(
+                project_id.as_deref(),
+            )),
+        )
     }
 
     /// Closes a `RestClient` you constructed (stops its timers). Does nothing for one

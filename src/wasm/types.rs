@@ -22,15 +22,6 @@ export type SamplerHandleOptions = Pick<
   | 'tokenizerBaseURL'
 >;
 
-/** Request options, every call's last argument (camelCase, as openai-node's). */
-export interface RequestOptions {
-  /** Aborts the call: waiting stops and the promise rejects with `APIUserAbortError`.
-   *  A request already being submitted finishes submitting first (so the server's order stays intact). */
-  signal?: AbortSignal;
-  /** Gives up after this many ms (`APITimeoutError`). */
-  timeout?: number;
-}
-
 /** A chunk of model input (wire format). */
 export type ModelInputChunk =
   | { type: 'encoded_text'; tokens: Uint32Array | Int32Array | ArrayLike<number> }

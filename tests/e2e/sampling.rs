@@ -379,6 +379,7 @@ fn batched_polling_and_cancel_when_the_server_enables_them() {
                 CallOptions {
                     cancel: Some(cancel.clone()),
                     timeout: None,
+                    ..Default::default()
                 },
             )
             .unwrap();

@@ -143,31 +143,41 @@ impl Opts {
             )),
         }
     }
-    /// The `signal` and `timeout` (ms) every call accepts.
-    pub fn call(&self) -> Result<Call, JsValue> {
-        let timeout = match self.number("timeout")? {
-            None => None,
-            Some(ms) if ms <= 0.0 => {
-                return Err(crate::wasm::errors::range_error(
-                    "timeout",
-                    format!(
-                        "must be a positive number of milliseconds, got {}",
-                        fmt_num(ms)
-                    ),
-                ))
-            }
-            Some(ms) => Some(Duration::from_secs_f64(ms / 1000.0)),
-        };
-        Call::new(self.get("signal"), timeout)
-    }
 }
 
 /// The per-call request options, every call's last argument.
-pub const REQUEST_OPTIONS: &[&str] = &["signal", "timeout"];
+pub const REQUEST_OPTIONS: &[&str] = crate::wasm::client_options::RequestOptions::KEYS;
 
-/// Reads a call's request options (`{ signal, timeout }`, camelCase) as a `Call`.
+/// Reads a call's request options (`{ signal, timeout, maxRetries, headers }`) as a
+/// `Call`, checked by the core's rules before the call starts.
 pub fn request_options(v: &JsValue, method: &str) -> Result<Call, JsValue> {
-    Opts::new(v, &format!("{method} options"), REQUEST_OPTIONS)?.call()
+    let o = crate::wasm::client_options::RequestOptions::read_as(v, &format!("{method} options"))?;
+    let timeout = match o.timeout {
+        None => None,
+        Some(ms) if ms <= 0.0 => {
+            return Err(crate::wasm::errors::range_error(
+                "timeout",
+                format!(
+                    "must be a positive number of milliseconds, got {}",
+                    fmt_num(ms)
+                ),
+            ))
+        }
+        Some(ms) => Some(Duration::from_secs_f64(ms / 1000.0)),
+    };
+    let options = CallOptions {
+        cancel: None,
+        timeout,
+        max_retries: o.maxRetries,
+        headers: o
+            .headers
+            .map(|h| h.into_iter().collect())
+            .unwrap_or_default(),
+    };
+    options
+        .validate()
+        .map_err(|e| crate::wasm::errors::input_error(&e))?;
+    Call::new(o.signal.unwrap_or(JsValue::UNDEFINED), options)
 }
 
 /// JSON value of a JS value (through `JSON.stringify`, so only JSON data survives).
@@ -192,13 +202,10 @@ pub struct Call {
 }
 
 impl Call {
-    fn new(signal: JsValue, timeout: Option<Duration>) -> Result<Call, JsValue> {
+    fn new(signal: JsValue, mut options: CallOptions) -> Result<Call, JsValue> {
         if signal.is_undefined() || signal.is_null() {
             return Ok(Call {
-                options: CallOptions {
-                    cancel: None,
-                    timeout,
-                },
+                options,
                 listener: None,
             });
         }
@@ -211,25 +218,19 @@ impl Call {
             ));
         }
         let token = CancelToken::new();
+        options.cancel = Some(token.clone());
         if get_str(&signal, "aborted").as_bool() == Some(true) {
             token.cancel();
             return Ok(Call {
-                options: CallOptions {
-                    cancel: Some(token),
-                    timeout,
-                },
+                options,
                 listener: None,
             });
         }
-        let t = token.clone();
-        let closure = Closure::<dyn FnMut()>::new(move || t.cancel());
+        let closure = Closure::<dyn FnMut()>::new(move || token.cancel());
         let add: js_sys::Function = get_str(&signal, "addEventListener").unchecked_into();
         let _ = add.call2(&signal, &"abort".into(), closure.as_ref());
         Ok(Call {
-            options: CallOptions {
-                cancel: Some(token),
-                timeout,
-            },
+            options,
             listener: Some((signal, closure)),
         })
     }

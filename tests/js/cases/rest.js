@@ -195,4 +195,86 @@ export default {
     await admin.close();
     await svc.close();
   },
+  async 'request options per call: signal, timeout, maxRetries and headers go on that call\'s own requests only'(ctx) {
+    // A fetch that records each request's path and headers, answers 500 to any request
+    // carrying `x-fail`, and 500 to the first request carrying a new `x-fail-once` value.
+    const log = [];
+    const failedOnce = new Set();
+    const recording = (url, init) => {
+      const headers = new Headers(init?.headers);
+      log.push({ path: new URL(String(url)).pathname, headers });
+      const once = headers.get('x-fail-once');
+      const fail = headers.get('x-fail') || (once && !failedOnce.has(once) && failedOnce.add(once));
+      if (fail) return Promise.resolve(new Response('{"detail":"injected"}', { status: 500, headers: { 'content-type': 'application/json' } }));
+      return fetch(url, init);
+    };
+    const svc = new tinker.ServiceClient(options(ctx, { fetch: recording, defaultHeaders: { 'x-team': 'blue' } }));
+    const tc = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 4, seed: 1 });
+    const rest = svc.restClient();
+    await rest.getServerCapabilities(); // connected: later calls send only their own requests
+    const since = () => { const n = log.length; return () => log.slice(n); };
+
+    // headers: on the call's request, after the client's; not on the next call.
+    let sent = since();
+    const run = await rest.getTrainingRun(tc.modelId, {}, { headers: { 'x-trace': 'call-1' } });
+    assert.equal(run.training_run_id, tc.modelId);
+    let mine = sent();
+    assert.equal(mine.length, 1, mine.map((r) => r.path).join());
+    assert.equal(mine[0].headers.get('x-trace'), 'call-1');
+    assert.equal(mine[0].headers.get('x-team'), 'blue');
+    sent = since();
+    await rest.getTrainingRun(tc.modelId);
+    assert.equal(sent()[0].headers.get('x-trace'), null);
+
+    // A training call: the header is on its submission, not on the shared result polls.
+    sent = since();
+    await tc.optimStep({ learning_rate: 1e-4 }, { headers: { 'x-trace': 'step-1' } });
+    mine = sent();
+    const submit = mine.filter((r) => r.path.endsWith('/optim_step'));
+    assert.equal(submit.length, 1, mine.map((r) => r.path).join());
+    assert.equal(submit[0].headers.get('x-trace'), 'step-1');
+    const polls = mine.filter((r) => r.path.includes('retrieve_future'));
+    assert.ok(polls.length >= 1 && polls.every((r) => r.headers.get('x-trace') === null), mine.map((r) => r.path).join());
+
+    // A sample: on its asample submission.
+    const sc = await tc.saveWeightsAndGetSamplingClient();
+    sent = since();
+    await sc.sample({ prompt: { chunks: [{ type: 'encoded_text', tokens: [1, 2, 3] }] }, num_samples: 1, sampling_params: { max_tokens: 2 } }, { headers: { 'x-trace': 'sample-1' } });
+    assert.equal(sent().filter((r) => r.path.endsWith('/asample'))[0]?.headers.get('x-trace'), 'sample-1');
+
+    // maxRetries: the HTTP-layer retries of this call (x-stainless-retry-count counts them).
+    // A 500 once: with maxRetries 1 the HTTP layer resends it (count 1); with 0 it gives up
+    // and the 300 s holder window (Python's, unchanged) sends it anew (count 0 again).
+    for (const [maxRetries, counts] of [[1, ['0', '1']], [0, ['0', '0']]]) {
+      sent = since();
+      const r = await rest.getTrainingRun(tc.modelId, {}, { maxRetries, headers: { 'x-fail-once': `m${maxRetries}` } });
+      assert.equal(r.training_run_id, tc.modelId);
+      assert.deepEqual(sent().map((q) => q.headers.get('x-stainless-retry-count')), counts, `maxRetries ${maxRetries}`);
+    }
+    // signal: an aborted signal sends nothing; an abort in flight rejects the call.
+    sent = since();
+    await assert.rejects(rest.getTrainingRun(tc.modelId, {}, { signal: AbortSignal.abort() }), (e) => e instanceof tinker.APIUserAbortError);
+    assert.equal(sent().length, 0);
+    const ac = new AbortController();
+    const inFlight = rest.getTrainingRun(tc.modelId, {}, { signal: ac.signal, maxRetries: 100, headers: { 'x-fail': '1' } });
+    ac.abort();
+    await assert.rejects(inFlight, (e) => e instanceof tinker.APIUserAbortError);
+    // timeout: a call still retrying after 300 ms rejects with APITimeoutError.
+    await assert.rejects(rest.getTrainingRun(tc.modelId, {}, { timeout: 300, maxRetries: 100, headers: { 'x-fail': '1' } }), (e) => e instanceof tinker.APITimeoutError);
+    // The list iterators pass them on to every page.
+    sent = since();
+    const page = await rest.listTrainingRuns({ limit: 1 }, { headers: { 'x-trace': 'list' } });
+    assert.equal(page.items.length, 1);
+    assert.equal(sent()[0].headers.get('x-trace'), 'list');
+
+    // Bad options: an error naming the field and value; nothing sent.
+    sent = since();
+    await assert.rejects(rest.getTrainingRun(tc.modelId, {}, { maxRetries: 101 }), (e) => e instanceof RangeError && e.field === 'maxRetries' && e.message.includes('101'));
+    await assert.rejects(rest.getTrainingRun(tc.modelId, {}, { maxRetries: -1 }), (e) => e instanceof RangeError && e.field === 'maxRetries');
+    await assert.rejects(rest.getTrainingRun(tc.modelId, {}, { headers: { 'x bad': '1' } }), (e) => e instanceof TypeError && e.field === 'headers.x bad');
+    await assert.rejects(rest.getTrainingRun(tc.modelId, {}, { headers: { 'x-ok': 'a\nb' } }), (e) => e instanceof TypeError && e.field === 'headers.x-ok');
+    await assert.rejects(tc.optimStep({ learning_rate: 1e-4 }, { retries: 1 }), (e) => e instanceof TypeError && e.field === 'retries' && e.message.includes('maxRetries'));
+    assert.equal(sent().length, 0, 'bad options send nothing');
+    await svc.close();
+  },
 };
