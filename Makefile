@@ -37,6 +37,7 @@ lint: setup
 typecheck: wasm
 	node_modules/.bin/tsc -p tests/types/tsconfig.json
 	node_modules/.bin/tsc -p tests/types/tsconfig.js.json
+	node_modules/.bin/tsc -p tests/types/tsconfig.cli.json
 
 test-rust: sim
 	cargo test --workspace

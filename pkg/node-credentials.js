@@ -34,16 +34,25 @@ export function credentialsPath() {
 }
 
 /**
+ * One stored API key of the credentials file.
+ * @typedef {{ type: 'manual' | 'generated', key: string, name: string, note?: string, details?: { org_details: { name: string }, user_details: { email: string } } }} StoredCredential
+ */
+/**
+ * The credentials file: the default key's id and the keys by id.
+ * @typedef {{ version: 1, default?: string | null, keys: Record<string, StoredCredential> }} CredentialStore
+ */
+
+/**
  * The stored credentials (`{ version: 1, default, keys }`), or an empty store.
  * @param {string} [file]
- * @returns {{ version: 1, default?: string | null, keys: Record<string, { type: 'manual' | 'generated', key: string, name: string, note?: string, details?: { org_details: { name: string }, user_details: { email: string } } }> }}
+ * @returns {CredentialStore}
  */
 export function readCredentials(file = credentialsPath()) {
   let raw;
   try {
     raw = fs.readFileSync(file, 'utf8');
   } catch (e) {
-    if (e?.code === 'ENOENT') return { version: 1, default: null, keys: {} };
+    if (/** @type {NodeJS.ErrnoException} */ (e)?.code === 'ENOENT') return { version: 1, default: null, keys: {} };
     throw e;
   }
   const data = JSON.parse(raw);
@@ -54,7 +63,8 @@ export function readCredentials(file = credentialsPath()) {
 /**
  * Writes the credentials file as Python's `JsonCredentialStore` does: the directory 0700,
  * the file 0600 through a temporary file renamed over it, fields without nulls.
- * @param {ReturnType<typeof readCredentials>} creds
+ * @param {CredentialStore} creds
+ * @param {string} [file]
  */
 export function writeCredentials(creds, file = credentialsPath()) {
   const dir = path.dirname(file);
@@ -80,7 +90,11 @@ export function writeCredentials(creds, file = credentialsPath()) {
   }
 }
 
-/** The stored default key's record, or null. */
+/**
+ * The stored default key's record, or null.
+ * @param {string} [file]
+ * @returns {StoredCredential | null}
+ */
 export function storedDefaultKey(file) {
   const c = readCredentials(file);
   return c.default != null ? c.keys[c.default] ?? null : null;
@@ -98,7 +112,11 @@ export function resolveCredential() {
   return record ? { source: 'credentials file', apiKey: record.key } : null;
 }
 
-/** Runs TINKER_CREDENTIAL_CMD; resolves to its trimmed stdout. */
+/**
+ * Runs TINKER_CREDENTIAL_CMD; resolves to its trimmed stdout.
+ * @param {string} cmd
+ * @returns {Promise<string>}
+ */
 function runCredentialCmd(cmd) {
   return new Promise((resolve, reject) => {
     exec(cmd, { encoding: 'utf8', windowsHide: true, maxBuffer: 1 << 20 }, (err, stdout) => {
@@ -137,7 +155,8 @@ function credentialFetch(inner, { cmd, placeholder }) {
       try {
         credential = await runCredentialCmd(cmd);
       } catch (e) {
-        return refused(e.message);
+        // runCredentialCmd rejects with an Error only.
+        return refused(/** @type {Error} */ (e).message);
       }
       init = { ...init, headers: { ...init.headers, [keyHeader]: credential } };
     }

@@ -14,6 +14,7 @@ import * as zlib from 'node:zlib';
 // requests (the SDK lets that many samples run at once) reuses its connections instead of
 // reconnecting most of them (Node's default keeps 256). LIFO reuse lets the surplus idle
 // out on the server's keep-alive timeout.
+/** @type {http.AgentOptions} */
 const AGENT = { keepAlive: true, maxFreeSockets: 1024, scheduling: 'lifo' };
 const agents = {
   'http:': new http.Agent(AGENT),
@@ -195,7 +196,7 @@ export function nodeFetch(input, init = {}) {
     const timeouts = init.timeouts;
     if (timeouts) {
       const expire = (phase) => {
-        const e = new Error(`${phase} timed out`);
+        const e = /** @type {Error & { tinkerTimeout?: boolean }} */ (new Error(`${phase} timed out`));
         e.tinkerTimeout = true;
         fail(e);
         req.destroy(e);
@@ -229,6 +230,8 @@ const withDefaultFetch = (options) =>
  * entries' credential chain, ./node-credentials.js).
  * Instances made by the SDK itself (e.g. `serviceClient.restClient()`) are still
  * `instanceof` these classes.
+ * @param {typeof import('./gen/full/tinker_wasm.js') | typeof import('./gen/lite/tinker_wasm.js')} glue the wasm-bindgen module
+ * @param {<T>(options: T, how?: { keyOnly?: boolean }) => T} [prepare]
  */
 export function withNodeTransport(glue, prepare = (options) => options) {
   class ServiceClient extends glue.ServiceClient {

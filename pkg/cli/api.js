@@ -215,7 +215,7 @@ export async function selfApiKey(method, key) {
   try {
     response = await nodeFetch(`${base}${path}`, { method, headers, signal: timeout });
   } catch (e) {
-    throw new AuthApiError(`Could not reach the Tinker API at ${base}: ${e?.message ?? e}`);
+    throw new AuthApiError(`Could not reach the Tinker API at ${base}: ${/** @type {Error} */ (e)?.message ?? e}`);
   }
   const text = await response.text();
   let body = null;

@@ -80,7 +80,7 @@ export async function info(ctx, opts, args) {
     const all = (await api.listCheckpoints(parsed.runId)).checkpoints;
     checkpoint = all.find((c) => c.tinker_path === path) ?? null;
   } catch (e) {
-    throw new CliError(`Failed to retrieve checkpoint: ${e?.message ?? e}`);
+    throw new CliError(`Failed to retrieve checkpoint: ${/** @type {Error} */ (e)?.message ?? e}`);
   }
   if (!checkpoint) throw new CliError(`Checkpoint not found: ${path}`);
   const c = dump(Checkpoint, checkpoint);
@@ -255,7 +255,7 @@ export async function delete_(ctx, opts, args) {
         await api.deleteCheckpoint(p);
         deleted++;
       } catch (e) {
-        failed.push([p, e?.message ?? String(e)]);
+        failed.push([p, /** @type {Error} */ (e)?.message ?? String(e)]);
       }
       bar.update(1);
     }
@@ -284,7 +284,7 @@ function parseDownloadable(path) {
   try {
     parsed = parseTinkerPath(path);
   } catch (e) {
-    throw new CliError(`Invalid checkpoint path: ${e.message}`, DOWNLOADABLE_HINT);
+    throw new CliError(`Invalid checkpoint path: ${/** @type {Error} */ (e).message}`, DOWNLOADABLE_HINT);
   }
   if (parsed.type === 'sampler') throw new CliError(`Sampler checkpoints cannot be downloaded: ${path}`, DOWNLOADABLE_HINT);
   if (!parsed.runId || /[?#\s\x00-\x1f\x7f]/.test(path) || !parsed.checkpointId.split('/')[1]) throw new CliError(`Invalid checkpoint path: Invalid tinker path: ${path}`, DOWNLOADABLE_HINT);
@@ -320,7 +320,8 @@ export async function download(ctx, opts, args) {
     outputDir = opts.output;
     try {
       fs.mkdirSync(outputDir, { recursive: true });
-    } catch (e) {
+    } catch (caught) {
+      const e = /** @type {NodeJS.ErrnoException} */ (caught);
       throw new CliError(`Cannot create the output directory ${outputDir}: ${e.code ?? e.message}`, 'Choose a directory you can write to with --output.');
     }
   } else outputDir = process.cwd();
@@ -376,6 +377,7 @@ async function downloadCheckpoint(path, parsed, dir, { format, signal, interrupt
   if (parsed.type === 'external') return downloadExternal(path, dir, { format, signal });
   if (format !== 'json') process.stderr.write(`Exporting ${path} as external weights (this starts a training session on the checkpoint's base model)...\n`);
   const { exportPath, close } = await api.exportAsExternalWeights(path, EXPORT_TTL_SECONDS, signal);
+  /** @type {'success' | 'errored' | 'interrupted'} */
   let status = 'errored';
   try {
     let total;
@@ -385,7 +387,7 @@ async function downloadCheckpoint(path, parsed, dir, { format, signal, interrupt
       try {
         await api.deleteCheckpoint(exportPath);
       } catch (e) {
-        process.stderr.write(`Warning: failed to delete the temporary export ${exportPath} (${e?.message ?? e}); it expires in ${EXPORT_TTL_SECONDS} seconds.\n`);
+        process.stderr.write(`Warning: failed to delete the temporary export ${exportPath} (${/** @type {Error} */ (e)?.message ?? e}); it expires in ${EXPORT_TTL_SECONDS} seconds.\n`);
       }
     }
     status = 'success';
@@ -395,6 +397,13 @@ async function downloadCheckpoint(path, parsed, dir, { format, signal, interrupt
   }
 }
 
+/**
+ * Downloads the files of the external weights checkpoint `path` into `dir` (first setting
+ * its TTL to `renewTtl` seconds when given); resolves to the byte count.
+ * @param {string} path @param {string} dir
+ * @param {{ format: string, signal: AbortSignal, renewTtl?: number }} options
+ * @returns {Promise<number>}
+ */
 async function downloadExternal(path, dir, { format, signal, renewTtl }) {
   const { urls } = await api.getExternalWeightsUrls(path);
   if (renewTtl !== undefined) await api.setCheckpointTtl(path, renewTtl);
@@ -427,7 +436,8 @@ async function downloadExternal(path, dir, { format, signal, renewTtl }) {
         seen = fileBytes;
       },
     });
-  } catch (e) {
+  } catch (caught) {
+    const e = /** @type {NodeJS.ErrnoException} */ (caught);
     if (e instanceof CliError || signal.aborted) throw e;
     if (e?.name === 'APIConnectionError' || e?.name === 'APIStatusError') throw new CliError(`Failed to download checkpoint: ${e.message}`, 'Please check your network connection and try again.');
     if (e?.code && typeof e.code === 'string') throw new CliError(`Failed to save checkpoint: ${e.message}`, `Please check that you have write permissions to ${dir}`);

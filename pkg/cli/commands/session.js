@@ -39,7 +39,7 @@ export async function exportTrace(ctx, opts, args) {
     const out = fs.createWriteStream(tmp);
     try {
       for await (const chunk of response.body) {
-        if (!out.write(chunk)) await new Promise((r) => out.once('drain', r));
+        if (!out.write(chunk)) await /** @type {Promise<void>} */ (new Promise((r) => out.once('drain', r)));
         written += chunk.byteLength;
         bar.update(chunk.byteLength);
       }
@@ -48,7 +48,8 @@ export async function exportTrace(ctx, opts, args) {
       await new Promise((r) => out.end(r));
     }
     fs.renameSync(tmp, tracePath);
-  } catch (e) {
+  } catch (caught) {
+    const e = /** @type {NodeJS.ErrnoException} */ (caught);
     try {
       fs.rmSync(tmp, { force: true });
     } catch {}
