@@ -149,7 +149,7 @@ if (section('encode')) {
     row(`forward_backward ${name}: build + protobuf vs a copy of its bytes`, `${f(ours.proto_ms)} ms`, `floor: ${f(ours.floor_ms, 3)} ms`, `${f(ours.proto_ms / ours.floor_ms, 1)}× the floor`, '≤ 2× the floor', ours.proto_ms / ours.floor_ms <= 2);
     lines.push(`| ${name} (${(b * l).toLocaleString('en')} tokens) | ${ours.proto_bytes.toLocaleString('en')} / ${pyr.proto_bytes.toLocaleString('en')} | ${ours.zstd_bytes.toLocaleString('en')} / ${pyr.zstd_bytes.toLocaleString('en')} | ${f(ours.proto_ms)} ms | ${f(ours.zstd_ms)} ms | ${f(pyr.proto_ms)} ms | ${f(pyr.zstd_ms)} ms | ${f(ours.floor_ms, 3)} / ${f(ours.floor_set_ms, 3)} ms |`);
   }
-  details.push(['forward_backward encoding', `Each datum: LEN input tokens, LEN int64 target tokens, LEN float32 weights (the same values on both sides: ours built with \`datumFromTokens\`, Python's as numpy-backed \`TensorData\`), outside the timing. Timed: from the user's Datum list to the request body — ours \`__benchEncodeForwardBackward\` (src/wasm/bench.rs: the JS → core conversion and \`training::forward_backward_body\`, exactly what \`TrainingClient.forwardBackward\` runs: protobuf, then src/zstd.rs: a greedy LZ77 pass with raw literals and zstd's predefined FSE tables), Python 0.38 \`types.ForwardBackwardRequest(…)\` + \`forward_backward_request_to_proto\` + \`SerializeToString()\` (+ \`zstandard.ZstdCompressor().compress\`, level 3, as \`AsyncTrainingResource.forward_backward\`). Best of ${reps} (Python: ${Math.max(5, Math.round(reps / 3))}) after a warm-up. Floor: one plain copy of as many bytes as the encoded request, best of ${Math.max(reps, 50)}: \`src.slice()\` (allocates and copies, as producing a new body does; the ratio uses this one) and, for reference, \`dst.set(src)\` into an existing cache-hot buffer (a pure memcpy bound).\n\n${lines.join('\n')}`]);
+  details.push(['forward_backward encoding', `Each datum: LEN input tokens, LEN int64 target tokens, LEN float32 weights (the same values on both sides: ours built with \`datumFromTokens\`, Python's as numpy-backed \`TensorData\`), outside the timing. Timed: from the user's Datum list to the request body — ours \`__benchEncodeForwardBackward\` (src/wasm/bench.rs: the JS → core conversion and \`training::forward_backward_body\`, exactly what \`TrainingClient.forwardBackward\` runs: protobuf, then src/support/zstd.rs: a greedy LZ77 pass with raw literals and zstd's predefined FSE tables), Python 0.38 \`types.ForwardBackwardRequest(…)\` + \`forward_backward_request_to_proto\` + \`SerializeToString()\` (+ \`zstandard.ZstdCompressor().compress\`, level 3, as \`AsyncTrainingResource.forward_backward\`). Best of ${reps} (Python: ${Math.max(5, Math.round(reps / 3))}) after a warm-up. Floor: one plain copy of as many bytes as the encoded request, best of ${Math.max(reps, 50)}: \`src.slice()\` (allocates and copies, as producing a new body does; the ratio uses this one) and, for reference, \`dst.set(src)\` into an existing cache-hot buffer (a pure memcpy bound).\n\n${lines.join('\n')}`]);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -221,7 +221,8 @@ if (section('sft')) {
 if (section('cli')) {
   const n = QUICK ? 1 : 5;
   const CLI = path.join(root, 'pkg/cli/main.js');
-  const TINKER = path.join(path.dirname(PY), 'tinker');
+  // The Python CLI as `pip install tinker` installs it (torch is an extra): tests/cli/tinker-py.
+  const TINKER_PY = [path.join(root, 'tests/cli/tinker-py')];
   const wall = (cmd, args, env) => {
     const t0 = performance.now();
     const r = spawnSync(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -234,9 +235,9 @@ if (section('cli')) {
     await withSim(async (url) => {
       const env = { TINKER_BASE_URL: url, TINKER_API_KEY: 'tml-bench', TINKER_TELEMETRY: '0' };
       times.ours.help.push(wall(process.execPath, [CLI, '--help'], env));
-      times.py.help.push(wall(TINKER, ['--help'], env));
+      times.py.help.push(wall(PY, [...TINKER_PY, '--help'], env));
       times.ours.list.push(wall(process.execPath, [CLI, 'run', 'list'], env));
-      times.py.list.push(wall(TINKER, ['run', 'list'], env));
+      times.py.list.push(wall(PY, [...TINKER_PY, 'run', 'list'], env));
     });
   }
   const m = (xs) => median(xs);

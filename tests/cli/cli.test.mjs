@@ -1,5 +1,5 @@
 // tinker-wasm's command line (pkg/cli, issue 22) against tinker-sim, with the Python SDK's
-// `tinker` CLI 0.38.0 (tests/conformance/.venv/bin/tinker) as the oracle: every command in
+// `tinker` CLI 0.38.0 (tests/cli/tinker-py: as `pip install tinker` installs it, without the torch extra) as the oracle: every command in
 // both formats on the same simulator state, outputs compared byte for byte (JSON, error
 // messages, exit codes, downloaded files), credentials shared through the same file, and
 // what --help / run list load. Expected outputs are never written here: Python's are.
@@ -15,7 +15,8 @@ import { startSim } from '../js/sim.mjs';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
 const CLI = path.join(root, 'pkg/cli/main.js');
-const PY = path.join(root, 'tests/conformance/.venv/bin/tinker');
+const PY = path.join(root, 'tests/conformance/.venv/bin/python');
+const PY_CLI = path.join(here, 'tinker-py');
 const KEY = 'tml-cli-test';
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tinker-wasm-cli-'));
 
@@ -34,7 +35,7 @@ function envFor(extra = {}) {
 
 /** Runs one CLI; `{ code, stdout, stderr }`. */
 function run(which, args, { env = {}, cwd = tmp, input } = {}) {
-  const [cmd, argv] = which === 'py' ? [PY, args] : [process.execPath, [CLI, ...args]];
+  const [cmd, argv] = which === 'py' ? [PY, [PY_CLI, ...args]] : [process.execPath, [CLI, ...args]];
   const r = spawnSync(cmd, argv, { cwd, env: envFor(env), input: input ?? '', encoding: 'utf8', timeout: 180_000 });
   if (r.error) throw r.error;
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
@@ -343,21 +344,12 @@ test('auth: the same credentials file as Python\'s store; a login by either CLI 
   const oursFile = fs.readFileSync(file, 'utf8');
   assert.equal(fs.statSync(file).mode & 0o777, 0o600);
   assert.equal(fs.statSync(path.dirname(file)).mode & 0o777, 0o700);
-  // Python's JsonCredentialStore (what `tinker auth login` writes with) storing the same
-  // answer of /auth/apikey/me writes the same bytes. (Python's own `auth login` cannot run
-  // against tinker-sim: the simulator answers `"note": null`, which tinker 0.38's
-  // SelfApiKeyResponse refuses.)
+  // Python's own `auth login` with the same key, in another HOME: the same output and the
+  // same file, byte for byte.
   const pyHome = path.join(tmp, 'pyhome');
-  const store = spawnSync(path.join(root, 'tests/conformance/.venv/bin/python'), ['-c', `
-import json, os, urllib.request
-from tinker.lib.credentials import JsonCredentialStore, ManualKey, ApiKeyDetails, default_credentials_path
-req = urllib.request.Request(os.environ['TINKER_BASE_URL'] + '/api/v1/auth/apikey/me', headers={'X-API-Key': ${JSON.stringify(KEY)}})
-me = json.load(urllib.request.urlopen(req))
-s = JsonCredentialStore(default_credentials_path())
-s.add_key(str(me['key_id']), ManualKey(key=${JSON.stringify(KEY)}, name=me['name'], note=me['note'], details=ApiKeyDetails.model_validate(me['details'])))
-s.set_default(str(me['key_id']))
-`], { env: envFor({ HOME: pyHome }), encoding: 'utf8' });
-  assert.equal(store.status, 0, store.stderr);
+  const loginPy = py(['auth', 'login'], { env: { ...noKey, HOME: pyHome }, input: `${KEY}\n` });
+  assert.equal(loginPy.code, 0, loginPy.stderr);
+  assert.equal(login.stdout, loginPy.stdout);
   assert.equal(oursFile, fs.readFileSync(path.join(pyHome, '.tinker', 'credentials.json'), 'utf8'));
   // Our login serves Python; Python's file serves ours.
   same(['auth', 'status'], { env: noKey });
@@ -379,9 +371,13 @@ s.set_default(str(me['key_id']))
   // An empty key: refused, nothing stored, exit 1 (tinker-sim takes any non-empty key).
   const bad = ours(['auth', 'login'], { env: noKey, input: '  \n' });
   assert.equal(bad.code, 1);
-  assert.equal(bad.stderr, 'Error: The API key must not be empty\n');
+  assert.equal(bad.stderr, 'Paste your API key: \nError: The API key must not be empty\n');
+  // Python's, after its getpass warnings about the missing terminal.
+  const badPy = py(['auth', 'login'], { env: noKey, input: '  \n' });
+  assert.equal(badPy.code, bad.code);
+  assert.ok(badPy.stderr.endsWith(bad.stderr), badPy.stderr);
   assert.ok(!fs.existsSync(file) || !JSON.parse(fs.readFileSync(file, 'utf8')).default);
-  for (const r of [login, out, bad]) assert.ok(!(r.stdout + r.stderr).includes(KEY), 'the key is never printed');
+  for (const r of [login, loginPy, out, bad]) assert.ok(!(r.stdout + r.stderr).includes(KEY), 'the key is never printed');
   fs.rmSync(path.join(home, '.tinker'), { recursive: true, force: true });
 });
 

@@ -18,9 +18,11 @@ const apiKeyUrl = (id) => `${CONSOLE}/keys/${encodeURIComponent(id)}`;
 async function promptKey() {
   const stdin = process.stdin;
   if (!stdin.isTTY) {
-    process.stdout.write('Paste your API key: ');
+    // Python's getpass without a terminal: the prompt and a line break on stderr,
+    // nothing on stdout.
+    process.stderr.write('Paste your API key: ');
     const line = await readLine();
-    process.stdout.write('\n');
+    process.stderr.write('\n');
     if (line === null) throw new CliError('Aborted!', null, 1);
     return line;
   }
@@ -77,6 +79,7 @@ export async function login() {
     throw e;
   }
   const keyId = String(info.key_id);
+  /** @type {import('../../node-credentials.js').StoredCredential} */
   const record = { type: 'manual', key, name: info.name, note: info.note, details: info.details };
   const fresh = readCredentials();
   fresh.keys[keyId] = record;

@@ -45,7 +45,7 @@ pub async fn apikey_me(app: &Arc<App>, ctx: &Ctx, delete: bool) -> Res {
     Ok(Reply::ok(json!({
         "key_id": key_id,
         "name": "tinker-sim key",
-        "note": null,
+        "note": "",
         "details": {"org_details": {"name": c.org_id}, "user_details": {"email": c.email}},
     })))
 }
