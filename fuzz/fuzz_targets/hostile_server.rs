@@ -430,8 +430,8 @@ fn datum() -> Datum {
 
 fn call() -> CallOptions {
     CallOptions {
-        cancel: None,
         timeout: Some(Duration::from_secs(600)),
+        ..Default::default()
     }
 }
 
