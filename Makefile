@@ -28,11 +28,9 @@ demo: build sim
 
 lint: setup
 	cargo fmt --all --check
-	cargo clippy --all-targets -- -D warnings
-	cargo clippy --target wasm32-unknown-unknown --lib -- -D warnings
+	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy --target wasm32-unknown-unknown -p tinker-wasm -p tinker-tokenizer-general --lib -- -D warnings
 	cargo clippy --target wasm32-unknown-unknown --lib --no-default-features -- -D warnings
-	cargo clippy -p tinker-tokenizer-general --all-targets -- -D warnings
-	cargo clippy -p tinker-tokenizer-general --target wasm32-unknown-unknown --lib -- -D warnings
 
 typecheck: wasm
 	node_modules/.bin/tsc -p tests/types/tsconfig.json
