@@ -90,8 +90,18 @@ test('the key and JWTs never reach errors, logs, telemetry or the request log', 
 
   // Errors of every kind, with the credentials in play.
   await failing('401 (a wrong key)', () => new tinker.ServiceClient({ apiKey: 'tml-wrong-key', baseURL: sim.url, fetch: watching, heartbeat: false, telemetry: false, maxRetries: 0 }).createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B' }), (e) => e instanceof tinker.AuthenticationError);
-  // 5xx and connection errors are retried for the Python SDK's 300 s holder window, so
-  // their final errors are too slow for a test; the status errors below share their code.
+  // 5xx and connection errors: most endpoints retry them for the Python SDK's 300 s
+  // holder window; create_session does not (Python's neither), so with maxRetries 0 its
+  // final error comes at once. A server that passes the config step, then answers 500
+  // echoing the key, or whose connection fails with the key in the message.
+  const afterConfig = (fail) => async (input, init) => {
+    const url = typeof input === 'string' ? input : input.url ?? String(input);
+    if (/\/client\/(dynamic_)?config|\/auth\/token/.test(url)) return watching(input, init);
+    return fail(new Headers(init?.headers).get('x-api-key') ?? '');
+  };
+  const failingServer = (fail) => new tinker.ServiceClient({ apiKey: KEY, baseURL: sim.url, fetch: afterConfig(fail), heartbeat: false, telemetry: false, maxRetries: 0, logger, logLevel: 'debug' });
+  await failing('500 echoing the key', () => failingServer((cred) => new Response(JSON.stringify({ detail: `internal error for ${cred}` }), { status: 500, headers: { 'content-type': 'application/json', 'x-echo-key': cred } })).createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B' }), (e) => e instanceof tinker.InternalServerError && e.status === 500);
+  await failing('connection error naming the key', () => failingServer((cred) => Promise.reject(new TypeError(`fetch failed: connect ECONNREFUSED (key ${cred})`))).createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B' }), (e) => e instanceof tinker.APIConnectionError);
   await admin('config', { future_delay_ms: 400 });
   await failing('timeout (per call, while polling)', () => tc.optimStep({ learning_rate: 0.01 }, { timeout: 50 }), (e) => e instanceof tinker.APITimeoutError);
   await admin('config', { future_delay_ms: 10 });
