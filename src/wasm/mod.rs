@@ -27,6 +27,14 @@ mod types;
 
 use wasm_bindgen::prelude::*;
 
+/// The module's allocator: talc (a maintained allocator made for WebAssembly) in place
+/// of std's dlmalloc — smaller in the module, faster, and it merges freed neighbours
+/// (tests/NOTES-issue20-skin.md has the size, speed and varied-size memory figures).
+/// Only in the wasm build (this module is compiled only for `wasm32`), single-threaded.
+#[cfg(not(target_feature = "atomics"))]
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+
 /// The SDK version.
 #[wasm_bindgen(js_name = version)]
 pub fn version() -> String {

@@ -140,6 +140,26 @@ if (mode === 'sample') {
   const wall = (performance.now() - t0) / 1e3;
   await svc.close();
   out({ total, concurrency: n, wall_s: wall, points });
+} else if (mode === 'varied') {
+  // Memory under requests of varied sizes (issue 20): forward_backward bodies built and
+  // encoded exactly as TrainingClient.forwardBackward does, sizes drawn from a seeded
+  // generator (1-64 datums of 64-8192 tokens, small ones likelier), in a fresh process;
+  // `largest` runs only the largest of them, the memory that one alone needs.
+  const [which, n] = [args[0], +args[1]];
+  const tinker = await import(PKG);
+  let seed = 12345;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  const sizes = Array.from({ length: n }, () => [1 + Math.floor(rnd() ** 2 * 64), 64 + Math.floor(rnd() ** 2 * 8128)]);
+  const largest = sizes.reduce((a, b) => (a[0] * a[1] >= b[0] * b[1] ? a : b));
+  const batch = (count, len) => Array.from({ length: count }, (_, b) => {
+    const t = new Int32Array(len + 1);
+    for (let i = 0; i <= len; i++) t[i] = (i * 7919 + b) % 150000;
+    return tinker.datumFromTokens(t, { prompt_length: 1 });
+  });
+  const t0 = performance.now();
+  let bytes = 0;
+  for (const [count, len] of which === 'largest' ? [largest] : sizes) bytes += tinker.__benchEncodeForwardBackward(batch(count, len), 'cross_entropy', { compress: false });
+  out({ which, requests: which === 'largest' ? 1 : n, largest_tokens: largest[0] * largest[1], body_bytes: bytes, wasm_bytes: tinker.__benchWasmMemoryBytes(), wall_s: (performance.now() - t0) / 1e3 });
 } else if (mode === 'floor') {
   // The transport floor of one sample(): the two requests our SDK (and Python's) sends,
   // written by hand with no SDK logic (no retries, validation, telemetry, decoding).

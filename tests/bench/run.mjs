@@ -311,6 +311,12 @@ if (section('memory')) {
   const growth = last.wasm_bytes - warm.wasm_bytes;
   row(`memory: wasm linear memory over ${total.toLocaleString('en')} sample() calls`, `${mb(warm.wasm_bytes)} after ${warm.calls.toLocaleString('en')} → ${mb(last.wasm_bytes)}`, '', `growth after warm-up: ${growth} bytes`, 'flat after warm-up', growth === 0);
   const lines = ['| sample() calls | wasm linear memory | Node heap used (after gc) | RSS |', '|---:|---:|---:|---:|', ...p.map((x) => `| ${x.calls.toLocaleString('en')} | ${x.wasm_bytes.toLocaleString('en')} B | ${mb(x.heap_bytes)} | ${mb(x.rss_bytes)} |`)];
+  // Requests of varied sizes: the memory they leave behind against what the largest alone needs.
+  const nv = QUICK ? 100 : 1000;
+  const alone = await run(process.execPath, [DRIVER, 'varied', 'largest', nv].map(String));
+  const varied = await run(process.execPath, [DRIVER, 'varied', 'all', nv].map(String));
+  const ratio = varied.wasm_bytes / alone.wasm_bytes;
+  row(`memory: wasm linear memory after ${nv.toLocaleString('en')} forward_backward bodies of varied sizes`, `${mb(varied.wasm_bytes)}`, `the largest (${alone.largest_tokens.toLocaleString('en')} tokens) alone: ${mb(alone.wasm_bytes)}`, `${f(ratio, 2)}× the largest alone`, '≤ 1.5× the largest alone', ratio <= 1.5);
   details.push(['Memory', `${total.toLocaleString('en')} \`sample()\` calls in rounds of ${conc} concurrent on one \`SamplingClient\` (Node, \`--expose-gc\`, \`gc()\` before each reading), ${f(r.wall_s, 1)} s. Wasm linear memory is read with the hidden \`__benchWasmMemoryBytes()\` export (it can only grow; the first interval is the warm-up).\n\n${lines.join('\n')}`]);
 }
 
