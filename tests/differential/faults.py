@@ -61,6 +61,9 @@ KINDS: dict[str, list[str]] = {
     "malformed": ["--faults", "malformed:0.5"],
     "401": ["--faults", "401:0.1", "--client-config", json.dumps({"pjwt_auth_enabled": True})],
     "empty400": ["--faults", "empty400:0.05"],
+    # Billing: each 402 pauses 5 s (uncounted) in both SDKs, so few of them, on two
+    # submissions both SDKs wrap in their holder retries / sampling backpressure.
+    "402": ["--faults", "402:0.3@forward_backward,402:0.03@asample"],
     # So many that a call without a retry loop around it (create_sampling_session) meets one:
     # both SDKs must fail there, with a connection error.
     "empty400-heavy": ["--faults", "empty400:0.15"],

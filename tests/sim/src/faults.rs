@@ -28,7 +28,8 @@ pub enum Kind {
     RateLimitMs,
     /// 429 with `Retry-After: <HTTP-date now + param s>`.
     RateLimitDate,
-    /// 500 / 502 / 503 with a JSON `detail`.
+    /// 402 / 500 / 502 / 503 with a JSON `detail` (402: the billing status the Python SDK
+    /// pauses on, 5 s at a time within the server's `billing_exception_max_pause_duration_sec`).
     Status(u16),
     /// 408 (a try_again body on retrieve_future).
     Timeout408,
@@ -113,6 +114,7 @@ impl Item {
 }
 
 pub const KINDS: &[&str] = &[
+    "402",
     "429",
     "429ms",
     "429date",
@@ -167,6 +169,7 @@ pub fn parse(spec: &str) -> Result<Vec<Item>, String> {
             "429" => Kind::RateLimit,
             "429ms" => Kind::RateLimitMs,
             "429date" => Kind::RateLimitDate,
+            "402" => Kind::Status(402),
             "500" => Kind::Status(500),
             "502" => Kind::Status(502),
             "503" => Kind::Status(503),
@@ -396,6 +399,11 @@ mod tests {
             assert!(parse(bad).is_err(), "{bad}");
         }
         assert!(parse("nope:1").unwrap_err().contains("known kinds"));
+        // Every listed kind parses, and the billing status is a plain status reply.
+        for k in KINDS {
+            assert!(parse(&format!("{k}:0.5")).is_ok(), "{k}");
+        }
+        assert_eq!(parse("402:1").unwrap()[0].kind, Kind::Status(402));
     }
 
     #[test]
