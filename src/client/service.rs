@@ -172,33 +172,9 @@ impl ServiceClient {
         let me = self.clone();
         Ok(Box::pin(async move {
             let h = guard.run(me.holder()).await?;
-            let body = create_model_body(&h, &o)?;
-            let ep = &endpoints::CREATE_MODEL;
-            let sub = submit(&h, ep, || {
-                Req::to(ep)
-                    .json(&body)
-                    .method_name(Some(METHOD))
-                    .under(&guard)
-            })
-            .await?;
-            let pauses = PauseLogger::new("Model creation", &o.base_model);
-            let observe = |qs, r: Option<&str>| pauses.observe(&h, qs, r);
-            let poll = Poll::of(&sub, ep, Some(METHOD), Some(&observe));
-            let model_id = match guard.run(retrieve(&h, poll)).await? {
-                Payload::Json(v) => v
-                    .get("model_id")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-                    .ok_or_else(|| Error::InvalidResponse {
-                        message: format!("create_model result without model_id: {v}"),
-                    })?,
-                Payload::Proto(_) => {
-                    return Err(Error::InvalidResponse {
-                        message: "create_model returned protobuf".into(),
-                    })
-                }
-            };
-            TrainingClient::attach(h, model_id, 1, Some(METHOD)).await
+            // Python's `@capture_exceptions(fatal=True)`: a failure is reported.
+            let r = create_lora(&h, &o, &guard, METHOD).await;
+            h.reported(r).await
         }))
     }
 
@@ -237,20 +213,9 @@ impl ServiceClient {
         let me = self.clone();
         Ok(Box::pin(async move {
             let h = guard.run(me.holder()).await?;
-            let (model_id, body) = from_state_body(&h, &o)?;
-            let ep = &endpoints::CREATE_MODEL_FROM_STATE;
-            let sub = submit(&h, ep, || {
-                Req::to(ep)
-                    .json(&body)
-                    .method_name(Some(method))
-                    .under(&guard)
-            })
-            .await?;
-            let pauses = PauseLogger::new("Model creation", &model_id);
-            let observe = |qs, r: Option<&str>| pauses.observe(&h, qs, r);
-            let poll = Poll::of(&sub, ep, Some(method), Some(&observe));
-            guard.run(retrieve(&h, poll)).await?;
-            TrainingClient::attach(h, model_id, 1, Some(method)).await
+            // Python's `@capture_exceptions(fatal=True)`: a failure is reported.
+            let r = create_from_state(&h, &o, &guard, method).await;
+            h.reported(r).await
         }))
     }
 
@@ -419,4 +384,65 @@ fn from_state_body(h: &Holder, o: &FromStateOptions) -> Result<(String, Value)> 
         body["weights_access_token"] = t.into();
     }
     Ok((model_id, body))
+}
+
+/// `create_model`, its result, and a client on the new run (the body of
+/// `ServiceClient::create_lora_training_client` once connected).
+async fn create_lora(
+    h: &Rc<Holder>,
+    o: &LoraOptions,
+    guard: &Guard,
+    method: &'static str,
+) -> Result<TrainingClient> {
+    let body = create_model_body(h, o)?;
+    let ep = &endpoints::CREATE_MODEL;
+    let sub = submit(h, ep, || {
+        Req::to(ep)
+            .json(&body)
+            .method_name(Some(method))
+            .under(guard)
+    })
+    .await?;
+    let pauses = PauseLogger::new("Model creation", &o.base_model);
+    let observe = |qs, r: Option<&str>| pauses.observe(h, qs, r);
+    let poll = Poll::of(&sub, ep, Some(method), Some(&observe));
+    let model_id = match guard.run(retrieve(h, poll)).await? {
+        Payload::Json(v) => v
+            .get("model_id")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| Error::InvalidResponse {
+                message: format!("create_model result without model_id: {v}"),
+            })?,
+        Payload::Proto(_) => {
+            return Err(Error::InvalidResponse {
+                message: "create_model returned protobuf".into(),
+            })
+        }
+    };
+    TrainingClient::attach(h.clone(), model_id, 1, Some(method)).await
+}
+
+/// The create-via-load `load_weights`, its result, and a client on the new run (the body
+/// of `ServiceClient::create_training_client_from_state` once connected).
+async fn create_from_state(
+    h: &Rc<Holder>,
+    o: &FromStateOptions,
+    guard: &Guard,
+    method: &'static str,
+) -> Result<TrainingClient> {
+    let (model_id, body) = from_state_body(h, o)?;
+    let ep = &endpoints::CREATE_MODEL_FROM_STATE;
+    let sub = submit(h, ep, || {
+        Req::to(ep)
+            .json(&body)
+            .method_name(Some(method))
+            .under(guard)
+    })
+    .await?;
+    let pauses = PauseLogger::new("Model creation", &model_id);
+    let observe = |qs, r: Option<&str>| pauses.observe(h, qs, r);
+    let poll = Poll::of(&sub, ep, Some(method), Some(&observe));
+    guard.run(retrieve(h, poll)).await?;
+    TrainingClient::attach(h.clone(), model_id, 1, Some(method)).await
 }

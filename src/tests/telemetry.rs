@@ -160,3 +160,46 @@ fn a_server_error_is_an_unhandled_exception() {
         .iter()
         .all(|k| *k == "InternalClientHolder.execute_with_retries.exception"));
 }
+
+/// The service's constructors report their failure as Python's
+/// `@capture_exceptions(fatal=True)` does: `create_model` refused with a 400 (the user's
+/// fault) is a `user_error`, then `SESSION_END`.
+#[test]
+fn a_failed_create_lora_training_client_is_reported() {
+    use crate::call::CallOptions;
+    use crate::service::{LoraOptions, ServiceClient};
+    let mut pool = LocalPool::new();
+    let s = Scripted::new(
+        &pool,
+        server("{}", |r, _| {
+            if r.url.ends_with("/create_model") {
+                json(400, r#"{"detail":"unknown base model"}"#)
+            } else {
+                json(200, "{}")
+            }
+        }),
+    );
+    let mut o = opts();
+    o.telemetry = true;
+    let svc = ServiceClient::new(s.clone(), o).unwrap();
+    let lora = LoraOptions {
+        base_model: "nope/model".into(),
+        lora: Default::default(),
+        user_metadata: None,
+        optimizer: None,
+    };
+    let call = svc
+        .create_lora_training_client(lora, CallOptions::default())
+        .unwrap();
+    let e = pool
+        .run_until(call)
+        .err()
+        .expect("create_model was refused");
+    assert_eq!(e.status(), Some(400));
+    let kinds: Vec<String> = batches(&s).into_iter().flat_map(|b| b.2).collect();
+    assert_eq!(
+        kinds[kinds.len() - 2..],
+        ["user_error".to_string(), "SESSION_END".to_string()],
+        "{kinds:?}"
+    );
+}
