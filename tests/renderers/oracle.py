@@ -707,5 +707,10 @@ def main() -> None:
     log(f"wrote {out_path} ({len(data.encode()) / 1e6:.1f} MB) in {time.time() - t0:.1f} s")
 
 
+if not __debug__:
+    # Its assert checks guard what the oracle writes: under -O / PYTHONOPTIMIZE they would
+    # vanish and a wrong expectation would be written silently.
+    raise SystemExit(f"{__file__}: run without -O / PYTHONOPTIMIZE (its assert checks would be stripped)")
+
 if __name__ == "__main__":
     main()

@@ -786,5 +786,10 @@ def main() -> None:
         print(f"{name:16} {e['kind']:9} {v.get('tokens', '-'):>9} tokens checked  {e['source']}")
 
 
+if not __debug__:
+    # Its assert checks guard what the oracle writes: under -O / PYTHONOPTIMIZE they would
+    # vanish and a wrong expectation would be written silently.
+    raise SystemExit(f"{__file__}: run without -O / PYTHONOPTIMIZE (its assert checks would be stripped)")
+
 if __name__ == "__main__":
     main()

@@ -301,5 +301,10 @@ def main() -> None:
     Path(out_path).write_text(json.dumps(out, ensure_ascii=False), encoding="utf-8")
 
 
+if not __debug__:
+    # Its assert checks guard what the oracle writes: under -O / PYTHONOPTIMIZE they would
+    # vanish and a wrong expectation would be written silently.
+    raise SystemExit(f"{__file__}: run without -O / PYTHONOPTIMIZE (its assert checks would be stripped)")
+
 if __name__ == "__main__":
     main()
