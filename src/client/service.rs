@@ -396,17 +396,7 @@ async fn create_lora(
 ) -> Result<TrainingClient> {
     let body = create_model_body(h, o)?;
     let ep = &endpoints::CREATE_MODEL;
-    let sub = submit(h, ep, || {
-        Req::to(ep)
-            .json(&body)
-            .method_name(Some(method))
-            .under(guard)
-    })
-    .await?;
-    let pauses = PauseLogger::new("Model creation", &o.base_model);
-    let observe = |qs, r: Option<&str>| pauses.observe(h, qs, r);
-    let poll = Poll::of(&sub, ep, Some(method), Some(&observe));
-    let model_id = match guard.run(retrieve(h, poll)).await? {
+    let model_id = match create_run(h, ep, &body, guard, method, &o.base_model).await? {
         Payload::Json(v) => v
             .get("model_id")
             .and_then(Value::as_str)
@@ -433,16 +423,29 @@ async fn create_from_state(
 ) -> Result<TrainingClient> {
     let (model_id, body) = from_state_body(h, o)?;
     let ep = &endpoints::CREATE_MODEL_FROM_STATE;
+    create_run(h, ep, &body, guard, method, &model_id).await?;
+    TrainingClient::attach(h.clone(), model_id, 1, Some(method)).await
+}
+
+/// Submits a request that creates a training run to `ep` under the call's options, and
+/// waits for its result (queue pauses logged as "Model creation" of `subject`).
+async fn create_run(
+    h: &Rc<Holder>,
+    ep: &'static endpoints::Endpoint,
+    body: &Value,
+    guard: &Guard,
+    method: &'static str,
+    subject: &str,
+) -> Result<Payload> {
     let sub = submit(h, ep, || {
         Req::to(ep)
-            .json(&body)
+            .json(body)
             .method_name(Some(method))
             .under(guard)
     })
     .await?;
-    let pauses = PauseLogger::new("Model creation", &model_id);
+    let pauses = PauseLogger::new("Model creation", subject);
     let observe = |qs, r: Option<&str>| pauses.observe(h, qs, r);
     let poll = Poll::of(&sub, ep, Some(method), Some(&observe));
-    guard.run(retrieve(h, poll)).await?;
-    TrainingClient::attach(h.clone(), model_id, 1, Some(method)).await
+    guard.run(retrieve(h, poll)).await
 }
