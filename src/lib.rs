@@ -46,7 +46,7 @@ pub use client::{
     call, chunking, future, http, metrics, options, rest, retry, sampling, sequencer, service,
     session, telemetry, training,
 };
-pub(crate) use support::{base64, float, json, map, sync, zstd};
+pub(crate) use support::{base64, float, json, map, sync, text, zstd};
 pub use wire::{config, endpoints, error, handle, paths, proto, types};
 
 /// Tokenization, chat templates and SFT/RL renderers (feature `tokenizer`).

@@ -27,6 +27,7 @@ use crate::options::LogLevel;
 use crate::platform::HttpResponse;
 use crate::retry::{poll_backoff_delay, BILLING_PAUSE_SLEEP};
 use crate::session::Holder;
+use crate::text;
 
 /// Bare 400s (and unparseable answers) re-polled before polling fails (Python
 /// `_MAX_BAD_REQUEST_RETRIES`).
@@ -396,7 +397,7 @@ pub fn after_answer(s: &mut PollState, resp: HttpResponse, p: &Poll<'_>) -> Poll
     let protobuf = resp
         .headers
         .get("content-type")
-        .is_some_and(|ct| ct.contains("application/x-protobuf"));
+        .is_some_and(|ct| text::contains(ct, "application/x-protobuf"));
     if protobuf {
         if !p.proto {
             let message = format!(

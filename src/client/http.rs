@@ -36,6 +36,7 @@ use crate::retry::{
     MAX_CONNECTION_ERROR_RETRIES,
 };
 use crate::sync::{CancelToken, Semaphore};
+use crate::text;
 use crate::types::InputError;
 
 /// One logical API call (retried as a unit by the HTTP layer). Built from its row of
@@ -219,7 +220,7 @@ fn is_invalid_token(r: &HttpResponse) -> bool {
     r.status == 401
         && r.headers
             .get("www-authenticate")
-            .is_some_and(|v| v.contains("error=\"invalid_token\""))
+            .is_some_and(|v| text::contains(v, "error=\"invalid_token\""))
 }
 
 impl Http {
@@ -266,7 +267,7 @@ impl Http {
     fn url(&self, req: &Req) -> String {
         let mut url = join_url(&self.opts.base_url, &req.path);
         for (i, (k, v)) in req.query.iter().enumerate() {
-            url.push(if i == 0 && !url.contains('?') {
+            url.push(if i == 0 && !url.as_bytes().contains(&b'?') {
                 '?'
             } else {
                 '&'

@@ -243,8 +243,8 @@ pub fn check_max_retries(n: u32, field: &str) -> Result<(), InputError> {
 pub fn check_headers(headers: &[(String, String)], field: &str) -> Result<(), InputError> {
     for (name, value) in headers {
         let field = format!("{field}.{name}");
-        let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
-        if name.is_empty() || !name.chars().all(token) {
+        let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        if name.is_empty() || !name.bytes().all(token) {
             return Err(InputError::type_error(
                 field,
                 "is not a valid HTTP header name (letters, digits and !#$%&'*+-.^_`|~)",

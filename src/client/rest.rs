@@ -107,7 +107,7 @@ fn check_limit(limit: u64, max: u64) -> Result<(), InputError> {
 }
 
 fn check_id(field: &str, v: &str) -> Result<(), InputError> {
-    if v.is_empty() || v.contains('/') || v.contains('?') || v.contains('#') {
+    if v.is_empty() || v.bytes().any(|b| matches!(b, b'/' | b'?' | b'#')) {
         return Err(InputError::type_error(
             field,
             format!(
@@ -123,7 +123,7 @@ fn check_id(field: &str, v: &str) -> Result<(), InputError> {
 fn is_iso_date(s: &str) -> bool {
     let b = s.as_bytes();
     let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
-    let num = |r: std::ops::Range<usize>| s[r].parse::<u32>().unwrap_or(0);
+    let num = |r: std::ops::Range<usize>| b[r].iter().fold(0, |n, d| n * 10 + u32::from(d - b'0'));
     b.len() == 10
         && b[4] == b'-'
         && b[7] == b'-'

@@ -65,7 +65,7 @@ pub fn parse_http_date(text: &str) -> Option<f64> {
             } else {
                 return None;
             }
-        } else if t.contains(':') {
+        } else if t.as_bytes().contains(&b':') {
             let mut p = t.split(':').map(|x| x.parse::<i64>().ok());
             let (h, m, s) = (p.next()??, p.next()??, p.next().unwrap_or(Some(0))?);
             if p.next().is_some() || h > 23 || m > 59 || s > 60 {

@@ -1026,7 +1026,7 @@ fn fwd_bwd_endpoint(forward_only: bool) -> &'static Endpoint {
 }
 
 fn check_name(name: &str) -> Result<(), InputError> {
-    if name.is_empty() || name.contains('/') || name.len() > 256 {
+    if name.is_empty() || name.as_bytes().contains(&b'/') || name.len() > 256 {
         return Err(InputError::range_error(
             "name",
             format!(

@@ -19,6 +19,8 @@
 
 use std::fmt;
 
+use crate::text;
+
 /// A JSON number: an exact integer when it was written as one, else a float.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Number {
@@ -595,7 +597,7 @@ pub fn write_str(out: &mut String, s: &str) {
             0..=0x1f => "",
             _ => continue,
         };
-        out.push_str(&s[start..i]);
+        out.push_str(text::slice(s, start..i));
         if esc.is_empty() {
             const HEX: &[u8; 16] = b"0123456789abcdef";
             out.push_str("\\u00");
@@ -606,7 +608,7 @@ pub fn write_str(out: &mut String, s: &str) {
         }
         start = i + 1;
     }
-    out.push_str(&s[start..]);
+    out.push_str(text::slice(s, start..));
     out.push('"');
 }
 
@@ -704,19 +706,19 @@ fn place(
             push_zeros(out, n - k);
             out.push_str(whole);
         } else if n > 0 {
-            out.push_str(&d[..n as usize]);
+            out.push_str(text::slice(d, ..n as usize));
             out.push('.');
-            out.push_str(&d[n as usize..]);
+            out.push_str(text::slice(d, n as usize..));
         } else {
             out.push_str("0.");
             push_zeros(out, -n);
             out.push_str(d);
         }
     } else {
-        out.push_str(&d[..1]);
+        out.push_str(text::slice(d, ..1));
         if k > 1 {
             out.push('.');
-            out.push_str(&d[1..]);
+            out.push_str(text::slice(d, 1..));
         }
         let e = n - 1;
         out.push_str(if e < 0 { "e-" } else { "e+" });
@@ -1301,14 +1303,13 @@ pub fn parse_float(text: &str) -> Option<f64> {
     // float() strips ASCII whitespace and non-ASCII Unicode space (not \x1c..\x1f,
     // which str.isspace counts): Unicode White_Space.
     let t = text.trim_matches(char::is_whitespace);
-    let (negative, body) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
+    let (negative, body) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
     };
     // PEP 515: one underscore between two digits is allowed anywhere digits are.
     let joined;
-    let body = if body.contains('_') {
+    let body = if body.as_bytes().contains(&b'_') {
         let b = body.as_bytes();
         let between = |i: usize| {
             i > 0 && b[i - 1].is_ascii_digit() && b.get(i + 1).is_some_and(u8::is_ascii_digit)

@@ -508,7 +508,12 @@ impl RestClient {
                 return Ok(s);
             }
             if let Some(d) = v.dyn_ref::<js_sys::Date>() {
-                return Ok(String::from(d.to_iso_string()).replace(".000Z", "Z"));
+                // Python's isoformat() leaves out zero milliseconds.
+                let iso = String::from(d.to_iso_string());
+                return Ok(match iso.strip_suffix(".000Z") {
+                    Some(whole) => format!("{whole}Z"),
+                    None => iso,
+                });
             }
             Err(type_error(
                 f,

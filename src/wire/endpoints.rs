@@ -23,6 +23,7 @@
 use std::time::Duration;
 
 use crate::platform::Method;
+use crate::text;
 
 /// What a request body is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,7 +155,7 @@ impl Endpoint {
     /// caller is in this crate).
     pub fn fill(&self, args: &[&str]) -> String {
         let mut out = String::with_capacity(self.path.len() + 32);
-        let mut parts = self.path.split("{}");
+        let mut parts = text::split(self.path, "{}");
         out.push_str(parts.next().unwrap_or_default());
         let mut args = args.iter();
         for part in parts {
@@ -197,7 +198,7 @@ impl Endpoint {
 
     /// How many path parameters the path has.
     pub fn params(&self) -> usize {
-        self.path.matches("{}").count()
+        text::split(self.path, "{}").count() - 1
     }
 }
 

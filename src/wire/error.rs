@@ -7,6 +7,7 @@ use std::fmt;
 
 use crate::json::Value;
 use crate::platform::Headers;
+use crate::text;
 use crate::types::InputError;
 
 /// Who caused a failed request, as the server classifies it.
@@ -185,8 +186,8 @@ pub fn redact_headers(headers: &Headers) -> Headers {
 pub fn redact_str(s: &str, secrets: &[&str]) -> String {
     let mut out = s.to_string();
     for secret in secrets.iter().filter(|x| x.len() >= 8) {
-        if out.contains(secret) {
-            out = out.replace(secret, "<redacted>");
+        if text::contains(&out, secret) {
+            out = text::replace(&out, secret, "<redacted>");
         }
     }
     out
