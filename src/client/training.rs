@@ -777,9 +777,11 @@ impl TrainingClient {
             // abort or a timeout) poisons the client too.
             let backward =
                 guard.run(me.collect(ids.backward, &endpoints::FORWARD_BACKWARD, CUSTOM));
-            let out = backward
-                .await
-                .and_then(|out| custom_output(out, ids.loss, ids.user_metrics));
+            let out =
+                me.0.holder
+                    .reported(backward.await)
+                    .await
+                    .and_then(|out| custom_output(out, ids.loss, ids.user_metrics));
             if let Err(e) = &out {
                 me.0.seq.poison(&e.to_string());
             }
@@ -788,7 +790,10 @@ impl TrainingClient {
     }
 
     /// The custom loss's two passes on reserved seq ids: the forward pass and its
-    /// logprobs, the loss function, then the backward pass's submission.
+    /// logprobs, the loss function, then the backward pass's submission. A pass that
+    /// fails is reported to telemetry as Python's `_run_fwd_bwd` reports it
+    /// (`@capture_exceptions(fatal=True)`); the loss function's own failure is not, as
+    /// Python's `_compute_custom_loss` runs outside it.
     async fn custom_reserved(
         &self,
         passes: &Passes<'_>,
@@ -796,15 +801,17 @@ impl TrainingClient {
         original: Vec<Datum>,
         loss: CustomLossFn,
     ) -> Result<CustomIds> {
+        let h = &self.0.holder;
         let forward = Rc::new(forward);
         let spec = FwdBwd::cross_entropy(passes.guard, forward.clone(), true);
-        let fwd_ids = self
-            .submit_reserved(passes.first, &spec, passes.chunks)
-            .await?;
-        let fwd = passes
-            .guard
-            .run(self.collect(fwd_ids, &endpoints::FORWARD, CUSTOM))
-            .await?;
+        let fwd = async {
+            let ids = self
+                .submit_reserved(passes.first, &spec, passes.chunks)
+                .await?;
+            let collect = self.collect(ids, &endpoints::FORWARD, CUSTOM);
+            passes.guard.run(collect).await
+        };
+        let fwd = h.reported(fwd.await).await?;
         let logprobs = forward_logprobs(&fwd, forward.len())?;
         let sizes: Vec<usize> = logprobs.iter().map(|l| l.values.len()).collect();
         // The loss itself is only reported (as `loss:sum`), never sent: a NaN or infinite
@@ -822,8 +829,8 @@ impl TrainingClient {
             .collect();
         let spec = FwdBwd::cross_entropy(passes.guard, Rc::new(backward), false);
         let first_backward = passes.first + passes.chunks.len() as i64;
-        let backward_ids = self
-            .submit_reserved(first_backward, &spec, &bchunks)
+        let backward_ids = h
+            .reported(self.submit_reserved(first_backward, &spec, &bchunks).await)
             .await?;
         Ok(CustomIds {
             backward: backward_ids,

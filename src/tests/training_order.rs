@@ -755,3 +755,88 @@ fn forward_backward_polls_carry_the_measured_submit_round_trip() {
         assert!((secs - waited).abs() < 1e-6, "{v} vs {waited}");
     }
 }
+
+/// The telemetry event kinds sent so far (`GENERIC_EVENT`s by their name).
+fn telemetry_kinds(s: &Scripted) -> Vec<String> {
+    s.requests
+        .borrow()
+        .iter()
+        .filter(|r| r.url.ends_with("/telemetry"))
+        .flat_map(|r| {
+            let events = body_json(r)["events"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            events.into_iter().map(|e| {
+                let kind = e["event"].as_str().unwrap_or_default();
+                let name = e["event_name"].as_str();
+                name.filter(|_| kind == "GENERIC_EVENT")
+                    .unwrap_or(kind)
+                    .to_string()
+            })
+        })
+        .collect()
+}
+
+/// A custom loss whose backward pass fails (`fb-2`) or whose loss function fails, on a
+/// client with telemetry on: the failed pass is reported as Python's
+/// `_run_fwd_bwd` (`@capture_exceptions(fatal=True)`) reports it, the loss function's
+/// failure is not (Python's `_compute_custom_loss` runs outside it).
+fn custom_loss_telemetry(fail_backward: bool) -> Vec<String> {
+    let mut pool = LocalPool::new();
+    let (inner, _log) = training_server("{}");
+    let handler = move |r: &crate::platform::HttpRequest, n: usize| {
+        if r.url.ends_with("/telemetry") {
+            return json(200, "{}");
+        }
+        if fail_backward
+            && r.url.ends_with("/retrieve_future")
+            && body_json(r)["request_id"] == "fb-2"
+        {
+            return json(200, r#"{"error":"backward failed","category":"server"}"#);
+        }
+        inner(r, n)
+    };
+    let s = Scripted::new(&pool, handler);
+    let mut o = opts();
+    o.telemetry = true;
+    let h = pool
+        .run_until(crate::session::Holder::connect(s.clone(), Rc::new(o), true))
+        .expect("connect");
+    let tc = pool
+        .run_until(TrainingClient::attach(h, "sess-1:train:0".into(), 1, None))
+        .unwrap();
+    let loss: crate::training::CustomLossFn = Rc::new(move |_, lps: Vec<TensorData>| {
+        Box::pin(async move {
+            if !fail_backward {
+                let e = crate::types::InputError::type_error("loss", "boom");
+                return Err(Error::Input(e));
+            }
+            Ok(CustomLossOutput {
+                loss: 1.0,
+                gradients: lps.iter().map(|l| vec![0.5f32; l.values.len()]).collect(),
+                metrics: Default::default(),
+            })
+        })
+    });
+    let call = tc.forward_backward_custom(vec![datum(2)], loss, CallOptions::default());
+    assert!(pool.run_until(call.unwrap()).is_err());
+    telemetry_kinds(&s)
+}
+
+#[test]
+fn a_failed_custom_loss_pass_is_reported_and_a_failed_loss_function_is_not() {
+    let kinds = custom_loss_telemetry(true);
+    assert_eq!(
+        kinds[kinds.len().saturating_sub(2)..],
+        ["UNHANDLED_EXCEPTION".to_string(), "SESSION_END".to_string()],
+        "{kinds:?}"
+    );
+    let kinds = custom_loss_telemetry(false);
+    assert!(
+        !kinds
+            .iter()
+            .any(|k| k == "SESSION_END" || k == "UNHANDLED_EXCEPTION"),
+        "{kinds:?}"
+    );
+}

@@ -25,6 +25,19 @@ async function mark(name) {
   await r.arrayBuffer();
 }
 
+// Polls the simulator until it has answered `n` session heartbeats (the SDKs send one
+// every 10 s): the `malformed` fault kind only hits heartbeats (faults.py).
+async function awaitHeartbeats(n) {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const stats = await (await fetch(`${URL}/_sim/stats`)).json();
+    const seen = stats.requests_by_path['POST /api/v1/session_heartbeat'] ?? 0;
+    if (seen >= n) return;
+    if (Date.now() > deadline) throw new Error(`${seen} of ${n} heartbeats after 60 s`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
 const datum = (tokens, weights = null, extra = {}) => ({
   model_input: tokens.slice(0, -1),
   loss_fn_inputs: { target_tokens: tokens.slice(1), ...(weights === null ? {} : { weights }), ...extra },
@@ -295,6 +308,11 @@ async function main() {
 
   await mark('storage_usage_project');
   await rc.getCurrentCheckpointStorageUsage({ project_id: S.copy_project });
+
+  if (process.env.DIFF_HEARTBEATS) {
+    await mark('heartbeats');
+    await awaitHeartbeats(Number(process.env.DIFF_HEARTBEATS));
+  }
 
   await mark('close');
   await sc.close({ status: 'success' });

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import urllib.request
 import warnings
 from datetime import date
@@ -42,6 +43,19 @@ RESULTS: dict = {}
 def mark(name: str) -> None:
     with urllib.request.urlopen(f"{URL}/_sim/health?mark={name}", timeout=10) as r:
         assert r.status == 200
+
+
+def await_heartbeats(n: int) -> None:
+    """Polls the simulator until it has answered `n` session heartbeats (the SDKs send one
+    every 10 s): the `malformed` fault kind only hits heartbeats (faults.py)."""
+    deadline = time.monotonic() + 60
+    while True:
+        with urllib.request.urlopen(f"{URL}/_sim/stats", timeout=10) as r:
+            seen = json.load(r)["requests_by_path"].get("POST /api/v1/session_heartbeat", 0)
+        if seen >= n:
+            return
+        assert time.monotonic() < deadline, f"{seen} of {n} heartbeats after 60 s"
+        time.sleep(0.2)
 
 
 def datum(tokens, weights=None, **extra) -> types.Datum:
@@ -313,6 +327,10 @@ def main() -> None:
 
     mark("storage_usage_project")
     ac.get_current_checkpoint_storage_usage(project_id=S["copy_project"]).result()
+
+    if os.environ.get("DIFF_HEARTBEATS"):
+        mark("heartbeats")
+        await_heartbeats(int(os.environ["DIFF_HEARTBEATS"]))
 
     mark("close")
     sc.close("success").result()

@@ -108,12 +108,12 @@ def _watch(proc: subprocess.Popen) -> None:
     ENDED[proc.pid] = time.monotonic()
 
 
-def run_side(name: str, cmd: list[str], out: Path, extra: list[str]) -> tuple[subprocess.Popen, Sim, float]:
+def run_side(name: str, cmd: list[str], out: Path, extra: list[str], env: dict[str, str] | None = None) -> tuple[subprocess.Popen, Sim, float]:
     out.mkdir(parents=True, exist_ok=True)
     for f in ("requests.jsonl", "models.json", "results.json"):
         (out / f).unlink(missing_ok=True)
     sim = Sim(out / "requests.jsonl", out / "sim.stderr", extra)
-    proc = subprocess.Popen([*cmd, sim.url, str(out / "results.json")], cwd=ROOT, stdout=open(out / "driver.log", "w"), stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([*cmd, sim.url, str(out / "results.json")], cwd=ROOT, stdout=open(out / "driver.log", "w"), stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
     threading.Thread(target=_watch, args=(proc,), daemon=True).start()
     return proc, sim, time.monotonic()
 
