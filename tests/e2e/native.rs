@@ -1,7 +1,7 @@
 //! The native platform for end-to-end tests: reqwest for HTTP, tokio timers, a tokio
 //! `LocalSet` for spawned tasks, and a fresh simulator process per test.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::rc::Rc;
@@ -12,16 +12,38 @@ use tinker_wasm::options::ClientOptions;
 use tinker_wasm::platform::{Headers, HttpRequest, HttpResponse, Method, Platform, TransportError};
 
 pub struct Native {
-    client: reqwest::Client,
+    /// One client per (read, connect) timeout pair: a request's timeouts are per phase
+    /// (`HttpRequest::timeout`: the longest without progress once connected), which
+    /// reqwest sets per client (`read_timeout`, `connect_timeout`), not per request.
+    clients: RefCell<Vec<(Timeouts, reqwest::Client)>>,
     rng: Cell<u64>,
 }
+
+type Timeouts = (Option<Duration>, Option<Duration>);
 
 impl Native {
     pub fn new() -> Rc<Self> {
         Rc::new(Native {
-            client: reqwest::Client::new(),
+            clients: RefCell::new(Vec::new()),
             rng: Cell::new(0x2545f4914f6cdd1d),
         })
+    }
+
+    fn client(&self, timeouts: Timeouts) -> reqwest::Client {
+        let mut clients = self.clients.borrow_mut();
+        if let Some((_, c)) = clients.iter().find(|(t, _)| *t == timeouts) {
+            return c.clone();
+        }
+        let mut b = reqwest::Client::builder();
+        if let Some(t) = timeouts.0 {
+            b = b.read_timeout(t);
+        }
+        if let Some(t) = timeouts.1 {
+            b = b.connect_timeout(t);
+        }
+        let c = b.build().expect("a reqwest client");
+        clients.push((timeouts, c.clone()));
+        c
     }
 }
 
@@ -36,15 +58,13 @@ impl Platform for Native {
             Method::Put => reqwest::Method::PUT,
             Method::Delete => reqwest::Method::DELETE,
         };
-        let mut b = self.client.request(method, &req.url);
+        let client = self.client((req.timeout, req.connect_timeout));
+        let mut b = client.request(method, &req.url);
         for (k, v) in req.headers.iter() {
             b = b.header(k, v);
         }
         if let Some(body) = req.body {
             b = b.body(std::rc::Rc::unwrap_or_clone(body));
-        }
-        if let Some(t) = req.timeout {
-            b = b.timeout(t);
         }
         Box::pin(async move {
             let r = b.send().await.map_err(|e| {
