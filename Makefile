@@ -203,7 +203,15 @@ test-soak: wasm sim
 
 .PHONY: soak test-soak
 
-test: lint test-rust typecheck test-coverage test-js test-package test-cli test-readme test-tokenizer-parity test-renderer-parity test-sim-lineup test-sim-language test-conformance test-differential test-size test-www test-soak test-fuzz
+# Every suite, two at a time (CI has 2 cores). Most suites are one process waiting on its
+# own simulator, or one single-threaded oracle, so a pair takes little more than the longer
+# of the two. Each suite has its own simulator (on port 0), output directory under target/
+# and browser profile; cargo's lock on target/ keeps two builds of it from overlapping.
+# --output-sync prints each suite's output in one piece when it ends.
+TEST_SUITES := lint test-rust typecheck test-coverage test-js test-package test-cli test-readme test-tokenizer-parity test-renderer-parity test-sim-lineup test-sim-language test-conformance test-differential test-size test-www test-soak test-fuzz
+
+test: setup
+	@$(MAKE) --no-print-directory -j2 --output-sync=target $(TEST_SUITES)
 	@echo "make test: all suites passed"
 
 clean:
