@@ -413,6 +413,25 @@ fn no_core_function_is_longer_than_100_lines() {
     );
 }
 
+/// The JS skin stays thin: one file per class, no file in `src/wasm/` (Rust or JS, its
+/// folders included) over 600 lines (issue 20).
+#[test]
+fn no_skin_file_is_longer_than_600_lines() {
+    fn files(dir: &Path) -> Vec<PathBuf> {
+        let entries = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path());
+        let (dirs, mut found): (Vec<_>, Vec<_>) = entries.partition(|p| p.is_dir());
+        found.extend(dirs.iter().flat_map(|d| files(d)));
+        found
+    }
+    let long: Vec<String> = files(&src().join("wasm"))
+        .into_iter()
+        .map(|f| (read(&f).lines().count(), f))
+        .filter(|(n, _)| *n > 600)
+        .map(|(n, f)| format!("{}: {n} lines", f.display()))
+        .collect();
+    assert!(long.is_empty(), "src/wasm files over 600 lines: {long:#?}");
+}
+
 #[test]
 fn the_length_check_counts_whole_bodies() {
     let src = "fn a() {\n    let s = \"}\";\n    if x { y }\n}\ntrait T { fn d(&self); }\nfn b<'a>(c: &'a str) -> char { '}' }\n";
