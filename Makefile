@@ -11,15 +11,7 @@ export CARGO_TERM_COLOR ?= never
 sim: setup
 	cargo build -p tinker-sim
 
-# The simulator for the test suites, built in one cargo invocation with every test target
-# of the workspace, so that cargo resolves the features of their shared dependencies once.
-# Built alone (`make sim`, what `make demo` uses), 24 of its 149 units (tokenizers, regex,
-# tokio, hyper, serde, ...) get other features than in `cargo test --workspace` and are
-# compiled a second time for it.
-test-build: setup
-	cargo build --workspace --all-targets
-
-.PHONY: all setup build sim test-build wasm demo test test-cli test-readme lint test-rust test-js test-node test-node-lite test-browser test-workerd test-bun test-deno test-package typecheck test-tokenizer-parity bench-tokenizer test-size test-size-strict bench clean
+.PHONY: all setup build sim wasm demo test test-cli test-readme lint test-rust test-js test-node test-node-lite test-browser test-workerd test-bun test-deno test-package typecheck test-tokenizer-parity bench-tokenizer test-size test-size-strict bench clean
 
 all: build
 
@@ -45,41 +37,41 @@ typecheck: wasm
 	node_modules/.bin/tsc -p tests/types/tsconfig.js.json
 	node_modules/.bin/tsc -p tests/types/tsconfig.cli.json
 
-test-rust: test-build
+test-rust: sim
 	cargo test --workspace
 
 # The cross-runtime cases (tests/js/cases) run as a runtime × module matrix (tests/js/matrix.js):
 # every runtime against the full module and against tinker-wasm/lite (the tokenizer suites
 # left out of lite by name), each cell on a fresh simulator.
-test-node: wasm test-build
+test-node: wasm sim
 	node --test tests/js/node.test.mjs tests/js/general-engine.test.mjs tests/js/node-transport.test.mjs tests/js/node-env.test.mjs tests/js/node-gc.test.mjs tests/js/secrets.test.mjs tests/js/memory.test.mjs
 
-test-node-lite: wasm test-build
+test-node-lite: wasm sim
 	TINKER_TEST_MODULE=lite node --test tests/js/node.test.mjs
 
-test-browser: wasm test-build
+test-browser: wasm sim
 	node tests/js/run-browser.mjs --module full,lite
 
-test-workerd: wasm test-build
+test-workerd: wasm sim
 	node tests/js/run-workerd.mjs --module full,lite
 
 # Bun and Deno from npm (node_modules/.bin); Deno with only the permissions the README gives
 # users, through node_modules and through `npm:tinker-wasm` installed from the packed tarball.
-test-bun: wasm test-build
+test-bun: wasm sim
 	node tests/js/run-matrix.mjs bun
 
-test-deno: wasm test-build
+test-deno: wasm sim
 	node tests/js/run-matrix.mjs deno deno-npm
 
 # The packed tarball as a user receives it (tests/package/check.mjs): its file list against
 # what the entry points import, LICENSE, metadata, publint, attw, npm publish --dry-run, and
 # the package README's examples in Node, Bun and Deno from an npm install of the tarball.
-test-package: wasm test-build
+test-package: wasm sim
 	node tests/package/check.mjs
 
 # The command line (issue 22): tinker-wasm's CLI (pkg/cli) against tinker-sim, with the
 # Python SDK's `tinker` CLI 0.38.0 as the oracle (same JSON, errors, exit codes, files).
-test-cli: wasm test-build
+test-cli: wasm sim
 	node --test --test-reporter=spec tests/cli/output.test.mjs tests/cli/credentials.test.mjs tests/cli/cli.test.mjs tests/cli/runtimes.test.mjs
 
 # Public-surface coverage (issue 26): every method, getter and function in the package's
@@ -90,7 +82,7 @@ test-coverage: wasm
 .PHONY: test-coverage
 
 # Every README block marked `<!-- runs as written -->`, run against a fresh simulator.
-test-readme: wasm test-build
+test-readme: wasm sim
 	node tests/readme/run.mjs
 
 test-js: test-node test-node-lite test-browser test-workerd test-bun test-deno
@@ -121,7 +113,7 @@ renderer-tokenizers: setup
 
 # The whole lineup through the official SDK against tinker-sim: all 46 models end to end,
 # stop strings decoded with each family's tokenizer (after the renderer oracle wrote them).
-test-sim-lineup: test-build renderer-tokenizers
+test-sim-lineup: sim renderer-tokenizers
 	TINKER_SIM_TOKENIZERS=target/renderer-parity/tokenizers tests/conformance/.venv/bin/python tests/sim/lineup.py
 
 .PHONY: test-renderer-parity test-sim-lineup renderer-tokenizers
@@ -150,13 +142,14 @@ bench: wasm sim
 test-sim: setup
 	cargo test -p tinker-sim
 
-test-conformance: test-build
+test-conformance: setup
+	cargo build -p tinker-sim
 	tests/conformance/.venv/bin/python tests/conformance/run.py
 
 # What the simulator's base models write (issue 24), as a new user tries it: through pkg/
 # against a fresh tinker-sim, base samples of Qwen/Qwen3-8B at temperature 0.8 are >= 70 %
 # English words, and a 20-step fine-tune on www/examples/pirate.jsonl moves samples to it.
-test-sim-language: wasm test-build
+test-sim-language: wasm sim
 	node --test tests/sim/language.test.mjs
 
 .PHONY: test-sim-language
@@ -165,7 +158,7 @@ test-sim-language: wasm test-build
 # through pkg/ in Node, each against a fresh tinker-sim; the request logs must match
 # (tests/differential/NOTES.md). Artifacts in target/differential/. Then sampler handles
 # made by either SDK restored by the other (tests/differential/handles.py).
-test-differential: wasm test-build
+test-differential: wasm sim
 	tests/conformance/.venv/bin/python tests/differential/run.py
 	tests/conformance/.venv/bin/python tests/differential/handles.py
 	tests/conformance/.venv/bin/python tests/differential/faults.py --short
@@ -183,7 +176,7 @@ playground: wasm sim renderer-tokenizers
 
 # Playground tests: the relay in miniflare (origins, paths, size limit, no key in any answer)
 # and the page in headless Chromium through the relay; screenshots in tests/artifacts/www/.
-test-www: wasm test-build renderer-tokenizers
+test-www: wasm sim renderer-tokenizers
 	node --test --test-concurrency=1 tests/www/relay.test.mjs tests/www/browser.test.mjs
 
 .PHONY: playground test-www
@@ -205,7 +198,7 @@ soak: wasm sim
 	node tests/soak/soak.mjs --ops 10000
 	tests/conformance/.venv/bin/python tests/differential/faults.py
 
-test-soak: wasm test-build
+test-soak: wasm sim
 	node tests/soak/soak.mjs --ops 1500 --out target/soak-short
 
 .PHONY: soak test-soak
