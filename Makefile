@@ -210,9 +210,16 @@ test-soak: wasm sim
 # --output-sync prints each suite's output in one piece when it ends.
 TEST_SUITES := lint test-rust typecheck test-coverage test-js test-package test-cli test-readme test-tokenizer-parity test-renderer-parity test-sim-lineup test-sim-language test-conformance test-differential test-size test-www test-soak test-fuzz
 
+# -k: a failing suite does not stop the others, so one run reports every failure. Each
+# recipe line runs through scripts/timed-shell.sh, and the table of how long each target took
+# (scripts/suite-times.sh) ends the output whether the suites passed or not.
+export TIMED_TARGET = $@
+
 test: setup
-	@$(MAKE) --no-print-directory -j2 --output-sync=target $(TEST_SUITES)
-	@echo "make test: all suites passed"
+	@rm -f target/suite-times.log; status=0; \
+	$(MAKE) --no-print-directory -k -j2 --output-sync=target SHELL=$(CURDIR)/scripts/timed-shell.sh TIMED_LOG=$(CURDIR)/target/suite-times.log $(TEST_SUITES) || status=$$?; \
+	scripts/suite-times.sh target/suite-times.log; \
+	if [ $$status = 0 ]; then echo "make test: all suites passed"; else echo "make test: some suites failed (see above)"; exit $$status; fi
 
 clean:
 	cargo clean
