@@ -33,12 +33,23 @@ function envFor(extra = {}) {
   return env;
 }
 
-/** Runs one CLI; `{ code, stdout, stderr }`. */
+/** Runs one CLI; `{ code, stdout, stderr }`, where `code` names the signal if one ended it.
+ * The oracle is run with Python's fault handler on, so a crash prints its traceback. A
+ * Python CLI killed by a signal (seen once in CI: billing usage, no output, no exit code) is
+ * the oracle failing, not a difference: it is reported and run once more; a second crash, or
+ * any difference after the rerun, fails the test. */
 function run(which, args, { env = {}, cwd = tmp, input } = {}) {
   const [cmd, argv] = which === 'py' ? [PY, [PY_CLI, ...args]] : [process.execPath, [CLI, ...args]];
-  const r = spawnSync(cmd, argv, { cwd, env: envFor(env), input: input ?? '', encoding: 'utf8', timeout: 180_000 });
-  if (r.error) throw r.error;
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  const envs = envFor(which === 'py' ? { PYTHONFAULTHANDLER: '1', ...env } : env);
+  for (let attempt = 1; ; attempt++) {
+    const r = spawnSync(cmd, argv, { cwd, env: envs, input: input ?? '', encoding: 'utf8', timeout: 180_000 });
+    if (r.error) throw r.error;
+    if (r.status === null && which === 'py' && attempt === 1) {
+      console.log(`# the Python CLI was killed by ${r.signal} on \`${args.join(' ')}\` (stdout ${JSON.stringify(r.stdout)}, stderr ${JSON.stringify(r.stderr)}); running it once more`);
+      continue;
+    }
+    return { code: r.status ?? r.signal, stdout: r.stdout, stderr: r.stderr };
+  }
 }
 const ours = (args, o) => run('ours', args, o);
 const py = (args, o) => run('py', args, o);
