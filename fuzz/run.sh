@@ -20,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 export RUSTC_BOOTSTRAP=1
-TARGETS=(proto_forward_backward proto_sample_response retry_headers tinker_path jwt json_types hostile_server tokenizer_json chat_template zstd_round_trip)
+TARGETS=(proto_forward_backward proto_sample_response retry_headers tinker_path jwt json_types hostile_server tokenizer_json tokenizer_prepared chat_template zstd_round_trip)
 
 if ! command -v cargo-fuzz >/dev/null; then
   cargo install cargo-fuzz --locked --version 0.13.2

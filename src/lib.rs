@@ -70,6 +70,11 @@ pub mod fuzzing {
     pub use crate::json::{from_slice, FromJson};
     #[cfg(feature = "tokenizer")]
     pub use crate::tokenizer::split_pieces;
+    /// A prepared tokenizer form around any body (the header and checksum made for it).
+    #[cfg(feature = "tokenizer")]
+    pub fn seal_prepared(body: &[u8]) -> Vec<u8> {
+        crate::tokenizer::seal_prepared(body)
+    }
     pub use crate::zstd::compress;
 }
 

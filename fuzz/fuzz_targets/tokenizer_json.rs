@@ -1,7 +1,8 @@
 //! Loading a `tokenizer.json` (+ optional `tokenizer_config.json`) a user supplies (or a
 //! URL serves), then encoding and decoding with it. Property: when the fast path takes a
 //! file, it encodes and decodes as the reference (HuggingFace `tokenizers`, the general
-//! engine) does.
+//! engine) does, and its prepared form (`Tokenizer::prepared`) loads a tokenizer that
+//! encodes and decodes exactly as the file's does.
 //! Input: a flag byte; with bit 0 set, config JSON, a NUL, then the tokenizer JSON.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
@@ -25,6 +26,9 @@ fuzz_target!(|data: &[u8]| {
     let reference = (tok.engine_name() == "fast")
         .then(|| Tokenizer::from_json_general(json, config, &native_general).ok())
         .flatten();
+    let prepared = tok
+        .prepared()
+        .map(|form| Tokenizer::from_prepared(&form, config).expect("a prepared form loads"));
     for text in [
         "Hello world, tinker!",
         " \u{00e9}\u{4e2d}\n\n<|im_end|>  x",
@@ -32,8 +36,20 @@ fuzz_target!(|data: &[u8]| {
     ] {
         if let Ok(ids) = tok.encode(text, flags & 2 == 2) {
             let decoded = tok.decode(&ids, flags & 4 == 4);
+            if let Some(p) = &prepared {
+                assert_eq!(
+                    Ok(&ids),
+                    p.encode(text, flags & 2 == 2).as_ref(),
+                    "prepared {text:?}"
+                );
+                assert_eq!(decoded, p.decode(&ids, flags & 4 == 4), "prepared {text:?}");
+            }
             if let Some(r) = &reference {
-                assert_eq!(Ok(&ids), r.encode(text, flags & 2 == 2).as_ref(), "encode {text:?}");
+                assert_eq!(
+                    Ok(&ids),
+                    r.encode(text, flags & 2 == 2).as_ref(),
+                    "encode {text:?}"
+                );
                 assert_eq!(decoded, r.decode(&ids, flags & 4 == 4), "decode {text:?}");
             }
         }

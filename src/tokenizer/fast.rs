@@ -26,6 +26,11 @@ use super::scan::{ScanResult, Scanner};
 use super::split::{char_at, split, Pattern, DEEPSEEK_PATTERNS};
 use super::EncodeOptions;
 
+mod prepared;
+pub(crate) use prepared::key as prepared_key;
+#[cfg(feature = "fuzzing")]
+pub(crate) use prepared::seal as seal_prepared;
+
 // ---------------------------------------------------------------------------------
 // Hashing
 
@@ -813,6 +818,24 @@ pub(crate) fn token_matcher(tokens: &[&str]) -> Result<aho_corasick::AhoCorasick
         .map_err(|e| e.to_string())
 }
 
+/// The matchers that split added tokens off, `normalized: false` ones first (see
+/// [`FastBpe::matchers`]).
+fn added_matchers(
+    added: &[(String, Added)],
+) -> Result<Vec<(aho_corasick::AhoCorasick, Vec<usize>)>, String> {
+    let mut matchers = Vec::new();
+    for normalized in [false, true] {
+        let idx: Vec<usize> = (0..added.len())
+            .filter(|&i| added[i].1.normalized == normalized)
+            .collect();
+        if !idx.is_empty() {
+            let tokens: Vec<&str> = idx.iter().map(|&i| added[i].0.as_str()).collect();
+            matchers.push((token_matcher(&tokens)?, idx));
+        }
+    }
+    Ok(matchers)
+}
+
 fn is_byte_level(v: &serde_json::Value) -> bool {
     v.get("type").and_then(|t| t.as_str()) == Some("ByteLevel")
 }
@@ -1031,16 +1054,7 @@ impl FastBpe {
                 },
             ));
         }
-        let mut matchers = Vec::new();
-        for normalized in [false, true] {
-            let idx: Vec<usize> = (0..added.len())
-                .filter(|&i| added[i].1.normalized == normalized)
-                .collect();
-            if !idx.is_empty() {
-                let tokens: Vec<&str> = idx.iter().map(|&i| added[i].0.as_str()).collect();
-                matchers.push((token_matcher(&tokens)?, idx));
-            }
-        }
+        let matchers = added_matchers(&added)?;
         for id in prefix.iter().chain(&suffix) {
             if !added_by_id.contains_key(id) && vocab.tok(*id).is_none() {
                 return Ok(None);

@@ -32,6 +32,8 @@
 mod cache;
 mod chat;
 mod fast;
+#[cfg(feature = "fuzzing")]
+pub(crate) use fast::seal_prepared;
 pub mod renderers;
 mod scan;
 mod split;
@@ -281,6 +283,39 @@ impl Tokenizer {
         };
         let mut tok = Tokenizer {
             engine,
+            special: SpecialTokens::default(),
+            templates: ChatTemplates::default(),
+        };
+        if let Some(cfg) = config {
+            tok.set_config(cfg)?;
+        }
+        Ok(tok)
+    }
+
+    /// The prepared form of a `tokenizer.json` the fast path took: bytes that
+    /// [`Tokenizer::from_prepared`] loads several times faster than the file (no JSON, no
+    /// merges resolved through the vocabulary). `None` for the other engines. What
+    /// `tokenizer_config.json` and a chat template add is not part of it.
+    pub fn prepared(&self) -> Option<Vec<u8>> {
+        match &self.engine {
+            Engine::Fast(f) => Some(f.to_prepared()),
+            _ => None,
+        }
+    }
+
+    /// A short key for the prepared form of the tokenizer file `json` (the form's format
+    /// version and a hash of the file), for caches that keep forms beside their files.
+    pub fn prepared_key(json: &[u8]) -> String {
+        fast::prepared_key(json)
+    }
+
+    /// Loads a [`Tokenizer::prepared`] form (of this version of the SDK's format), with
+    /// the optional `tokenizer_config.json`. A truncated, altered or other-version form is
+    /// an error, never a partly loaded tokenizer.
+    pub fn from_prepared(bytes: &[u8], config: Option<&[u8]>) -> Result<Tokenizer, TokenizerError> {
+        let fast = fast::FastBpe::from_prepared(bytes).map_err(TokenizerError::Load)?;
+        let mut tok = Tokenizer {
+            engine: Engine::Fast(Box::new(fast)),
             special: SpecialTokens::default(),
             templates: ChatTemplates::default(),
         };

@@ -618,11 +618,11 @@ mod single_flight {
 /// tiktoken vocabularies: the Qwen3 `tokenizer.json`'s vocabulary written as a ranks file
 /// (its ids are in merge order, as in `qwen.tiktoken`, which it was converted from).
 /// Against native `tiktoken` over the corpus: `make test-tokenizer-parity`.
-mod tiktoken_files {
+pub(crate) mod tiktoken_files {
     use super::*;
 
     /// The ranks file and every added token (special or not: tiktoken has only the one kind).
-    pub(super) fn qwen3_ranks() -> (Vec<u8>, Vec<(String, u32)>) {
+    pub(crate) fn qwen3_ranks() -> (Vec<u8>, Vec<(String, u32)>) {
         let json: serde_json::Value =
             serde_json::from_slice(&read("tokenizer-qwen3", "tokenizer.json")).unwrap();
         let table = crate::tokenizer::fast::char_to_byte_table();

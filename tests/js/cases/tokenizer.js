@@ -237,6 +237,91 @@ export default {
     }
   },
 
+  async 'fromURL with a cache keeps the prepared form beside the file, keyed by its bytes, and loads from it'(ctx) {
+    // Any object with match/put is a cache (the Cache API's shape): this one records what
+    // it is asked, in every runtime, Node's included (no Cache API there).
+    const store = new Map();
+    const headers = new Map();
+    const puts = [];
+    const served = [];
+    const cache = {
+      async match(url) {
+        const b = store.get(String(url));
+        if (!b) return undefined;
+        const r = new Response(b.slice(0), { headers: headers.get(String(url)) });
+        served.push([String(url), r]);
+        return r;
+      },
+      async put(url, res) {
+        puts.push(String(url));
+        headers.set(String(url), [...res.headers]);
+        store.set(String(url), new Uint8Array(await res.arrayBuffer()));
+      },
+    };
+    const f = files(ctx, 'llama3');
+    let calls = 0;
+    const countingFetch = (url, init) => {
+      calls++;
+      return fetch(url, init);
+    };
+    const texts = ['Hello world, tinker!', 'Hello', '日本語のテキスト 😀\n\n  x'];
+    const t1 = await Tokenizer.fromURL(f.json, { fetch: countingFetch, cache, configURL: f.config });
+    assert.equal(calls, 2);
+    const formKey = puts.find((k) => k.startsWith(`${f.json}?tinker-wasm-prepared=`));
+    assert.ok(formKey, `the prepared form is stored beside the file: ${puts.join(', ')}`);
+    assert.deepEqual([...puts].sort(), [f.config, f.json, formKey].sort());
+    assert.ok(store.get(formKey).byteLength < store.get(f.json).byteLength);
+
+    // The file's entry names its form in a header (the key made of the file's hash).
+    assert.ok(formKey.endsWith(`-${new Map(headers.get(f.json)).get('x-tinker-wasm-prepared')}`), formKey);
+
+    // Again: no download, no new entry (the form was read, not rebuilt), the same tokenizer;
+    // the file's body is not even read.
+    served.length = 0;
+    const t2 = await Tokenizer.fromURL(f.json, { fetch: countingFetch, cache, configURL: f.config });
+    assert.equal(calls, 2);
+    assert.equal(puts.length, 3, 'the form is read, not written again');
+    const file = served.filter(([u]) => u === f.json);
+    assert.ok(file.length >= 1 && file.every(([, r]) => !r.bodyUsed), 'the file itself is not read');
+    assert.ok(served.some(([u, r]) => u === formKey && r.bodyUsed), 'the form is read');
+    assert.equal(t2.engine, 'fast');
+    for (const text of texts) assert.deepEqual(ids(t2.encode(text)), await native(ctx, 'llama3', text));
+    assert.equal(t2.vocabSize, t1.vocabSize);
+    assert.deepEqual(t2.addedTokens(), t1.addedTokens());
+    assert.equal(t2.hasChatTemplate, t1.hasChatTemplate);
+    assert.equal(t2.bosToken, t1.bosToken);
+    assert.equal(t2.decode(t2.encode(texts[2])), texts[2]);
+
+    // A damaged form is not used: the file is loaded and the form written anew.
+    store.get(formKey)[100] ^= 0xff;
+    const t3 = await Tokenizer.fromURL(f.json, { fetch: countingFetch, cache });
+    assert.equal(puts.length, 4);
+    assert.equal(puts[3], formKey);
+    assert.deepEqual(ids(t3.encode(texts[0])), await native(ctx, 'llama3', texts[0]));
+
+    // A cached file without the header (an earlier version's entry): its bytes' hash finds
+    // the form all the same.
+    headers.set(f.json, headers.get(f.json).filter(([k]) => k !== 'x-tinker-wasm-prepared'));
+    const t5 = await Tokenizer.fromURL(f.json, { fetch: countingFetch, cache });
+    assert.equal(puts.length, 4, 'found by the hash of the bytes, not written again');
+    assert.deepEqual(ids(t5.encode(texts[1])), await native(ctx, 'llama3', texts[1]));
+
+    // The same URL serving other bytes (Qwen3's file): another key, never the old form.
+    const qwen = await fetch(files(ctx, 'qwen3').json).then((r) => r.arrayBuffer());
+    const other = new Map();
+    const otherCache = { match: async (u) => other.has(String(u)) ? new Response(other.get(String(u))) : undefined, put: async (u, r) => { other.set(String(u), await r.arrayBuffer()); } };
+    for (const [k, v] of store) if (k.includes('tinker-wasm-prepared=')) other.set(k, v);
+    const t4 = await Tokenizer.fromURL(f.json, { fetch: async () => new Response(qwen), cache: otherCache });
+    assert.deepEqual(ids(t4.encode(texts[0])), await native(ctx, 'qwen3', texts[0]));
+    assert.equal([...other.keys()].filter((k) => k.includes('tinker-wasm-prepared=')).length, 2);
+
+    // engine: 'general' neither reads nor writes a form.
+    const before = puts.length;
+    const g = await Tokenizer.fromURL(f.json, { fetch: countingFetch, cache, engine: 'general' });
+    assert.equal(g.engine, 'general');
+    assert.equal(puts.length, before);
+  },
+
   async 'other files load the general engine on demand, and encode as the fast path does'(ctx) {
     const fast = await qwen3(ctx);
     // Qwen3's file with a Lowercase normalizer: the fast path does not specialise it.
