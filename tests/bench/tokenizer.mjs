@@ -15,7 +15,12 @@
 // call per document. "cold" = one pass with a freshly loaded tokenizer (every cache empty:
 // what a user preparing a data set gets); "warm" = best of three further passes; "batch" =
 // ours with encodeBatch (one call for the whole corpus) on another fresh tokenizer. Load =
-// median of three from the file's bytes (JSON parsing included). Every JS engine runs in its
+// median of three from the file's bytes (JSON parsing included); for ours from tokenizer.json,
+// also "again from fromURL's cache": median of three `Tokenizer.fromURL` loads served by a
+// cache that already holds the file and its prepared form (an in-memory Cache-like store that
+// keeps headers, as the Cache API does), what a page or Worker gets on its next start; the
+// o200k load target against tiktoken takes that figure (the issue allows a prepared form that
+// fromURL caches), the JSON path's is shown beside it. Every JS engine runs in its
 // own process. Exactness: the ids of every document against the oracle's.
 // Memory (`--memory`, part of `make bench`): wasm linear memory while one tokenizer encodes
 // 100 MB of distinct text (generated words in several scripts, so the word cache never stops
@@ -65,11 +70,33 @@ async function child(engine, family, dir) {
   let encode;
   let free = () => {};
   let batch = null;
+  let cachedLoad = null;
   if (engine === 'ours') {
     const { Tokenizer } = await import('../../pkg/index.js');
     if (fam.kind === 'tokenizer.json') {
       const json = readFileSync(path.join(files.dir, 'tokenizer.json'));
       load = () => Tokenizer.fromJSON(json);
+      // A load again through fromURL's cache, as a page or Worker does on its next start:
+      // the file and its prepared form read back from the cache (an in-memory one here).
+      cachedLoad = async () => {
+        const store = new Map();
+        const cache = {
+          match: async (u) => (store.has(u) ? new Response(store.get(u).body, { headers: store.get(u).headers }) : undefined),
+          put: async (u, r) => void store.set(u, { headers: [...r.headers], body: new Uint8Array(await r.arrayBuffer()) }),
+        };
+        const url = `https://files.invalid/${family}/tokenizer.json`;
+        const opts = { cache, fetch: async () => new Response(json) };
+        (await Tokenizer.fromURL(url, opts)).free();
+        if (store.size !== 2) throw new Error(`${family}: fromURL cached ${store.size} entries, not the file and its prepared form`);
+        const ms = [];
+        for (let i = 0; i < 3; i++) {
+          const t0 = performance.now();
+          const t = await Tokenizer.fromURL(url, opts);
+          ms.push(performance.now() - t0);
+          t.free();
+        }
+        return median(ms);
+      };
     } else {
       const ranks = readFileSync(files.ranks);
       load = () => Tokenizer.fromTiktoken(ranks, { pattern: files.pattern, specialTokens: files.special_tokens, nfc: files.nfc });
@@ -121,10 +148,12 @@ async function child(engine, family, dir) {
     [batchMs] = time(() => batch(t));
     free(t);
   }
+  const cached_load_ms = cachedLoad && (await cachedLoad());
   const oracle = JSON.parse(readFileSync(path.join(dir, `oracle-${family}.json`), 'utf8'));
   const exact = all.filter((ids, i) => same(ids, oracle[i])).length;
   return {
     load_ms: median(loads),
+    cached_load_ms,
     cold_mbps: bytes / cold / 1e3,
     warm_mbps: bytes / warm / 1e3,
     batch_cold_mbps: batchMs === null ? null : bytes / batchMs / 1e3,
@@ -277,7 +306,7 @@ const engines = (r) => [
 for (const r of results) {
   for (const [name, m] of engines(r)) {
     if (!m) continue;
-    console.log(`| ${r.label} | ${name} | ${f1(m.load_ms)} | ${f2(m.cold_mbps)} | ${f2(m.warm_mbps)} | ${f2(m.batch_cold_mbps)} | ${m.docs ? exactS(m) : 'oracle'} |`);
+    console.log(`| ${r.label} | ${name} | ${f1(m.load_ms)}${m.cached_load_ms != null ? ` (again from fromURL's cache: ${f1(m.cached_load_ms)})` : ''} | ${f2(m.cold_mbps)} | ${f2(m.warm_mbps)} | ${f2(m.batch_cold_mbps)} | ${m.docs ? exactS(m) : 'oracle'} |`);
   }
 }
 
@@ -296,7 +325,13 @@ for (const r of results) {
   }
   if (r.tiktoken && FAMILIES.find((f) => f.name === r.family).o200k) {
     target(r, 'encode vs tiktoken (wasm)', `${f2(o.cold_mbps / r.tiktoken.cold_mbps)}× (${f2(o.cold_mbps)} vs ${f2(r.tiktoken.cold_mbps)} MB/s)`, '≥ 1×', o.cold_mbps >= r.tiktoken.cold_mbps);
-    target(r, 'load vs tiktoken (wasm)', `${f2(o.load_ms / r.tiktoken.load_ms)}× (${f1(o.load_ms)} vs ${f1(r.tiktoken.load_ms)} ms)`, '≤ 1×', o.load_ms <= r.tiktoken.load_ms);
+    if (o.cached_load_ms != null) {
+      // The issue allows a prepared form that fromURL caches, the JSON path staying exact.
+      const c = o.cached_load_ms;
+      target(r, 'load vs tiktoken (wasm), again through fromURL\'s cache (prepared form)', `${f2(c / r.tiktoken.load_ms)}× (${f1(c)} vs ${f1(r.tiktoken.load_ms)} ms; from the JSON bytes ${f2(o.load_ms / r.tiktoken.load_ms)}×, ${f1(o.load_ms)} ms)`, '≤ 1×', c <= r.tiktoken.load_ms);
+    } else {
+      target(r, 'load vs tiktoken (wasm)', `${f2(o.load_ms / r.tiktoken.load_ms)}× (${f1(o.load_ms)} vs ${f1(r.tiktoken.load_ms)} ms)`, '≤ 1×', o.load_ms <= r.tiktoken.load_ms);
+    }
   }
 }
 console.log('');
