@@ -147,14 +147,23 @@ impl FastBpe {
         // order (each merge has its own rank): the form depends only on the merges, and
         // the reader's inserts into its table of the same size walk it in order instead of
         // jumping (a cache miss each, for 446 k merges).
+        // Ranks far beyond the count (only a crafted form has them: a file's ranks are its
+        // merge lines) are inserted in the order they are stored instead, so the rank table
+        // stays small.
         let live = || self.merges.slots.iter().filter(|(k, _)| *k != EMPTY);
         let ranks = live()
             .map(|&(_, v)| (v >> 32) as usize + 1)
             .max()
             .unwrap_or(0);
-        let mut by_rank = vec![(EMPTY, 0u64); ranks];
-        live().for_each(|&(k, v)| by_rank[(v >> 32) as usize] = (k, v));
+        let dense = ranks <= 4 * self.merges.len + 1024;
+        let mut by_rank = vec![(EMPTY, 0u64); if dense { ranks } else { 0 }];
         let mut table = PairMap::with_capacity(self.merges.len);
+        for &(k, v) in live() {
+            match by_rank.get_mut((v >> 32) as usize) {
+                Some(slot) if slot.0 == EMPTY => *slot = (k, v),
+                _ => table.insert(k, v),
+            }
+        }
         for &(k, v) in by_rank.iter().filter(|(k, _)| *k != EMPTY) {
             table.insert(k, v);
         }

@@ -237,6 +237,53 @@ export default {
     }
   },
 
+  async 'other files load the general engine on demand, and encode as the fast path does'(ctx) {
+    const fast = await qwen3(ctx);
+    // Qwen3's file with a Lowercase normalizer: the fast path does not specialise it.
+    const file = await fetch(files(ctx, 'qwen3').json).then((r) => r.json());
+    file.normalizer = { type: 'Lowercase' };
+    const json = JSON.stringify(file);
+    if (ctx.runtime === 'browser') {
+      // Browsers fetch the engine's module asynchronously: fromJSON says how.
+      assert.throws(() => Tokenizer.fromJSON(json), (e) => e instanceof Error && /Tokenizer\.loadGeneralEngine\(\)/.test(e.message));
+    }
+    // fromURL loads the engine by itself (the first load in the browser).
+    let served = 0;
+    const fetchFile = async () => {
+      served++;
+      return new Response(json);
+    };
+    const tok = await Tokenizer.fromURL('https://tokenizers.invalid/lowercase/tokenizer.json', { fetch: fetchFile });
+    assert.equal(served, 1);
+    assert.equal(tok.engine, 'general');
+    const text = 'Hello World, TINKER! 日本語 😀  x\n';
+    assert.deepEqual(ids(tok.encode(text)), ids(fast.encode(text.toLowerCase())));
+    assert.deepEqual(tok.encodeBatch(['A', 'bC']).map(ids), [ids(fast.encode('a')), ids(fast.encode('bc'))]);
+    assert.equal(tok.decode(tok.encode(text)), text.toLowerCase());
+    assert.equal(tok.decode([151644, 9707], { skip_special_tokens: true }), fast.decode([151644, 9707], { skip_special_tokens: true }));
+    assert.equal(tok.vocabSize, fast.vocabSize);
+    assert.equal(tok.tokenToId('<|im_end|>'), 151645);
+    assert.equal(tok.tokenToId('no such token'), undefined);
+    assert.equal(tok.idToToken(1879), 'Ġworld');
+    assert.equal(tok.idToToken(4_000_000), undefined);
+    assert.deepEqual(tok.addedTokens(), fast.addedTokens());
+    // Loaded now, so fromJSON works in every runtime; loadGeneralEngine resolves at once.
+    await Tokenizer.loadGeneralEngine();
+    const again = Tokenizer.fromJSON(json);
+    assert.equal(again.engine, 'general');
+    assert.deepEqual(ids(again.encode('ABC')), ids(fast.encode('abc')));
+    // engine: 'general' takes the general engine for a file the fast path would take.
+    const forced = Tokenizer.fromJSON(await fetch(files(ctx, 'qwen3').json).then((r) => r.text()), { engine: 'general' });
+    assert.equal(forced.engine, 'general');
+    assert.deepEqual(ids(forced.encode(text)), ids(fast.encode(text)));
+    assert.throws(() => Tokenizer.fromJSON(json, { engine: 'slow' }), (e) => e instanceof RangeError && /options\.engine/.test(e.message) && /slow/.test(e.message));
+    // The engine's own load errors come through as tokenizer load errors.
+    assert.throws(
+      () => Tokenizer.fromJSON(JSON.stringify({ model: { type: 'NoSuchModel' } })),
+      (e) => e instanceof Error && /cannot load tokenizer/.test(e.message),
+    );
+  },
+
   async 'fromURL with a cache keeps the prepared form beside the file, keyed by its bytes, and loads from it'(ctx) {
     // Any object with match/put is a cache (the Cache API's shape): this one records what
     // it is asked, in every runtime, Node's included (no Cache API there).
@@ -315,58 +362,12 @@ export default {
     assert.deepEqual(ids(t4.encode(texts[0])), await native(ctx, 'qwen3', texts[0]));
     assert.equal([...other.keys()].filter((k) => k.includes('tinker-wasm-prepared=')).length, 2);
 
-    // engine: 'general' neither reads nor writes a form.
+    // engine: 'general' neither reads nor writes a form (after the case above: in browsers
+    // it fetches the general engine, which that case must find not loaded yet).
     const before = puts.length;
     const g = await Tokenizer.fromURL(f.json, { fetch: countingFetch, cache, engine: 'general' });
     assert.equal(g.engine, 'general');
     assert.equal(puts.length, before);
-  },
-
-  async 'other files load the general engine on demand, and encode as the fast path does'(ctx) {
-    const fast = await qwen3(ctx);
-    // Qwen3's file with a Lowercase normalizer: the fast path does not specialise it.
-    const file = await fetch(files(ctx, 'qwen3').json).then((r) => r.json());
-    file.normalizer = { type: 'Lowercase' };
-    const json = JSON.stringify(file);
-    if (ctx.runtime === 'browser') {
-      // Browsers fetch the engine's module asynchronously: fromJSON says how.
-      assert.throws(() => Tokenizer.fromJSON(json), (e) => e instanceof Error && /Tokenizer\.loadGeneralEngine\(\)/.test(e.message));
-    }
-    // fromURL loads the engine by itself (the first load in the browser).
-    let served = 0;
-    const fetchFile = async () => {
-      served++;
-      return new Response(json);
-    };
-    const tok = await Tokenizer.fromURL('https://tokenizers.invalid/lowercase/tokenizer.json', { fetch: fetchFile });
-    assert.equal(served, 1);
-    assert.equal(tok.engine, 'general');
-    const text = 'Hello World, TINKER! 日本語 😀  x\n';
-    assert.deepEqual(ids(tok.encode(text)), ids(fast.encode(text.toLowerCase())));
-    assert.deepEqual(tok.encodeBatch(['A', 'bC']).map(ids), [ids(fast.encode('a')), ids(fast.encode('bc'))]);
-    assert.equal(tok.decode(tok.encode(text)), text.toLowerCase());
-    assert.equal(tok.decode([151644, 9707], { skip_special_tokens: true }), fast.decode([151644, 9707], { skip_special_tokens: true }));
-    assert.equal(tok.vocabSize, fast.vocabSize);
-    assert.equal(tok.tokenToId('<|im_end|>'), 151645);
-    assert.equal(tok.tokenToId('no such token'), undefined);
-    assert.equal(tok.idToToken(1879), 'Ġworld');
-    assert.equal(tok.idToToken(4_000_000), undefined);
-    assert.deepEqual(tok.addedTokens(), fast.addedTokens());
-    // Loaded now, so fromJSON works in every runtime; loadGeneralEngine resolves at once.
-    await Tokenizer.loadGeneralEngine();
-    const again = Tokenizer.fromJSON(json);
-    assert.equal(again.engine, 'general');
-    assert.deepEqual(ids(again.encode('ABC')), ids(fast.encode('abc')));
-    // engine: 'general' takes the general engine for a file the fast path would take.
-    const forced = Tokenizer.fromJSON(await fetch(files(ctx, 'qwen3').json).then((r) => r.text()), { engine: 'general' });
-    assert.equal(forced.engine, 'general');
-    assert.deepEqual(ids(forced.encode(text)), ids(fast.encode(text)));
-    assert.throws(() => Tokenizer.fromJSON(json, { engine: 'slow' }), (e) => e instanceof RangeError && /options\.engine/.test(e.message) && /slow/.test(e.message));
-    // The engine's own load errors come through as tokenizer load errors.
-    assert.throws(
-      () => Tokenizer.fromJSON(JSON.stringify({ model: { type: 'NoSuchModel' } })),
-      (e) => e instanceof Error && /cannot load tokenizer/.test(e.message),
-    );
   },
 
   'resolves tokenizer ids like the Python SDK'() {
