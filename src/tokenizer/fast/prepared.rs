@@ -412,14 +412,19 @@ mod tests {
             .is_none());
     }
 
+    /// The prepared form of a package's `tokenizer.json`.
+    fn form_of(pkg: &str) -> Vec<u8> {
+        let json = read(pkg, "tokenizer.json");
+        Tokenizer::from_json(&json, None)
+            .unwrap()
+            .prepared()
+            .unwrap()
+    }
+
     /// A form cut short, altered in any byte, or of another format is refused whole.
     #[test]
     fn a_damaged_form_is_refused() {
-        let json = read("tokenizer-qwen3", "tokenizer.json");
-        let form = Tokenizer::from_json(&json, None)
-            .unwrap()
-            .prepared()
-            .unwrap();
+        let form = form_of("tokenizer-qwen3");
         let err = |b: &[u8]| match Tokenizer::from_prepared(b, None) {
             Err(crate::tokenizer::TokenizerError::Load(m)) => m,
             Err(e) => panic!("{e}"),
@@ -460,11 +465,7 @@ mod tests {
     /// tokenizer that encodes and decodes without panicking: every id is checked.
     #[test]
     fn an_altered_body_with_a_valid_checksum_never_panics() {
-        let json = read("tokenizer-llama3", "tokenizer.json");
-        let form = Tokenizer::from_json(&json, None)
-            .unwrap()
-            .prepared()
-            .unwrap();
+        let form = form_of("tokenizer-llama3");
         let body = &form[HEADER..];
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = || {
