@@ -246,7 +246,7 @@ impl JsTokenizer {
         };
         let signal = o.get("signal");
         let config = match config_url {
-            Some(u) => Some(fetch_bytes(&u, &fetch, &signal, &cache, None).await?),
+            Some(u) => Some(fetch_bytes(&u, &fetch, &signal, &cache, None).await?.0),
             None => None,
         };
         // With a cache, the file's prepared form is kept beside it, under a key made of
@@ -263,9 +263,12 @@ impl JsTokenizer {
             }
         }
         let tag = prepared.map(|_| core::Tokenizer::prepared_key as fn(&[u8]) -> String);
-        let json = fetch_bytes(&url, &fetch, &signal, &cache, tag).await?;
+        let (json, tag) = fetch_bytes(&url, &fetch, &signal, &cache, tag).await?;
         // A cached file without the header (put by an earlier version, or by the caller).
-        let key = prepared.map(|_| prepared_url(&url, &core::Tokenizer::prepared_key(&json)));
+        let key = prepared.map(|_| {
+            let key = tag.unwrap_or_else(|| core::Tokenizer::prepared_key(&json));
+            prepared_url(&url, &key)
+        });
         if let (Some(c), Some(key)) = (prepared, &key) {
             if let Some(t) = from_form(cache_match(c, key).await?, config.as_deref(), ct) {
                 return Ok(t);

@@ -366,17 +366,18 @@ pub(super) async fn await_promise(v: JsValue) -> Result<JsValue, JsValue> {
 pub(super) const PREPARED_HEADER: &str = "x-tinker-wasm-prepared";
 
 /// Fetches `url`, or reads it from `cache`; a fetched file is put in the cache, with
-/// `tag(bytes)` in its [`PREPARED_HEADER`] when `tag` is given.
+/// `tag(bytes)` in its [`PREPARED_HEADER`] when `tag` is given. Returns the bytes, and the
+/// tag when it was computed (so the caller need not hash the file again).
 pub(super) async fn fetch_bytes(
     url: &str,
     fetch: &Function,
     signal: &JsValue,
     cache: &Option<JsValue>,
     tag: Option<fn(&[u8]) -> String>,
-) -> Result<Vec<u8>, JsValue> {
+) -> Result<(Vec<u8>, Option<String>), JsValue> {
     if let Some(c) = cache {
         if let Some(hit) = cache_match(c, url).await? {
-            return Ok(hit);
+            return Ok((hit, None));
         }
     }
     let init = Object::new();
@@ -406,8 +407,9 @@ pub(super) async fn fetch_bytes(
         let tag = tag.map(|f| f(&bytes));
         let cache_control = header("cache-control");
         cache_put(c, url, &buf, &content_type, cache_control, tag.as_deref()).await?;
+        return Ok((bytes, tag));
     }
-    Ok(bytes)
+    Ok((bytes, None))
 }
 
 /// A header of the cache's entry for `url`, without reading its body.
