@@ -19,6 +19,8 @@ mod service_client;
 #[cfg(feature = "tokenizer")]
 mod tokenizer;
 #[cfg(feature = "tokenizer")]
+mod tokenizer_cache;
+#[cfg(feature = "tokenizer")]
 mod tokenizer_loader;
 #[cfg(feature = "tokenizer")]
 mod tokenizer_support;

@@ -12,6 +12,7 @@ use wasm_bindgen::JsCast;
 
 use crate::tokenizer as core;
 
+use super::tokenizer_cache::*;
 use super::tokenizer_support::*;
 
 // ---------------------------------------------------------------------------------
