@@ -588,6 +588,31 @@ mod tests {
         assert!(v["detail"].as_str().unwrap().contains("tags"), "{v}");
     }
 
+    /// A retried create_sampling_session (same session, same sampling_session_seq_id) gets
+    /// the same session, and counts as deduplicated as every other idempotent retry does (the
+    /// soak compares that count with the lost responses).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_repeated_sampling_session_is_counted_as_deduplicated() {
+        let addr = start("", json!({})).await;
+        let (_, s) = api(
+            &addr,
+            "/api/v1/create_session",
+            json!({"tags": [], "user_metadata": {}, "sdk_version": "test"}),
+        )
+        .await;
+        let body = json!({"session_id": s["session_id"], "sampling_session_seq_id": 0, "base_model": "Qwen/Qwen3-8B"});
+        let (_, first) = api(&addr, "/api/v1/create_sampling_session", body.clone()).await;
+        let (st, again) = api(&addr, "/api/v1/create_sampling_session", body).await;
+        assert_eq!(
+            (st, &again["sampling_session_id"]),
+            (200, &first["sampling_session_id"]),
+            "{again}"
+        );
+        let (_, _, stats) = raw(&addr, "GET", "/_sim/stats", &[], b"").await.unwrap();
+        let stats: Value = serde_json::from_slice(&stats).unwrap();
+        assert_eq!(stats["duplicates_deduped"], 1, "{stats}");
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn dropped_connections_and_lost_responses() {
         let addr = start("drop:1@healthz,lost:1@optim_step", json!({})).await;

@@ -70,6 +70,8 @@ pub async fn create_sampling_session(app: &Arc<App>, ctx: &Ctx) -> Res {
     check_session_open(app, ctx, session_id)?;
     let id = format!("{session_id}:sample:{seq}");
     if app.store().sampling.contains_key(&id) {
+        // The same (session, sampling_session_seq_id): a retry of a session already made.
+        app.stats().duplicates_deduped += 1;
         return Ok(Reply::ok(
             json!({"type": "create_sampling_session", "sampling_session_id": id}),
         ));
