@@ -75,7 +75,7 @@ pub mod fuzzing {
     pub fn seal_prepared(body: &[u8]) -> Vec<u8> {
         crate::tokenizer::seal_prepared(body)
     }
-    pub use crate::zstd::compress;
+    pub use crate::zstd::{compress, compress_with};
 }
 
 #[cfg(test)]

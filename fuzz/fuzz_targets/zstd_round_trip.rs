@@ -1,6 +1,6 @@
-//! src/support/zstd.rs on any bytes: the frame it writes decodes (with ruzstd, an independent
-//! decoder) to exactly the input, carries the input's checksum, and never grows the
-//! input by more than its framing.
+//! src/support/zstd.rs on any bytes, with and without its entropy stage: the frame it
+//! writes decodes (with ruzstd, an independent decoder) to exactly the input, carries the
+//! input's checksum, and never grows the input by more than its framing.
 //! The first byte repeats the rest that many times, so inputs span several 128 KiB blocks.
 #![no_main]
 use std::io::Read;
@@ -16,7 +16,17 @@ fuzz_target!(|data: &[u8]| {
     } else {
         1 + usize::from(n) * 2000 / rest.len().max(1)
     });
-    let z = tinker_wasm::fuzzing::compress(&input);
+    // With the entropy stage (the full module) and without it (lite).
+    let frames = [
+        tinker_wasm::fuzzing::compress_with::<true>(&input),
+        tinker_wasm::fuzzing::compress_with::<false>(&input),
+    ];
+    for z in frames {
+        check(&input, &z);
+    }
+});
+
+fn check(input: &[u8], z: &[u8]) {
     let blocks = input.len().div_ceil(128 * 1024).max(1);
     // 14 bytes of frame header, 3 per block header, 4 of content checksum.
     assert!(
@@ -25,7 +35,7 @@ fuzz_target!(|data: &[u8]| {
         input.len(),
         z.len()
     );
-    let mut d = ruzstd::decoding::StreamingDecoder::new(&z[..]).expect("a zstd frame");
+    let mut d = ruzstd::decoding::StreamingDecoder::new(z).expect("a zstd frame");
     let mut out = Vec::new();
     d.read_to_end(&mut out).expect("decodes");
     assert!(out == input, "round trip of {} bytes", input.len());
@@ -35,4 +45,4 @@ fuzz_target!(|data: &[u8]| {
         frame.get_calculated_checksum(),
         "content checksum"
     );
-});
+}

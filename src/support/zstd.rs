@@ -30,7 +30,18 @@ const MIN_MATCH: usize = 4;
 const HASH_LOG: u32 = 16;
 
 /// Compresses `input` into one zstd frame (with its content size and checksum).
+///
+/// The entropy stage (Huffman literals, the blocks' own FSE tables) is the feature
+/// `zstd-entropy`, on in the full module. The lite module leaves it out for its size
+/// budget (issue 20: about 3 KB gzip) and codes literals raw and sequences with the
+/// predefined tables: bodies about 1.5× larger, which a Worker's datacenter uplink
+/// carries more cheaply than a browser's.
 pub fn compress(input: &[u8]) -> Vec<u8> {
+    compress_with::<{ cfg!(feature = "zstd-entropy") }>(input)
+}
+
+/// [`compress`], with or without the entropy stage (both are tested in every build).
+pub fn compress_with<const ENTROPY: bool>(input: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(input.len() / 2 + 64);
     out.extend_from_slice(&MAGIC);
     // Frame_Header_Descriptor: Frame_Content_Size on 8 bytes (flag 3), no single-segment
@@ -41,7 +52,7 @@ pub fn compress(input: &[u8]) -> Vec<u8> {
     if input.is_empty() {
         block_header(&mut out, true, 0, 0);
     } else {
-        write_blocks(input, &mut out);
+        write_blocks::<ENTROPY>(input, &mut out);
     }
     // Content_Checksum: XXH64 of the content, seed 0, its low 4 bytes little-endian.
     let checksum = xxhash_rust::xxh64::xxh64(input, 0) as u32;
@@ -51,7 +62,7 @@ pub fn compress(input: &[u8]) -> Vec<u8> {
 
 /// Appends the blocks of a non-empty `input`: each compressed, or stored raw when that
 /// is not smaller.
-fn write_blocks(input: &[u8], out: &mut Vec<u8>) {
+fn write_blocks<const ENTROPY: bool>(input: &[u8], out: &mut Vec<u8>) {
     let mut m = Matcher {
         table: vec![0u32; 1 << HASH_LOG],
         rep: [1, 4, 8],
@@ -64,7 +75,7 @@ fn write_blocks(input: &[u8], out: &mut Vec<u8>) {
         out.extend_from_slice(&[0, 0, 0]);
         let saved_rep = m.rep;
         let body_at = out.len();
-        m.block(input, start, end, out);
+        m.block::<ENTROPY>(input, start, end, out);
         let size = out.len() - body_at;
         if size >= end - start {
             // Stored instead: nothing of this block's sequences reaches the decoder, so
@@ -104,10 +115,12 @@ struct Matcher {
     rep: [u32; 3],
 }
 
+#[inline]
 fn read4(s: &[u8], i: usize) -> u32 {
     u32::from_le_bytes([s[i], s[i + 1], s[i + 2], s[i + 3]])
 }
 
+#[inline]
 fn hash(v: u32) -> usize {
     (v.wrapping_mul(2_654_435_761) >> (32 - HASH_LOG)) as usize
 }
@@ -115,7 +128,13 @@ fn hash(v: u32) -> usize {
 impl Matcher {
     /// Appends one compressed block (literals section, sequences section) for
     /// `input[start..end]`; matches may reach back before `start` within the window.
-    fn block(&mut self, input: &[u8], start: usize, end: usize, out: &mut Vec<u8>) {
+    fn block<const ENTROPY: bool>(
+        &mut self,
+        input: &[u8],
+        start: usize,
+        end: usize,
+        out: &mut Vec<u8>,
+    ) {
         let mut seqs: Vec<Seq> = Vec::new();
         let mut literals: Vec<u8> = Vec::new();
         let mut anchor = start;
@@ -141,9 +160,7 @@ impl Matcher {
             };
             misses = 0;
             let mut len = MIN_MATCH;
-            while i + len < end && input[i + len] == input[i + len - offset] {
-                len += 1;
-            }
+            len += common_prefix(&input[i + len..end], &input[i + len - offset..]);
             literals.extend_from_slice(&input[anchor..i]);
             let lit_len = (i - anchor) as u32;
             let off_value = if use_rep {
@@ -166,8 +183,8 @@ impl Matcher {
             anchor = i;
         }
         literals.extend_from_slice(&input[anchor..end]);
-        write_literals(out, &literals);
-        write_sequences(out, &seqs);
+        write_literals::<ENTROPY>(out, &literals);
+        write_sequences::<ENTROPY>(out, &seqs);
     }
 }
 
@@ -191,9 +208,65 @@ const ML_BITS: [u8; 53] = [
     1, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
 ];
 
+/// How many leading bytes `a` and `b` share (at most `a.len()`), eight at a time.
+#[inline]
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut k = 0;
+    while k + 8 <= n {
+        let x = u64::from_le_bytes(a[k..k + 8].try_into().unwrap())
+            ^ u64::from_le_bytes(b[k..k + 8].try_into().unwrap());
+        if x != 0 {
+            return k + (x.trailing_zeros() / 8) as usize;
+        }
+        k += 8;
+    }
+    while k < n && a[k] == b[k] {
+        k += 1;
+    }
+    k
+}
+
 /// The code whose range holds `v` (the last baseline not above it).
-fn code_of(base: &[u32], v: u32) -> usize {
-    base.partition_point(|&b| b <= v) - 1
+const fn code_of(base: &[u32], v: u32) -> usize {
+    let mut c = 0;
+    while c + 1 < base.len() && base[c + 1] <= v {
+        c += 1;
+    }
+    c
+}
+
+/// [`code_of`] for the small values, where most lengths fall, as tables.
+const fn small_codes<const N: usize>(base: &[u32]) -> [u8; N] {
+    let mut t = [0u8; N];
+    let mut v = 0;
+    while v < N {
+        t[v] = code_of(base, v as u32) as u8;
+        v += 1;
+    }
+    t
+}
+const LL_SMALL: [u8; 64] = small_codes(&LL_BASE);
+const ML_SMALL: [u8; 128] = small_codes(&ML_BASE);
+
+/// The literal-length code of `v`: from the table, else from its highest bit (the
+/// baselines above 63 are powers of two, from code 25 = 64 on).
+#[inline]
+fn ll_code(v: u32) -> usize {
+    match LL_SMALL.get(v as usize) {
+        Some(&c) => c as usize,
+        None => (31 - v.leading_zeros()) as usize + 19,
+    }
+}
+
+/// The match-length code of `v` = length − 3 (baselines above 127 are powers of two,
+/// from code 43 = 128 on).
+#[inline]
+fn ml_code(v: u32) -> usize {
+    match ML_SMALL.get(v as usize) {
+        Some(&c) => c as usize,
+        None => (31 - v.leading_zeros()) as usize + 36,
+    }
 }
 
 // The predefined distributions (RFC 8878 3.1.1.3.2.2), -1 = "less than 1".
@@ -210,9 +283,9 @@ const OF_DIST: [i16; 29] = [
 ];
 
 /// The sequences section: for each of the literal-length, offset and match-length codes,
-/// the predefined table, one symbol (RLE) or a table made from this block's counts,
-/// whichever costs fewer bits, table description included.
-fn write_sequences(out: &mut Vec<u8>, seqs: &[Seq]) {
+/// the predefined table, or with `ENTROPY` whichever of it, one symbol (RLE) and a table
+/// made from this block's counts costs fewer bits, table description included.
+fn write_sequences<const ENTROPY: bool>(out: &mut Vec<u8>, seqs: &[Seq]) {
     let n = seqs.len();
     if n < 128 {
         out.push(n as u8);
@@ -225,21 +298,25 @@ fn write_sequences(out: &mut Vec<u8>, seqs: &[Seq]) {
     if n == 0 {
         return;
     }
-    let codes: Vec<[u8; 3]> = seqs
-        .iter()
-        .map(|s| {
-            let llc = code_of(&LL_BASE, s.lit_len);
-            let mlc = code_of(&ML_BASE, s.match_len - 3);
-            let ofc = 31 - s.off_value.leading_zeros();
-            [llc as u8, ofc as u8, mlc as u8]
-        })
-        .collect();
+    let mut codes = Vec::with_capacity(n);
+    for s in seqs {
+        let ofc = 31 - s.off_value.leading_zeros();
+        codes.push([
+            ll_code(s.lit_len) as u8,
+            ofc as u8,
+            ml_code(s.match_len - 3) as u8,
+        ]);
+    }
     let modes_at = out.len();
     out.push(0);
     // Table descriptions in the order literal lengths, offsets, match lengths.
     let mut modes = 0u8;
     let mut table = |k: usize, dist: &[i16], log: u32, max_log: u32, out: &mut Vec<u8>| {
-        let (mode, fse) = choose_table(&codes, k, dist, log, max_log, out);
+        let (mode, fse) = if ENTROPY {
+            choose_table(&codes, k, dist, log, max_log, out)
+        } else {
+            (0, Fse::new(dist, log))
+        };
         modes |= mode << (6 - 2 * k);
         fse
     };
@@ -286,11 +363,11 @@ fn choose_table(
     max_log: u32,
     out: &mut Vec<u8>,
 ) -> (u8, Fse) {
-    let mut counts = vec![0u32; predefined.len()];
+    let mut counts = [0u32; 53];
     for c in codes {
         counts[c[k] as usize] += 1;
     }
-    let max_symbol = (0..counts.len())
+    let max_symbol = (0..predefined.len())
         .rev()
         .find(|&s| counts[s] > 0)
         .unwrap_or(0);
@@ -303,9 +380,10 @@ fn choose_table(
     let norm = entropy::normalize(counts, log);
     let at = out.len();
     entropy::write_ncount(out, &norm, log);
+    // Costs in 1/256 bits; the description's bytes count against the block's own table.
     let own =
-        entropy::cost_bits(counts, &norm, log).unwrap_or(f64::MAX) + 8.0 * (out.len() - at) as f64;
-    match entropy::cost_bits(counts, predefined, predefined_log) {
+        entropy::cost(counts, &norm, log).unwrap_or(u64::MAX) + 2048 * (out.len() - at) as u64;
+    match entropy::cost(counts, predefined, predefined_log) {
         Some(bits) if bits <= own => {
             out.truncate(at);
             (0, Fse::new(predefined, predefined_log))
@@ -316,8 +394,17 @@ fn choose_table(
 
 #[cfg(test)]
 mod tests {
-    use super::compress;
+    use super::compress_with;
     use std::io::Read;
+
+    /// Both variants: with the entropy stage (the full module) and without (lite).
+    fn compress_both(data: &[u8]) -> [Vec<u8>; 2] {
+        [compress_with::<true>(data), compress_with::<false>(data)]
+    }
+
+    fn compress(data: &[u8]) -> Vec<u8> {
+        compress_with::<true>(data)
+    }
 
     /// Decodes a frame with ruzstd and checks its content checksum against the one
     /// ruzstd computes (with its own XXH64, the `twox-hash` crate).
@@ -379,8 +466,19 @@ mod tests {
     #[test]
     fn every_frame_decodes_to_its_input() {
         for (name, data) in inputs() {
-            let z = compress(&data);
-            assert_eq!(decompress(&z), data, "{name}");
+            for (z, variant) in compress_both(&data).iter().zip(["full", "lite"]) {
+                assert_eq!(decompress(z), data, "{name} ({variant})");
+            }
+        }
+    }
+
+    /// The length-code shortcuts agree with the baselines on every length a block can hold.
+    #[test]
+    fn length_codes_match_their_baselines() {
+        use super::{code_of, ll_code, ml_code, LL_BASE, ML_BASE};
+        for v in 0..super::BLOCK as u32 {
+            assert_eq!(ll_code(v), code_of(&LL_BASE, v), "literal length {v}");
+            assert_eq!(ml_code(v), code_of(&ML_BASE, v), "match length {v} + 3");
         }
     }
 
@@ -416,13 +514,15 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let mut names = Vec::new();
         for (i, (_, data)) in inputs().into_iter().enumerate() {
-            let mut z = compress(&data);
-            std::fs::write(dir.join(format!("{i}.raw")), &data).unwrap();
-            std::fs::write(dir.join(format!("{i}.zst")), &z).unwrap();
-            let last = z.len() - 1;
-            z[last] ^= 1;
-            std::fs::write(dir.join(format!("{i}.bad")), &z).unwrap();
-            names.push(i.to_string());
+            for (mut z, variant) in compress_both(&data).into_iter().zip(["full", "lite"]) {
+                let name = format!("{i}-{variant}");
+                std::fs::write(dir.join(format!("{name}.raw")), &data).unwrap();
+                std::fs::write(dir.join(format!("{name}.zst")), &z).unwrap();
+                let last = z.len() - 1;
+                z[last] ^= 1;
+                std::fs::write(dir.join(format!("{name}.bad")), &z).unwrap();
+                names.push(name);
+            }
         }
         // `decompressobj` decodes the whole frame (one-shot `decompress` skips an empty
         // frame's checksum).
@@ -457,15 +557,25 @@ for n in sys.argv[2:]:
     #[test]
     fn repetitive_data_shrinks_and_random_data_barely_grows() {
         for (name, data) in inputs() {
-            let z = compress(&data);
+            let [z, lite] = compress_both(&data);
             let ratio = z.len() as f64 / data.len().max(1) as f64;
+            // The entropy stage never makes a frame larger than the lite one by more than
+            // the longer literals headers (2 bytes per block).
+            assert!(
+                z.len() <= lite.len() + 2 * data.len().div_ceil(super::BLOCK),
+                "{name}"
+            );
             match name {
                 "zeros" | "text" | "weights" => assert!(ratio < 0.05, "{name}: {ratio}"),
                 "tokens" => assert!(ratio < 0.75, "{name}: {ratio}"),
                 // Only entropy-coded literals shrink these (they have few matches).
                 "skewed" => assert!(ratio < 0.45, "{name}: {ratio}"),
                 "two values" => assert!(ratio < 0.3, "{name}: {ratio}"),
-                "nibbles" if data.len() >= 1024 => assert!(ratio < 0.6, "{name}: {ratio}"),
+                "nibbles" if data.len() >= 1024 => {
+                    assert!(ratio < 0.6, "{name}: {ratio}");
+                    // Without the entropy stage they hardly shrink.
+                    assert!(lite.len() * 10 > data.len() * 9, "{name} (lite)");
+                }
                 // Stored blocks: 3 bytes per 128 KiB, plus the frame header.
                 "random" => assert!(z.len() <= data.len() + 3 * 3 + 18, "{name}"),
                 _ => {}

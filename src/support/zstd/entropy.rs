@@ -20,7 +20,7 @@ impl<'a> BitWriter<'a> {
     }
 
     /// Appends the low `n` bits of `v`, `n` ≤ 32.
-    #[inline]
+    #[inline(never)]
     pub(super) fn add(&mut self, v: u64, n: u32) {
         self.acc |= (v & ((1u64 << n) - 1)) << self.bits;
         self.bits += n;
@@ -57,9 +57,10 @@ impl Fse {
     /// a symbol that never occurs.
     pub(super) fn new(dist: &[i16], log: u32) -> Fse {
         let size = 1usize << log;
-        let mut symbol_at = vec![0u8; size];
+        // Fixed arrays: logs up to 9, alphabets up to 53 symbols.
+        let mut symbol_at = [0u8; 512];
         let mut high = size - 1;
-        let mut cumul = vec![0u32; dist.len() + 1];
+        let mut cumul = [0u32; 54];
         for (s, &c) in dist.iter().enumerate() {
             cumul[s + 1] = cumul[s]
                 + if c == -1 {
@@ -82,34 +83,32 @@ impl Fse {
             }
         }
         let mut state_table = vec![0u16; size];
-        let mut next = cumul.clone();
-        for (u, &s) in symbol_at.iter().enumerate() {
+        let mut next = cumul;
+        for (u, &s) in symbol_at[..size].iter().enumerate() {
             state_table[next[s as usize] as usize] = (size + u) as u16;
             next[s as usize] += 1;
         }
         let mut total = 0i32;
-        let symbols = dist
-            .iter()
-            .map(|&c| match c {
+        let mut symbols = Vec::with_capacity(dist.len());
+        for &c in dist {
+            symbols.push(match c {
                 0 => (((log + 1) << 16) - (1 << log), 0),
                 -1 | 1 => {
-                    let t = ((log << 16) - (1 << log), total - 1);
                     total += 1;
-                    t
+                    ((log << 16) - (1 << log), total - 2)
                 }
                 _ => {
                     let c = c as u32;
                     let max_bits_out = log - (31 - (c - 1).leading_zeros());
                     let min_state_plus = c << max_bits_out;
-                    let t = (
-                        (max_bits_out << 16).wrapping_sub(min_state_plus),
-                        total - c as i32,
-                    );
                     total += c as i32;
-                    t
+                    (
+                        (max_bits_out << 16).wrapping_sub(min_state_plus),
+                        total - 2 * c as i32,
+                    )
                 }
-            })
-            .collect();
+            });
+        }
         Fse {
             log,
             state_table,
@@ -134,7 +133,7 @@ impl Fse {
         u32::from(self.state_table[((v >> nb) as i32 + find) as usize])
     }
 
-    #[inline]
+    #[inline(never)]
     pub(super) fn encode(&self, w: &mut BitWriter, state: &mut u32, symbol: usize) {
         let (delta_bits, find) = self.symbols[symbol];
         let nb = (state.wrapping_add(delta_bits)) >> 16;
@@ -163,16 +162,21 @@ pub(super) fn table_log(max_log: u32, total: usize, max_symbol: usize) -> u32 {
 /// Counts scaled to sum to `2^log`, every symbol that occurs keeping at least 1. Needs at
 /// most `2^log` distinct symbols, which [`table_log`] ensures.
 pub(super) fn normalize(counts: &[u32], log: u32) -> Vec<i16> {
-    let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
+    let mut total = 0u64;
+    for &c in counts {
+        total += u64::from(c);
+    }
     let size = 1i64 << log;
-    let mut norm: Vec<i16> = counts
-        .iter()
-        .map(|&c| match c {
+    let mut norm = Vec::with_capacity(counts.len());
+    let mut sum = 0i64;
+    for &c in counts {
+        let n = match c {
             0 => 0,
-            _ => ((((u64::from(c) << log) + total / 2) / total).max(1)) as i16,
-        })
-        .collect();
-    let mut sum: i64 = norm.iter().map(|&n| i64::from(n)).sum();
+            _ => (((u64::from(c) << log) + total / 2) / total).max(1) as i16,
+        };
+        norm.push(n);
+        sum += i64::from(n);
+    }
     // The rounding's difference goes to (or comes from) the largest counts.
     while sum != size {
         let i = (0..norm.len()).max_by_key(|&i| norm[i]).unwrap_or(0);
@@ -231,20 +235,27 @@ pub(super) fn write_ncount(out: &mut Vec<u8>, norm: &[i16], log: u32) {
     w.flush();
 }
 
-/// Estimated bits to code `counts` with the distribution `dist` of `2^log`
-/// (`None` when a symbol that occurs has no probability in it).
-pub(super) fn cost_bits(counts: &[u32], dist: &[i16], log: u32) -> Option<f64> {
-    let mut bits = 0.0;
+/// log2 of `x` ≥ 1 in 1/256 bits, linear between powers of two (within 0.09 bits: enough
+/// to choose a table, with no float code in the module).
+fn log2_fixed(x: u32) -> u64 {
+    let e = 31 - x.leading_zeros();
+    u64::from((e << 8) + ((x << 8) >> e) - 256)
+}
+
+/// Estimated cost, in 1/256 bits, of coding `counts` with the distribution `dist` of
+/// `2^log` (`None` when a symbol that occurs has no probability in it).
+pub(super) fn cost(counts: &[u32], dist: &[i16], log: u32) -> Option<u64> {
+    let mut total = 0;
     for (s, &c) in counts.iter().enumerate() {
         if c > 0 {
             let p = match dist.get(s) {
-                Some(&d) if d != 0 => f64::from(d.max(1)),
+                Some(&d) if d != 0 => d.max(1) as u32,
                 _ => return None,
             };
-            bits += f64::from(c) * (f64::from(log) - p.log2());
+            total += u64::from(c) * (u64::from(log << 8) - log2_fixed(p));
         }
     }
-    Some(bits)
+    Some(total)
 }
 
 /// The literals of a block below this many bytes are stored raw.
@@ -252,71 +263,52 @@ const MIN_HUFFMAN: usize = 64;
 /// The longest Huffman code zstd allows.
 const MAX_CODE_BITS: u8 = 11;
 
-/// A literals section (RFC 8878 3.1.1.3.1): Huffman-coded in four streams when that is
-/// smaller, one repeated byte as RLE, else the bytes themselves.
-pub(super) fn write_literals(out: &mut Vec<u8>, lits: &[u8]) {
+/// A literals section (RFC 8878 3.1.1.3.1): Huffman-coded in four streams when `HUFFMAN`
+/// and that is smaller, else the bytes themselves. Both headers take their longest form (3 and 5
+/// bytes), which holds any block's sizes: a few bytes per block for less code.
+pub(super) fn write_literals<const HUFFMAN: bool>(out: &mut Vec<u8>, lits: &[u8]) {
     let n = lits.len();
-    if n >= MIN_HUFFMAN {
-        let mut counts = [0u32; 256];
-        for &b in lits {
-            counts[b as usize] += 1;
-        }
-        if counts[lits[0] as usize] as usize == n {
-            write_literals_header(out, 1, n);
-            out.push(lits[0]);
-            return;
-        }
-        let at = out.len();
-        if huffman_literals(out, lits, &counts) {
-            return;
-        }
+    let at = out.len();
+    if !HUFFMAN || n < MIN_HUFFMAN || !huffman_literals(out, lits) {
         out.truncate(at);
-    }
-    write_literals_header(out, 0, n);
-    out.extend_from_slice(lits);
-}
-
-/// The header of a raw (`kind` 0) or RLE (1) literals section of `n` bytes.
-fn write_literals_header(out: &mut Vec<u8>, kind: u32, n: usize) {
-    let n = n as u32;
-    if n < 32 {
-        out.push((kind | n << 3) as u8);
-    } else if n < 4096 {
-        out.extend_from_slice(&(kind | (1 << 2) | (n << 4)).to_le_bytes()[..2]);
-    } else {
-        out.extend_from_slice(&(kind | (3 << 2) | (n << 4)).to_le_bytes()[..3]);
+        out.extend_from_slice(&((3 << 2) | (n as u32) << 4).to_le_bytes()[..3]);
+        out.extend_from_slice(lits);
     }
 }
 
 /// Appends a Huffman-coded literals section, or returns false (leaving partial output)
 /// when it would not be smaller than the raw bytes or the code cannot be described.
-fn huffman_literals(out: &mut Vec<u8>, lits: &[u8], counts: &[u32; 256]) -> bool {
+fn huffman_literals(out: &mut Vec<u8>, lits: &[u8]) -> bool {
     let n = lits.len();
-    let lengths = code_lengths(counts);
-    let max_bits = lengths.iter().copied().max().unwrap_or(0);
-    let last = (0..256).rev().find(|&s| lengths[s] > 0).unwrap_or(0);
-    let weights: Vec<u8> = lengths[..last]
-        .iter()
-        .map(|&l| if l == 0 { 0 } else { max_bits + 1 - l })
-        .collect();
-    // Header (written last, once the size is known), tree description, jump table, streams.
-    let header_len = if n < 1024 {
-        3
-    } else if n < 16384 {
-        4
-    } else {
-        5
-    };
-    let start = out.len();
-    out.resize(start + header_len, 0);
-    if !write_weights(out, &weights) {
+    let mut counts = [0u32; 256];
+    for &b in lits {
+        counts[b as usize] += 1;
+    }
+    if counts[lits[0] as usize] as usize == n {
         return false;
     }
+    let lengths = code_lengths(&counts);
+    let max_bits = lengths.iter().copied().max().unwrap_or(0);
+    let last = (0..256).rev().find(|&s| lengths[s] > 0).unwrap_or(0);
+    let mut weights = [0u8; 255];
+    for (w, &l) in weights.iter_mut().zip(&lengths[..last]) {
+        *w = if l == 0 { 0 } else { max_bits + 1 - l };
+    }
+    // Header (written last, once the size is known), tree description, jump table, streams.
+    let start = out.len();
+    out.extend_from_slice(&[0; 6]);
+    if !fse_weights(out, &weights[..last]) {
+        return false;
+    }
+    let desc = out.len() - start - 6;
+    if desc >= 128 {
+        return false;
+    }
+    out[start + 5] = desc as u8;
     let codes = canonical_codes(&lengths, max_bits);
     let jump = out.len();
-    out.resize(jump + 6, 0);
-    let segment = n.div_ceil(4);
-    for (k, part) in lits.chunks(segment).enumerate() {
+    out.extend_from_slice(&[0; 6]);
+    for (k, part) in lits.chunks(n.div_ceil(4)).enumerate() {
         let before = out.len();
         let mut w = BitWriter::new(out);
         for &b in part.iter().rev() {
@@ -332,18 +324,11 @@ fn huffman_literals(out: &mut Vec<u8>, lits: &[u8], counts: &[u32; 256]) -> bool
             out[jump + 2 * k..jump + 2 * k + 2].copy_from_slice(&(size as u16).to_le_bytes());
         }
     }
-    let compressed = out.len() - start - header_len;
-    if compressed + header_len >= n + 3 {
-        return false;
-    }
-    let (format, bits) = match header_len {
-        3 => (1u64, 10),
-        4 => (2, 14),
-        _ => (3, 18),
-    };
-    let h = 2 | format << 2 | (n as u64) << 4 | (compressed as u64) << (4 + bits);
-    out[start..start + header_len].copy_from_slice(&h.to_le_bytes()[..header_len]);
-    true
+    let compressed = out.len() - start - 5;
+    // Block type 2, four streams with 18-bit sizes.
+    let h = 2 | 3 << 2 | (n as u64) << 4 | (compressed as u64) << 22;
+    out[start..start + 5].copy_from_slice(&h.to_le_bytes()[..5]);
+    compressed + 2 < n
 }
 
 /// Huffman code lengths of at most [`MAX_CODE_BITS`], for the symbols that occur (at
@@ -363,34 +348,49 @@ fn code_lengths(counts: &[u32; 256]) -> [u8; 256] {
 
 /// Unlimited Huffman code lengths (two queues over the symbols sorted by count).
 fn huffman(freq: &[u32; 256]) -> [u8; 256] {
-    let mut syms: Vec<usize> = (0..256).filter(|&s| freq[s] > 0).collect();
-    syms.sort_by_key(|&s| freq[s]);
-    let n = syms.len();
-    let mut weight: Vec<u64> = syms.iter().map(|&s| u64::from(freq[s])).collect();
-    let mut parent = vec![0usize; 2 * n - 1];
+    // Insertion sort by count (at most 256 symbols; a library sort costs the wasm module
+    // more than this whole coder).
+    let mut syms = [0u8; 256];
+    let mut n = 0;
+    for s in 0..256 {
+        if freq[s] > 0 {
+            let mut at = n;
+            while at > 0 && freq[syms[at - 1] as usize] > freq[s] {
+                syms[at] = syms[at - 1];
+                at -= 1;
+            }
+            syms[at] = s as u8;
+            n += 1;
+        }
+    }
+    let mut weight = [0u64; 511];
+    let mut parent = [0u16; 511];
+    for i in 0..n {
+        weight[i] = u64::from(freq[syms[i] as usize]);
+    }
     let (mut leaf, mut inner) = (0, n);
     for k in n..2 * n - 1 {
-        let mut pick = |weight: &[u64]| {
-            if leaf < n && (inner >= k || weight[leaf] <= weight[inner]) {
+        let mut pick = [0; 2];
+        for p in &mut pick {
+            *p = if leaf < n && (inner >= k || weight[leaf] <= weight[inner]) {
                 leaf += 1;
                 leaf - 1
             } else {
                 inner += 1;
                 inner - 1
-            }
-        };
-        let (a, b) = (pick(&weight), pick(&weight));
-        weight.push(weight[a] + weight[b]);
-        parent[a] = k;
-        parent[b] = k;
+            };
+        }
+        weight[k] = weight[pick[0]] + weight[pick[1]];
+        parent[pick[0]] = k as u16;
+        parent[pick[1]] = k as u16;
     }
-    let mut depth = vec![0u8; 2 * n - 1];
+    let mut depth = [0u8; 511];
     for k in (0..2 * n - 2).rev() {
-        depth[k] = depth[parent[k]] + 1;
+        depth[k] = depth[parent[k] as usize] + 1;
     }
     let mut lengths = [0u8; 256];
-    for (i, &s) in syms.iter().enumerate() {
-        lengths[s] = depth[i];
+    for i in 0..n {
+        lengths[syms[i] as usize] = depth[i];
     }
     lengths
 }
@@ -418,32 +418,9 @@ fn canonical_codes(lengths: &[u8; 256], max_bits: u8) -> [(u32, u8); 256] {
     codes
 }
 
-/// The Huffman tree description: the weights of all symbols but the last, FSE-coded
-/// with two interleaved states when that is smaller, else four bits each. False when
-/// neither fits the format (at most 127 bytes, or 128 weights).
-fn write_weights(out: &mut Vec<u8>, weights: &[u8]) -> bool {
-    let at = out.len();
-    out.push(0);
-    let fse_ok = fse_weights(out, weights);
-    let fse_len = out.len() - at - 1;
-    let direct_len = weights.len().div_ceil(2);
-    if fse_ok && fse_len < 128 && fse_len <= direct_len {
-        out[at] = fse_len as u8;
-        return true;
-    }
-    out.truncate(at);
-    if weights.len() > 128 {
-        return false;
-    }
-    out.push(127 + weights.len() as u8);
-    for pair in weights.chunks(2) {
-        out.push(pair[0] << 4 | pair.get(1).copied().unwrap_or(0));
-    }
-    true
-}
-
-/// The weights FSE-coded (`HUF_compressWeights`); false when FSE cannot code them (fewer
-/// than two, or a single value).
+/// The Huffman tree description: the weights of all symbols but the last, FSE-coded with
+/// two interleaved states (`HUF_compressWeights`; the caller writes their size before them). False when FSE
+/// cannot code them (fewer than two, or a single value; such literals are stored raw).
 fn fse_weights(out: &mut Vec<u8>, weights: &[u8]) -> bool {
     let n = weights.len();
     let mut counts = [0u32; MAX_CODE_BITS as usize + 1];
