@@ -216,7 +216,7 @@ TEST_SUITES := lint test-rust typecheck test-coverage test-js test-package test-
 export TIMED_TARGET = $@
 
 test: setup
-	@rm -f target/suite-times.log; status=0; \
+	@rm -rf target/suite-times.log target/suite-logs; status=0; \
 	$(MAKE) --no-print-directory -k -j2 --output-sync=target SHELL=$(CURDIR)/scripts/timed-shell.sh TIMED_LOG=$(CURDIR)/target/suite-times.log $(TEST_SUITES) || status=$$?; \
 	scripts/suite-times.sh target/suite-times.log; \
 	if [ $$status = 0 ]; then echo "make test: all suites passed"; else echo "make test: some suites failed (see above)"; exit $$status; fi

@@ -2,7 +2,8 @@
 # Prints how long each target of `make test` took (from target/suite-times.log, which
 # scripts/timed-shell.sh writes): start and end relative to the first recipe line, the time
 # its recipe lines ran, and whether it failed. Runs at the end of every `make test`, passed
-# or not, so the tail of a CI log shows where the time went.
+# or not, so the tail of a CI log shows where the time went. After the table, the last lines
+# of each failed target's output (target/suite-logs/<target>.log, from timed-shell.sh).
 log=${1:-target/suite-times.log}
 [ -s "$log" ] || exit 0
 awk '
@@ -22,3 +23,11 @@ awk '
 ' <<EOF_LOG
 $(sort -k2,2n "$log")
 EOF_LOG
+
+# The end of each failed target's output, again.
+for t in $(awk '$4 != 0 { print $1 }' "$log" | sort -u); do
+  f="$(dirname "$log")/suite-logs/$t.log"
+  [ -s "$f" ] || continue
+  echo "make test: the last 20 lines of $t's output"
+  tail -n 20 "$f" | sed 's/^/  /'
+done
