@@ -1373,8 +1373,11 @@ impl FastBpe {
 pub(crate) fn nfc(text: &str) -> Option<String> {
     use unicode_normalization_alignments::{is_nfc_quick, IsNormalized, UnicodeNormalization};
     let from = text.bytes().position(|b| b >= 0xCC)?;
+    // The quick check resumes at the first character that is not inert: those before it
+    // leave its state as it starts (combining class 0, "Yes").
     let rest = &text[from..];
-    if rest.chars().all(nfc_inert) || is_nfc_quick(rest.chars()) == IsNormalized::Yes {
+    let at = rest.char_indices().find(|&(_, c)| !nfc_inert(c))?.0;
+    if is_nfc_quick(rest[at..].chars()) == IsNormalized::Yes {
         return None;
     }
     Some(text.nfc().map(|(c, _)| c).collect())
@@ -1448,6 +1451,27 @@ mod tests {
                 .collect();
             assert_eq!(is_nfc_quick(text.chars()), IsNormalized::Yes, "{text:?}");
             assert_eq!(nfc(&text), None);
+        }
+        // Inert text with other characters mixed in (combining marks among them): whatever
+        // `nfc` skips, its result is the normalization library's.
+        let others: Vec<char> = (0x300..0x3000)
+            .filter_map(char::from_u32)
+            .filter(|&c| !nfc_inert(c))
+            .collect();
+        assert!(!others.is_empty());
+        for _ in 0..2000 {
+            let text: String = (0..8)
+                .map(|_| match next() % 3 {
+                    0 => others[next() as usize % others.len()],
+                    _ => inert[next() as usize % inert.len()],
+                })
+                .collect();
+            let ours = nfc(&text).unwrap_or_else(|| text.clone());
+            assert_eq!(
+                ours,
+                text.nfc().map(|(c, _)| c).collect::<String>(),
+                "{text:?}"
+            );
         }
         // "é" as e + U+0301 (a combining mark: not inert) after inert CJK text.
         let text = "\u{4E2D}\u{6587}e\u{301}";
