@@ -4,7 +4,7 @@
 // Needs the wasm package and tinker-sim built (`make wasm sim`) and the renderer oracle's
 // target/renderer-parity/expected.json (`make renderer-expected`).
 import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -78,10 +78,10 @@ async function demo() {
   assert.ok(before.every((a) => !a.includes(fact)), `the base model does not know the fact yet: ${JSON.stringify(before)}`);
   assert.ok(after.every((a) => a.includes(fact)), `the fine-tuned model answers with it: ${JSON.stringify(after)}`);
 
-  const run_ = /^training run (\S+) \(Qwen\/Qwen3-4B-Instruct-2507\)$/m.exec(out);
-  assert.ok(run_, out);
+  const trainingRun = /^training run (\S+) \(Qwen\/Qwen3-4B-Instruct-2507\)$/m.exec(out);
+  assert.ok(trainingRun, out);
   const afterPath = /^after \((tinker:\/\/\S+)\):$/m.exec(out)?.[1];
-  assert.ok(afterPath?.startsWith(`tinker://${run_[1]}/sampler_weights/demo-final`), out);
+  assert.ok(afterPath?.startsWith(`tinker://${trainingRun[1]}/sampler_weights/demo-final`), out);
   const checkpoints = out.split('\ncheckpoints:\n')[1]?.trim().split('\n') ?? [];
   assert.ok(checkpoints.some((l) => l.trim() === `sampler  ${afterPath}`), `the final checkpoint is listed:\n${out}`);
   assert.equal(r.stderr.trim(), '', 'nothing on stderr');
@@ -104,8 +104,9 @@ async function rendererParity() {
 }
 
 /** The native encode profile: its id count is what PyPI `tokenizers` counts. */
-async function tokenizerProfile() {
+async function tokenizerProfile(t) {
   const dir = mkdtempSync(path.join(tmpdir(), 'tinker-profile-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
   const corpusFile = path.join(dir, 'corpus.json');
   const { buildBenchCorpus } = await import('../tokenizer/corpus.mjs');
   // A slice of the bench's corpus: the example runs unoptimised here.
