@@ -2,7 +2,7 @@
 // that the fast path does not specialise) is its own wasm module, gen/general, so the
 // SDK's module stays small; this file instantiates it on first need and moves bytes
 // between the two memories. src/wasm/general.rs calls it; the ABI is documented in
-// src/tokenizer/general/src/abi.rs. Each full entry point makes one host:
+// crates/tokenizer-general/src/abi.rs. Each full entry point makes one host:
 //   loadSync(): the module's bytes or a WebAssembly.Module (Node, workerd), or absent;
 //   load():     a promise of the same, or of its URL (browsers: streaming compilation).
 import * as generalGlue from './gen/general/tokenizer_general.js';

@@ -54,7 +54,7 @@ optimize() {
   log "$variant: $(stat -c %s "$wasm") bytes, $(gzip -9c "$wasm" | wc -c) gzip"
 }
 
-# The general tokenizer engine (src/tokenizer/general): its own module, which the full
+# The general tokenizer engine (crates/tokenizer-general): its own module, which the full
 # package loads on demand (pkg/general-engine.js). Plain cargo + wasm-bindgen: it exports
 # a C ABI, and wasm-bindgen only supplies the glue for getrandom's import.
 build_general() {

@@ -1,4 +1,4 @@
-//! The SDK's JSON (src/support/json.rs) on untrusted bytes: the parser agrees with serde_json
+//! The SDK's JSON (crates/support/src/json.rs) on untrusted bytes: the parser agrees with serde_json
 //! (same values, same accept/reject) and what it writes is JSON both read alike;
 //! then the wire types read from server JSON (server flags, dynamic flags, provenance
 //! spans, sampler handles) read it without panicking.

@@ -1,4 +1,4 @@
-//! src/support/zstd.rs on any bytes, with and without its entropy stage: the frame it
+//! crates/support/src/zstd.rs on any bytes, with and without its entropy stage: the frame it
 //! writes decodes (with ruzstd, an independent decoder) to exactly the input, carries the
 //! input's checksum, and never grows the input by more than its framing.
 //! The first byte repeats the rest that many times, so inputs span several 128 KiB blocks.

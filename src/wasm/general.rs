@@ -1,5 +1,5 @@
 //! The general tokenizer engine in wasm. It is a separate module
-//! (`src/tokenizer/general`, built into `pkg/gen/general`), so the SDK's module carries
+//! (`crates/tokenizer-general`, built into `pkg/gen/general`), so the SDK's module carries
 //! only the fast path. Each full entry point registers a host (`pkg/general-engine.js`)
 //! that instantiates that module, synchronously where the runtime allows (Node, workerd)
 //! and on `Tokenizer.loadGeneralEngine()` or a `fromURL` that needs it (browsers). The

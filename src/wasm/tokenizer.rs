@@ -6,7 +6,7 @@
 
 use std::rc::Rc;
 
-use js_sys::{Array, Function, Object, Reflect, Uint32Array, Uint8Array};
+use js_sys::{Array, Object, Uint32Array, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -38,6 +38,11 @@ pub struct JsTokenizer {
     pub(super) inner: Rc<core::Tokenizer>,
 }
 
+/// A loaded tokenizer as the JS class.
+fn wrap(t: core::Tokenizer) -> JsTokenizer {
+    JsTokenizer { inner: Rc::new(t) }
+}
+
 #[wasm_bindgen(js_class = Tokenizer)]
 impl JsTokenizer {
     /// Loads a tokenizer from the contents of `tokenizer.json`.
@@ -61,6 +66,7 @@ impl JsTokenizer {
             o.string("chatTemplate")?,
             general,
         )
+        .map(wrap)
         .map_err(tok_err)
     }
 
@@ -205,46 +211,8 @@ impl JsTokenizer {
             v => Some(url_string(&v, "options.configURL")?),
         };
         let chat_template = o.string("chatTemplate")?;
-        let global = js_sys::global();
-        let fetch: Function =
-            match o.get("fetch") {
-                v if v.is_undefined() => Reflect::get(&global, &"fetch".into())?
-                    .dyn_into()
-                    .map_err(|_| {
-                        type_err("options.fetch", "no global fetch in this runtime: pass one")
-                    })?,
-                v => v.clone().dyn_into().map_err(|_| {
-                    type_err(
-                        "options.fetch",
-                        format!("must be a function, got {}", show(&v)),
-                    )
-                })?,
-            };
-        let cache_opt = o.get("cache");
-        let cache = if cache_opt.is_undefined()
-            || cache_opt.is_null()
-            || cache_opt.as_bool() == Some(false)
-        {
-            None
-        } else if cache_opt.as_bool() == Some(true) {
-            let caches = Reflect::get(&global, &"caches".into())?;
-            if caches.is_undefined() {
-                return Err(type_err(
-                    "options.cache",
-                    "the Cache API is not available in this runtime",
-                ));
-            }
-            let open: Function = Reflect::get(&caches, &"open".into())?.dyn_into()?;
-            Some(await_promise(open.call1(&caches, &"tinker-wasm-tokenizers".into())?).await?)
-        } else if cache_opt.is_object() && Reflect::get(&cache_opt, &"match".into())?.is_function()
-        {
-            Some(cache_opt)
-        } else {
-            return Err(type_err(
-                "options.cache",
-                format!("must be a boolean or a Cache, got {}", show(&cache_opt)),
-            ));
-        };
+        let fetch = fetch_option(o.get("fetch"))?;
+        let cache = cache_option(o.get("cache")).await?;
         let signal = o.get("signal");
         let config = match config_url {
             Some(u) => Some(fetch_bytes(&u, &fetch, &signal, &cache, None).await?.0),
@@ -259,7 +227,7 @@ impl JsTokenizer {
             if let Some(key) = cache_header(c, &url, PREPARED_HEADER).await? {
                 let form = cache_match(c, &prepared_url(&url, &key)).await?;
                 if let Some(t) = from_form(form, config.as_deref(), ct) {
-                    return Ok(t);
+                    return Ok(wrap(t));
                 }
             }
         }
@@ -272,7 +240,7 @@ impl JsTokenizer {
         });
         if let (Some(c), Some(key)) = (prepared, &key) {
             if let Some(t) = from_form(cache_match(c, key).await?, config.as_deref(), ct) {
-                return Ok(t);
+                return Ok(wrap(t));
             }
         }
         let tok = match load(&json, config.as_deref(), chat_template.clone(), general) {
@@ -283,12 +251,12 @@ impl JsTokenizer {
             }
             r => r.map_err(tok_err),
         }?;
-        if let (Some(c), Some(key), Some(form)) = (prepared, &key, tok.inner.prepared()) {
+        if let (Some(c), Some(key), Some(form)) = (prepared, &key, tok.prepared()) {
             // Only a speed-up: a cache that refuses it (full, say) does not fail the load.
             let form = Uint8Array::from(&form[..]);
             let _ = cache_put(c, key, &form, "application/octet-stream", None, None).await;
         }
-        Ok(tok)
+        Ok(wrap(tok))
     }
 
     /// Loads the general tokenizer engine (a separate wasm module, for `tokenizer.json`

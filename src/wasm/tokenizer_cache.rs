@@ -1,16 +1,13 @@
 //! `Tokenizer.fromURL`'s fetching and caching: the file fetched or read from a Cache-like
 //! store, and the prepared form kept beside it (issue 21).
 
-use std::rc::Rc;
-
 use js_sys::{Array, Function, Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::tokenizer as core;
 
-use super::tokenizer::JsTokenizer;
-use super::tokenizer_support::{await_promise, set, show};
+use super::tokenizer_support::{await_promise, set, show, type_err};
 
 /// The header of a cached `tokenizer.json` that names its prepared form (the key
 /// [`prepared_url`] is made of), so a cached load needs neither the file's bytes nor its hash.
@@ -98,12 +95,54 @@ pub(super) fn from_form(
     form: Option<Vec<u8>>,
     config: Option<&[u8]>,
     chat_template: Option<&str>,
-) -> Option<JsTokenizer> {
+) -> Option<core::Tokenizer> {
     let mut t = core::Tokenizer::from_prepared(&form?, config).ok()?;
     if let Some(ct) = chat_template {
         t.set_chat_template(ct.to_owned());
     }
-    Some(JsTokenizer { inner: Rc::new(t) })
+    Some(t)
+}
+
+/// `fromURL`'s `options.fetch`: the caller's function, or the runtime's global `fetch`.
+pub(super) fn fetch_option(v: JsValue) -> Result<Function, JsValue> {
+    if v.is_undefined() {
+        return Reflect::get(&js_sys::global(), &"fetch".into())?
+            .dyn_into()
+            .map_err(|_| type_err("options.fetch", "no global fetch in this runtime: pass one"));
+    }
+    v.clone().dyn_into().map_err(|_| {
+        type_err(
+            "options.fetch",
+            format!("must be a function, got {}", show(&v)),
+        )
+    })
+}
+
+/// `fromURL`'s `options.cache`: none (absent, null or false), the runtime's Cache named
+/// `tinker-wasm-tokenizers` (true), or the caller's Cache-like object.
+pub(super) async fn cache_option(v: JsValue) -> Result<Option<JsValue>, JsValue> {
+    if v.is_undefined() || v.is_null() || v.as_bool() == Some(false) {
+        Ok(None)
+    } else if v.as_bool() == Some(true) {
+        let caches = Reflect::get(&js_sys::global(), &"caches".into())?;
+        if caches.is_undefined() {
+            return Err(type_err(
+                "options.cache",
+                "the Cache API is not available in this runtime",
+            ));
+        }
+        let open: Function = Reflect::get(&caches, &"open".into())?.dyn_into()?;
+        Ok(Some(
+            await_promise(open.call1(&caches, &"tinker-wasm-tokenizers".into())?).await?,
+        ))
+    } else if v.is_object() && Reflect::get(&v, &"match".into())?.is_function() {
+        Ok(Some(v))
+    } else {
+        Err(type_err(
+            "options.cache",
+            format!("must be a boolean or a Cache, got {}", show(&v)),
+        ))
+    }
 }
 
 /// The bytes a cache holds for `url`, if any.

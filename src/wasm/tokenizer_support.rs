@@ -2,8 +2,6 @@
 //! declarations, errors, the options reader, byte/id/JSON/URL arguments and the encode /
 //! chat-template parameters (fetching and caching are in `tokenizer_cache.rs`).
 
-use std::rc::Rc;
-
 use js_sys::{Array, Object, Promise, Reflect, Uint32Array, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -11,8 +9,6 @@ use wasm_bindgen_futures::JsFuture;
 
 use crate::tokenizer as core;
 use crate::types::{InputError, InputErrorKind};
-
-use super::tokenizer::JsTokenizer;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &'static str = r#"
@@ -307,7 +303,7 @@ pub(super) fn load(
     config: Option<&[u8]>,
     chat_template: Option<String>,
     general_only: bool,
-) -> Result<JsTokenizer, core::TokenizerError> {
+) -> Result<core::Tokenizer, core::TokenizerError> {
     let loader = &crate::wasm::general::loader;
     let mut t = if general_only {
         core::Tokenizer::from_json_general(json, config, loader)?
@@ -317,7 +313,7 @@ pub(super) fn load(
     if let Some(ct) = chat_template {
         t.set_chat_template(ct);
     }
-    Ok(JsTokenizer { inner: Rc::new(t) })
+    Ok(t)
 }
 
 /// `options.engine`: whether the general engine is asked for.

@@ -259,7 +259,7 @@ def _acks(entries):
 
 
 def m_ack_timeout(entries):
-    """An acknowledgement-only poll sends the integer 0 as its timeout (the bug fixed in src/client/sampling.rs)."""
+    """An acknowledgement-only poll sends the integer 0 as its timeout (the bug fixed in crates/core/src/client/sampling.rs)."""
     ack = next(e for e in _acks(entries) if "timeout" in e["body"])
     ack["body"]["timeout"] = 0
     return "retrieve_futures timeout 0.0 -> 0"

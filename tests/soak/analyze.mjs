@@ -1,5 +1,5 @@
 // Checks a tinker-sim request log (`--request-log`, one JSON line per request) against the
-// SDK's retry policy (src/client/retry.rs, src/client/future.rs, src/client/sampling.rs, the Python SDK 0.38's):
+// SDK's retry policy (crates/core/src/client/retry.rs, crates/core/src/client/future.rs, crates/core/src/client/sampling.rs, the Python SDK 0.38's):
 //
 //   HTTP layer     per X-Idempotency-Key: x-stainless-retry-count 0, 1, 2, … with no gap or
 //                  repeat; at most maxRetries retries (0 for the calls that set retries(0));

@@ -9,7 +9,7 @@
 //     per-token logprob and every sample identical to the fault-free run;
 //   * every operation's promise settled exactly once with the expected outcome, none
 //     pending, no unhandled rejection or uncaught exception;
-//   * retries bounded by the policy (src/client/retry.rs): per idempotency key, per logical
+//   * retries bounded by the policy (crates/core/src/client/retry.rs): per idempotency key, per logical
 //     submission, per polled future, with the minimum waits the policy prescribes;
 //   * after close(): no timer left, no fetch in flight, no request sent.
 //

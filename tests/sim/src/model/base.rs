@@ -1183,11 +1183,11 @@ mod tests {
     }
 
     /// `(organization/name, size, is_vl)` of every model in the client crate's transcription
-    /// of `model_info.py` (src/tokenizer/renderers/models.rs, checked against the cookbook
+    /// of `model_info.py` (crates/renderers/src/models.rs, checked against the cookbook
     /// by the renderer parity suite), read from its source: each `m(org, name, version,
     /// size, is_chat, RENDERERS, is_vl)` entry of `MODELS`.
     fn cookbook_lineup() -> Vec<(String, String, bool)> {
-        let src = include_str!("../../../../src/tokenizer/renderers/models.rs");
+        let src = include_str!("../../../../crates/renderers/src/models.rs");
         let body = &src[src.find("pub const MODELS").expect("MODELS")..];
         let body = &body[..body.find("];").expect("end of MODELS")];
         let mut out = Vec::new();

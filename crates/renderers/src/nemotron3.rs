@@ -1,0 +1,695 @@
+//! Nemotron 3 / 3.5 (cookbook `renderers/nemotron3.py`): the Qwen3.5 chat format
+//! (`<|im_start|>role\n…<|im_end|>`, think blocks, `<function=…>` XML tool calls) with
+//! Nemotron's differences: XML tool declarations after the system prompt, an empty
+//! `<think></think>` on every assistant turn that shows no reasoning, one newline (3 Nano/3
+//! Super) or none (Ultra, 3.5) after `</think>`, `<think></think>` as the thinking-off
+//! prompt, and a system block always written (an empty one when the conversation has none).
+//!
+//! `Nemotron3Renderer` subclasses `Qwen3_5Renderer` (→ `Qwen3VLRenderer` →
+//! `Qwen3Renderer`): what it inherits is the [`QwenVl`] machinery of `qwen3.rs` and the
+//! `Qwen3_5Renderer` functions of `qwen3_5.rs`; this file holds Nemotron's overrides.
+
+use std::borrow::Cow;
+
+use serde_json::{Map, Value as Json};
+
+use super::base::{
+    default_build_generation_prompt, default_build_supervised_example, encode, json_dumps,
+    py_strip, renderer_error, ChatRenderer, RenderContext, RenderedMessage, StopSequences,
+    Supervised, Termination, TrainOnWhat, R,
+};
+use super::message::{Content, Message, Part};
+use super::qwen3::{im_end, parse_qwen3, render_vl_message, turn_newline, Piece, QwenVl};
+use super::qwen3_5::{
+    format_argument_py, format_tool_call_xml, generation_suffix_in_header,
+    normalize_response_tokens, postprocess_parsed_message,
+};
+use super::RendererOptions;
+use tinker_core::types::ModelInput;
+use tinker_tokenizer::{Tokenizer, TokenizerError};
+
+pub(super) fn by_name(name: &str, _opts: &RendererOptions) -> Option<Box<dyn ChatRenderer>> {
+    use Effort::{Full, Low, Medium};
+    let (ultra, effort, disable_thinking, strip_thinking_from_history) = match name {
+        "nemotron3" => (false, Full, false, true),
+        "nemotron3_low_thinking" => (false, Low, false, true),
+        "nemotron3_disable_thinking" => (false, Full, true, true),
+        "nemotron3_preserve_thinking" => (false, Full, false, false),
+        "nemotron3_ultra" => (true, Full, false, true),
+        "nemotron3_ultra_disable_thinking" => (true, Full, true, true),
+        "nemotron3_ultra_medium_thinking" => (true, Medium, false, true),
+        "nemotron3_ultra_preserve_thinking" => (true, Full, false, false),
+        _ => return None,
+    };
+    Some(Box::new(Nemotron3 {
+        ultra,
+        effort,
+        disable_thinking,
+        strip_thinking_from_history,
+    }))
+}
+
+/// The reasoning effort written into the last user message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Effort {
+    /// Nothing appended.
+    Full,
+    /// `Nemotron3LowThinkingRenderer`: `{reasoning effort: low}` (string content only).
+    Low,
+    /// `Nemotron3UltraMediumThinkingRenderer`: `{reasoning effort: efficient}`.
+    Medium,
+}
+
+/// `Nemotron3Renderer` and its subclasses.
+pub struct Nemotron3 {
+    /// `Nemotron3UltraRenderer`'s format (Ultra, 3.5 Lightning, 3.5 Super): no newlines
+    /// around `</think>`. Only these names are built with an image processor by
+    /// `get_renderer` (Nemotron 3.5 Super VL's).
+    ultra: bool,
+    /// The reasoning effort variant.
+    effort: Effort,
+    /// `…DisableThinkingRenderer`: the generation prompt closes the think block.
+    disable_thinking: bool,
+    /// Historical reasoning replaced by `<think></think>` (HF `truncate_history_thinking`);
+    /// off for the `preserve_thinking` variants.
+    strip_thinking_from_history: bool,
+}
+
+impl Nemotron3 {
+    /// The effort variants' `render_message`: the effort note appended to the last user
+    /// message.
+    fn with_effort<'m>(
+        &self,
+        message: &'m Message,
+        ctx: &RenderContext<'_>,
+    ) -> R<Cow<'m, Message>> {
+        let suffix = match self.effort {
+            Effort::Full => return Ok(Cow::Borrowed(message)),
+            Effort::Low => "\n\n{reasoning effort: low}",
+            Effort::Medium => "\n\n{reasoning effort: efficient}",
+        };
+        if message.role != "user" || ctx.idx as isize != ctx.last_user_index {
+            return Ok(Cow::Borrowed(message));
+        }
+        let content = match (&message.content, self.effort) {
+            (Content::Text(s), _) => Content::Text(format!("{s}{suffix}")),
+            (Content::Parts(parts), Effort::Medium) => {
+                let mut parts = parts.clone();
+                parts.push(Part::Text(suffix.to_owned()));
+                Content::Parts(parts)
+            }
+            (Content::Parts(_), _) => {
+                return Err(renderer_error(
+                    "Nemotron-3 low-thinking mode is text-only; list content not supported",
+                ))
+            }
+        };
+        Ok(Cow::Owned(Message {
+            content,
+            ..message.clone()
+        }))
+    }
+}
+
+/// Nemotron's `_trim_content`: string content stripped (for every role); parts as given,
+/// since the template does not trim user, system or tool content.
+fn with_trimmed_text(message: &Message) -> Cow<'_, Message> {
+    match &message.content {
+        Content::Text(s) => Cow::Owned(Message {
+            content: Content::Text(py_strip(s).to_owned()),
+            ..message.clone()
+        }),
+        Content::Parts(_) => Cow::Borrowed(message),
+    }
+}
+
+/// `_normalize_messages`: an empty system message first when there is none, as the HF
+/// templates always write a system block.
+fn with_system(messages: &[Message]) -> Cow<'_, [Message]> {
+    match messages.first() {
+        Some(m) if m.role == "system" => Cow::Borrowed(messages),
+        _ => {
+            let mut v = Vec::with_capacity(messages.len() + 1);
+            v.push(Message::new("system", ""));
+            v.extend_from_slice(messages);
+            Cow::Owned(v)
+        }
+    }
+}
+
+impl QwenVl for Nemotron3 {
+    fn strip_thinking_from_history(&self) -> bool {
+        self.strip_thinking_from_history
+    }
+
+    /// Only the Ultra-format names have an image processor; the others refuse images, as
+    /// the cookbook's `assert self.image_processor is not None` does.
+    fn image_tokens(&self, width: u32, height: u32) -> Result<u32, String> {
+        if self.ultra {
+            nemotron_image_tokens(width, height)
+        } else {
+            Err("image_processor is required to render image content".into())
+        }
+    }
+
+    fn groups_consecutive_tool_responses(&self) -> bool {
+        true
+    }
+
+    /// Nano/Super: `<think>\n…\n</think>\n`; Ultra: `<think>\n…</think>`.
+    fn format_thinking_text(&self, thinking: &str) -> String {
+        if self.ultra {
+            format!("<think>\n{thinking}</think>")
+        } else {
+            format!("<think>\n{thinking}\n</think>\n")
+        }
+    }
+
+    /// `<think></think>` when the turn's reasoning will not appear in its output (it has
+    /// none, or history thinking is stripped). Nano/Super add the newline the HF template
+    /// leaves before the text of a stripped historical turn, except with tool calls (the
+    /// template trims that content).
+    fn assistant_header_suffix(&self, message: &Message, ctx: &RenderContext<'_>) -> String {
+        let is_historical = (ctx.idx as isize) < ctx.last_user_index;
+        let has_think = message.content.has_thinking();
+        if has_think && (!is_historical || !self.strip_thinking_from_history) {
+            return String::new();
+        }
+        let has_tool_calls = message.tool_calls.as_ref().is_some_and(|c| !c.is_empty());
+        if !self.ultra
+            && is_historical
+            && has_think
+            && has_nonempty_text(&message.content)
+            && !has_tool_calls
+        {
+            return "<think></think>\n".into();
+        }
+        "<think></think>".into()
+    }
+
+    fn wrap_image_parts<'a>(&self, pieces: Vec<Piece<'a>>) -> Vec<Piece<'a>> {
+        wrap_image_parts(pieces)
+    }
+
+    /// Nemotron's responses end with their own newline.
+    fn wrap_tool_response<'a>(&self, pieces: Vec<Piece<'a>>) -> Vec<Piece<'a>> {
+        let mut out = vec![Piece::Text("<tool_response>\n".into())];
+        out.extend(pieces);
+        out.push(Piece::Text("\n</tool_response>\n".into()));
+        out
+    }
+
+    /// A consecutive `<tool_response>` follows the previous one's own newline directly.
+    fn tool_response_continuation_header(&self) -> &'static str {
+        ""
+    }
+
+    /// The XML calls, each followed by a newline. Ultra puts a newline before them;
+    /// Nano/Super too, unless the content is thinking parts only (framed thinking already
+    /// ends with one; an inline `<think>` in a string never went through that framing).
+    fn format_tool_calls(&self, message: &Message) -> R<String> {
+        let mut xml = String::new();
+        for call in message.tool_calls.as_deref().unwrap_or_default() {
+            xml.push_str(&format_tool_call_xml(call, format_argument_py)?);
+            xml.push('\n');
+        }
+        let has_thinking_part = matches!(&message.content,
+            Content::Parts(p) if p.iter().any(|p| matches!(p, Part::Thinking(_))));
+        let thinking_only = has_thinking_part && !has_nonempty_text(&message.content);
+        let prefix = if !self.ultra && thinking_only {
+            ""
+        } else {
+            "\n"
+        };
+        Ok(format!("{prefix}{xml}"))
+    }
+
+    /// Qwen3.5's, with the `<think>\n` prefill (Nemotron's disable-thinking variants change
+    /// the generation suffix, not this). It never applies: Nemotron's assistant headers
+    /// never start with `…assistant\n<think>\n`.
+    fn generation_suffix_in_header(&self, message: &Message, ctx: &RenderContext<'_>) -> String {
+        generation_suffix_in_header(message, ctx, false)
+    }
+}
+
+impl ChatRenderer for Nemotron3 {
+    /// With thinking preserved, history renders each turn as a supervised example does.
+    fn has_extension_property(&self) -> bool {
+        !self.strip_thinking_from_history
+    }
+
+    fn disables_thinking(&self) -> bool {
+        self.disable_thinking
+    }
+
+    fn stop_sequences(&self, tok: &Tokenizer) -> R<StopSequences> {
+        Ok(StopSequences::Tokens(vec![im_end(tok)?]))
+    }
+
+    fn render_message(
+        &self,
+        tok: &Tokenizer,
+        message: &Message,
+        ctx: &RenderContext<'_>,
+    ) -> R<RenderedMessage> {
+        let message = self.with_effort(message, ctx)?;
+        // Nemotron strips thinking only before the last user message (the template's
+        // truncate_history_thinking condition), not from every non-last assistant turn as
+        // Qwen3VL's `not ctx.is_last` would: such turns are rendered as if last.
+        let mut ctx = *ctx;
+        if message.role == "assistant" && ctx.idx as isize >= ctx.last_user_index && !ctx.is_last {
+            ctx.is_last = true;
+        }
+        render_vl_message(self, tok, &with_trimmed_text(&message), &ctx)
+    }
+
+    /// `<|im_start|>role\n<think>\n` (Qwen3.5), or `…<think></think>` with thinking off.
+    fn generation_suffix(
+        &self,
+        tok: &Tokenizer,
+        role: &str,
+        ctx: &RenderContext<'_>,
+    ) -> R<Vec<u32>> {
+        let think = if self.disable_thinking {
+            "<think></think>"
+        } else {
+            "<think>\n"
+        };
+        encode(
+            tok,
+            &format!("{}<|im_start|>{role}\n{think}", turn_newline(ctx)),
+        )
+    }
+
+    fn normalize_response_tokens(&self, tok: &Tokenizer, response: &[u32]) -> R<Vec<u32>> {
+        normalize_response_tokens(tok, response)
+    }
+
+    /// Qwen3.5's parse; a clean response then loses the one newline Nano/Super put after
+    /// `</think>` before Qwen3.5's cleanup (whose two-newline strip then does nothing).
+    fn parse_response(&self, tok: &Tokenizer, response: &[u32]) -> R<(Message, Termination)> {
+        let response = normalize_response_tokens(tok, response)?;
+        let (mut message, termination) = parse_qwen3(tok, &response, true)?;
+        if termination == Termination::Malformed {
+            return Ok((message, termination));
+        }
+        if !self.ultra {
+            strip_newline_after_thinking(&mut message.content);
+        }
+        postprocess_parsed_message(&mut message);
+        Ok((message, termination))
+    }
+
+    fn build_generation_prompt(
+        &self,
+        tok: &Tokenizer,
+        messages: &[Message],
+        role: &str,
+        prefill: Option<&str>,
+    ) -> R<ModelInput> {
+        default_build_generation_prompt(self, tok, &with_system(messages), role, prefill)
+    }
+
+    fn build_supervised_example(
+        &self,
+        tok: &Tokenizer,
+        messages: &[Message],
+        train_on: TrainOnWhat,
+    ) -> R<Supervised> {
+        default_build_supervised_example(self, tok, &with_system(messages), train_on)
+    }
+
+    /// One system message: the system prompt, then (after a blank line) the XML tool
+    /// declarations and calling instructions.
+    fn conversation_prefix_with_tools(
+        &self,
+        _tok: &Tokenizer,
+        tools: &[Json],
+        system_prompt: &str,
+    ) -> R<Vec<Message>> {
+        let content = if tools.is_empty() {
+            system_prompt.to_owned()
+        } else {
+            let declarations = tools
+                .iter()
+                .map(tool_declaration)
+                .collect::<R<Vec<_>>>()?
+                .join("\n");
+            let tools_text = format!("{TOOLS_HEAD}{declarations}{TOOLS_TAIL}");
+            if system_prompt.is_empty() {
+                tools_text
+            } else {
+                format!("{system_prompt}\n\n{tools_text}")
+            }
+        };
+        Ok(vec![Message::new("system", content)])
+    }
+}
+
+/// Nemotron 3's `_postprocess_parsed_message` step: exactly one separator newline removed
+/// from the first text after thinking.
+fn strip_newline_after_thinking(content: &mut Content) {
+    let Content::Parts(parts) = content else {
+        return;
+    };
+    let mut seen_thinking = false;
+    for p in parts.iter_mut() {
+        match p {
+            Part::Thinking(_) => seen_thinking = true,
+            Part::Text(t) if seen_thinking => {
+                if t.starts_with('\n') {
+                    t.remove(0);
+                }
+                return;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Whether `content` is parts with a non-empty text part.
+fn has_nonempty_text(content: &Content) -> bool {
+    matches!(content, Content::Parts(p) if p.iter().any(|p| matches!(p, Part::Text(t) if !t.is_empty())))
+}
+
+/// Nemotron's `_wrap_image_parts` (the 3.5 Super template and processor): each image as
+/// `<img>`, the image, `</img>`; on a new line when it follows text that does not end with
+/// one, and labelled `<image N>` (counted per message) when the message has several.
+fn wrap_image_parts(pieces: Vec<Piece<'_>>) -> Vec<Piece<'_>> {
+    let num_images = pieces
+        .iter()
+        .filter(|p| matches!(p, Piece::Image(..)))
+        .count();
+    let mut out = Vec::with_capacity(pieces.len() + 2 * num_images);
+    let mut image_index = 0;
+    // Whether the last non-empty text since the previous image ends with a newline.
+    let mut text_before: Option<bool> = None;
+    for piece in pieces {
+        match piece {
+            Piece::Text(t) => {
+                if !t.is_empty() {
+                    text_before = Some(t.ends_with('\n'));
+                }
+                out.push(Piece::Text(t));
+            }
+            image => {
+                image_index += 1;
+                let newline = if text_before == Some(false) { "\n" } else { "" };
+                let label = if num_images > 1 {
+                    format!("<image {image_index}>")
+                } else {
+                    String::new()
+                };
+                out.push(Piece::Text(format!("{newline}{label}<img>")));
+                out.push(image);
+                out.push(Piece::Text("</img>".into()));
+                text_before = None;
+            }
+        }
+    }
+    out
+}
+
+/// Python's `str(v)` of a JSON value as `json.loads` returns it: scalars as Qwen3.5's
+/// argument formatting writes them (`True`, `None`, `1.0`), containers as their repr.
+fn py_str(v: &Json) -> String {
+    match v {
+        Json::Array(_) | Json::Object(_) => py_repr(v),
+        scalar => format_argument_py(scalar),
+    }
+}
+
+/// Python's `repr(v)` of a JSON value as `json.loads` returns it (`['a', None]`).
+fn py_repr(v: &Json) -> String {
+    match v {
+        Json::String(s) => py_str_repr(s),
+        Json::Array(a) => format!("[{}]", a.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
+        Json::Object(o) => format!(
+            "{{{}}}",
+            o.iter()
+                .map(|(k, v)| format!("{}: {}", py_str_repr(k), py_repr(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        scalar => format_argument_py(scalar),
+    }
+}
+
+/// Python's `repr` of a string: single quotes unless it holds `'` and no `"`; backslash,
+/// the quote, `\n` `\r` `\t` and non-printable characters escaped. Printability follows
+/// Python's for controls, separators and the common format characters; rarer non-printable
+/// code points (unassigned ones) are written as they are.
+fn py_str_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            ' ' => out.push(' '),
+            c if c.is_control() || c.is_whitespace() || is_format_char(c) => {
+                let n = u32::from(c);
+                out.push_str(&match n {
+                    0..=0xff => format!("\\x{n:02x}"),
+                    0x100..=0xffff => format!("\\u{n:04x}"),
+                    _ => format!("\\U{n:08x}"),
+                });
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// Common Unicode format characters (category Cf), which Python does not print.
+fn is_format_char(c: char) -> bool {
+    matches!(u32::from(c),
+        0xad | 0x600..=0x605 | 0x61c | 0x6dd | 0x70f | 0x180e | 0x200b..=0x200f
+        | 0x202a..=0x202e | 0x2060..=0x2064 | 0x2066..=0x206f | 0xfeff | 0xfff9..=0xfffb)
+}
+
+/// The tools block around the declarations.
+const TOOLS_HEAD: &str = "# Tools\n\nYou have access to the following functions:\n\n<tools>\n";
+const TOOLS_TAIL: &str = "\n</tools>\n\nIf you choose to call a function ONLY reply in the following format with NO suffix:\n\n<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n</parameter>\n<parameter=example_parameter_2>\nThis is the value for the second parameter\nthat can span\nmultiple lines\n</parameter>\n</function>\n</tool_call>\n\n<IMPORTANT>\nReminder:\n- Function calls MUST follow the specified format: an inner <function=...></function> block must be nested within <tool_call></tool_call> XML tags\n- Required parameters MUST be specified\n- You may provide optional reasoning for your function call in natural language BEFORE the function call, but NOT after\n- If there is no function call available, answer the question like normal with your current knowledge and do not tell the user about function calls\n</IMPORTANT>";
+
+/// An error where the cookbook's tool formatting raises (a missing key, a wrong type).
+fn tool_error(what: &str) -> TokenizerError {
+    renderer_error(format!("invalid tool specification: {what}"))
+}
+
+/// `_render_extra_keys`: the keys not handled as `<key>value</key>` lines (containers as
+/// JSON, scalars through `str`).
+fn extra_keys(obj: &Map<String, Json>, handled: &[&str], lines: &mut Vec<String>) {
+    for (key, value) in obj {
+        if handled.contains(&key.as_str()) {
+            continue;
+        }
+        let v = match value {
+            Json::Object(_) | Json::Array(_) => json_dumps(value),
+            other => py_str(other),
+        };
+        lines.push(format!("<{key}>{v}</{key}>"));
+    }
+}
+
+/// A string field's `.strip()` (the cookbook fails on a non-string).
+fn stripped<'a>(v: &'a Json, what: &str) -> R<&'a str> {
+    v.as_str()
+        .map(py_strip)
+        .ok_or_else(|| tool_error(&format!("{what} is not a string")))
+}
+
+/// One `<parameter>` block of a tool declaration.
+fn parameter_declaration(name: &str, fields: &Json, lines: &mut Vec<String>) -> R<()> {
+    let Json::Object(fields) = fields else {
+        return Err(tool_error(&format!("parameter {name:?} is not an object")));
+    };
+    lines.push("<parameter>".into());
+    lines.push(format!("<name>{name}</name>"));
+    if let Some(t) = fields.get("type") {
+        lines.push(format!("<type>{}</type>", py_str(t)));
+    }
+    if let Some(d) = fields.get("description") {
+        let d = stripped(d, "a parameter description")?;
+        lines.push(format!("<description>{d}</description>"));
+    }
+    if let Some(e) = fields.get("enum") {
+        lines.push(format!("<enum>{}</enum>", json_dumps(e)));
+    }
+    extra_keys(fields, &["name", "type", "description", "enum"], lines);
+    lines.push("</parameter>".into());
+    Ok(())
+}
+
+/// `_format_nemotron3_tool_declaration`: a tool as `<function>` XML, with every schema
+/// field the template's `render_extra_keys` writes.
+fn tool_declaration(tool: &Json) -> R<String> {
+    let Json::Object(tool) = tool else {
+        return Err(tool_error("a tool is not an object"));
+    };
+    let Some(name) = tool.get("name") else {
+        return Err(tool_error("a tool has no name"));
+    };
+    let mut lines = vec![
+        "<function>".to_owned(),
+        format!("<name>{}</name>", py_str(name)),
+    ];
+    if let Some(d) = tool.get("description") {
+        let d = stripped(d, "the description")?;
+        if !d.is_empty() {
+            lines.push(format!("<description>{d}</description>"));
+        }
+    }
+    lines.push("<parameters>".into());
+    // `tool.get("parameters") or {}`: a falsy value is an empty schema.
+    let params = tool.get("parameters").filter(|p| truthy(p));
+    if let Some(Json::Object(params)) = params {
+        if let Some(props) = params.get("properties") {
+            let Json::Object(props) = props else {
+                return Err(tool_error("parameters.properties is not an object"));
+            };
+            for (name, fields) in props {
+                parameter_declaration(name, fields, &mut lines)?;
+            }
+        }
+        extra_keys(params, &["type", "properties", "required"], &mut lines);
+        if let Some(required) = params.get("required") {
+            lines.push(format!("<required>{}</required>", json_dumps(required)));
+        }
+    }
+    lines.push("</parameters>".into());
+    extra_keys(
+        tool,
+        &["type", "name", "description", "parameters"],
+        &mut lines,
+    );
+    lines.push("</function>".into());
+    Ok(lines.join("\n"))
+}
+
+/// Python truthiness of a JSON value.
+fn truthy(v: &Json) -> bool {
+    match v {
+        Json::Null => false,
+        Json::Bool(b) => *b,
+        Json::Number(n) => n.as_f64().is_some_and(|x| x != 0.0),
+        Json::String(s) => !s.is_empty(),
+        Json::Array(a) => !a.is_empty(),
+        Json::Object(o) => !o.is_empty(),
+    }
+}
+
+/// Nemotron 3.5 Super VL's image processor settings (`preprocessor_config.json` of the
+/// NemotronH Omni image processor: `patch_size` 16, `downsample_ratio` 0.5,
+/// `min_num_patches` 1024, `max_num_patches` 13312, `max_model_len` 16384).
+const PATCH_SIZE: f64 = 16.0;
+const DOWNSAMPLE_FACTOR: u64 = 2;
+const MIN_NUM_PATCHES: u64 = 1024;
+const MAX_NUM_PATCHES: u64 = 13312;
+const MAX_MODEL_LEN: u64 = 16384;
+
+/// `image_to_chunk`'s `_compute_target_patches` branch (Nemotron 3.5 Super): the token
+/// budget, the processor's patch grid for it, and one token per pixel-shuffled patch.
+fn nemotron_image_tokens(width: u32, height: u32) -> Result<u32, String> {
+    let pixel_shuffle = DOWNSAMPLE_FACTOR.pow(2);
+    // max(min(budget, max_num_patches), min_num_patches)
+    let budget = ((MAX_MODEL_LEN - 4) * pixel_shuffle).clamp(MIN_NUM_PATCHES, MAX_NUM_PATCHES);
+    let (w, h) = target_patches(width, height, budget)?;
+    u32::try_from(w * h / pixel_shuffle)
+        .map_err(|_| "the image is too large for Nemotron's image processor".to_owned())
+}
+
+/// The processor's `_compute_target_patches(img, tokens_available)`: `(w_patches,
+/// h_patches)` fitting the budget, scaled up to the minimum, each a multiple of the
+/// pixel-shuffle factor where the budget allows. Same float operations as the Python
+/// (`round` half to even, `floor`, `ceil`, `sqrt`).
+fn target_patches(width: u32, height: u32, tokens_available: u64) -> Result<(u64, u64), String> {
+    // round(x + 0.5): the patch count covering the side.
+    let closest = |side: u32| (f64::from(side) / PATCH_SIZE + 0.5).round_ties_even() as u64;
+    let (closest_h, closest_w) = (closest(height), closest(width));
+    let patches = closest_h * closest_w;
+    // Python divides by zero here.
+    let degenerate =
+        || "the image is too small or too elongated for Nemotron's image processor".to_owned();
+    if patches == 0 {
+        return Err(degenerate());
+    }
+    let factor = (tokens_available as f64 / patches as f64).sqrt().min(1.0);
+    let mut h = (factor * closest_h as f64).floor() as u64;
+    let mut w = (factor * closest_w as f64).floor() as u64;
+    if tokens_available > MIN_NUM_PATCHES && h * w < MIN_NUM_PATCHES {
+        if h * w == 0 {
+            return Err(degenerate());
+        }
+        let up = (MIN_NUM_PATCHES as f64 / (h * w) as f64).sqrt();
+        h = (up * h as f64).ceil() as u64;
+        w = (up * w as f64).ceil() as u64;
+    }
+    let d = DOWNSAMPLE_FACTOR;
+    if h % d != 0 {
+        h = if (h + d - h % d) * w <= tokens_available {
+            h + d - h % d
+        } else {
+            d.max(h - h % d)
+        };
+    }
+    if w % d != 0 {
+        w = if h * (w + d - w % d) <= tokens_available {
+            w + d - w % d
+        } else {
+            d.max(w - w % d)
+        };
+    }
+    Ok((w, h))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nemotron_image_tokens;
+
+    /// Token counts of transformers' `NemotronH_Omni_Reasoning_V3ImageProcessor` tiling
+    /// (`get_patch_grid_size(h, w, 16, 2, 1024, 13312)`, the 3.5 Super VL settings), whose
+    /// `(w_patches * h_patches) // 4` is the count the cookbook's branch computes.
+    #[test]
+    fn image_tokens_match_the_processor() {
+        let expected = [
+            (32, 32, 256),
+            (300, 200, 280),
+            (1000, 700, 704),
+            (64, 48, 256),
+            (200, 900, 272),
+            (16, 16, 256),
+            (48, 32, 276),
+            (4000, 100, 500),
+            (100, 4000, 500),
+            (2000, 3000, 3290),
+            (13, 7, 256),
+            (5000, 5000, 3306),
+            (1, 1, 256),
+            (10000, 16, 313),
+            (1920, 1080, 2040),
+            (17, 33, 280),
+            (100_000, 16, 3125),
+            (3000, 40, 381),
+        ];
+        for (w, h, tokens) in expected {
+            assert_eq!(nemotron_image_tokens(w, h), Ok(tokens), "{w}x{h}");
+        }
+        // The processor divides by zero on these.
+        for (w, h) in [(1_000_000, 16), (16, 1_000_000), (0, 5)] {
+            assert!(nemotron_image_tokens(w, h).is_err(), "{w}x{h}");
+        }
+    }
+}

@@ -1,0 +1,404 @@
+//! Python's `json` module as the cookbook's DeepSeek renderers meet it: `json.loads` with
+//! its acceptance (`NaN`, `Infinity`, integers of any size up to Python's 4,300-digit
+//! conversion limit, nesting up to about its recursion limit) and its error messages, and
+//! `json.dumps` of what it returns. serde_json differs on each of these, and tool-call
+//! text comes from the model, so the parsers need Python's behaviour. Shared by the
+//! renderers (`base::parse_tool_call_json`, DeepSeek's DSML and tool calls).
+
+use serde_json::Value as Json;
+
+use tinker_tokenizer::chat::py_float;
+use tinker_tokenizer::chat::py_json_dumps_with as json_dumps_with;
+
+/// A decoded value, as Python holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Value {
+    /// `None`.
+    Null,
+    /// `True` / `False`.
+    Bool(bool),
+    /// An `int`, as its decimal text (`-0` already read as `0`).
+    Int(String),
+    /// A `float` (`NaN` and the infinities included).
+    Float(f64),
+    /// A `str`. A lone surrogate escape (which Python keeps) becomes U+FFFD.
+    Str(String),
+    /// A `list`.
+    Array(Vec<Value>),
+    /// A `dict`, in insertion order (a repeated key keeps its place, takes the last value).
+    Object(Vec<(String, Value)>),
+}
+
+/// Why `json.loads` raised.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Error {
+    /// `json.JSONDecodeError`, with Python's message.
+    Decode(String),
+    /// Another `ValueError`: an integer over the 4,300-digit conversion limit.
+    Value(String),
+    /// `RecursionError`: nesting deeper than Python's recursion limit allows.
+    Recursion(String),
+}
+
+impl Error {
+    /// Python's `str(e)`.
+    pub(crate) fn message(&self) -> &str {
+        match self {
+            Error::Decode(m) | Error::Value(m) | Error::Recursion(m) => m,
+        }
+    }
+}
+
+/// Python's `sys.get_int_max_str_digits()` default.
+const MAX_STR_DIGITS: usize = 4300;
+/// The nesting at which Python's default recursion limit (1,000 frames, some used by
+/// the caller) stops the decoder: approximate.
+const MAX_DEPTH: usize = 980;
+
+/// `json.loads(s)`.
+pub(crate) fn loads(s: &str) -> Result<Value, Error> {
+    let p = Parser {
+        c: s.chars().collect(),
+    };
+    let start = p.skip_ws(0);
+    let (value, end) = match p.value(start, 0) {
+        Ok(v) => v,
+        Err(Fail::Stop(at)) => return Err(p.decode_error("Expecting value", at)),
+        Err(Fail::Raise(e)) => return Err(e),
+    };
+    let end = p.skip_ws(end);
+    if end != p.c.len() {
+        return Err(p.decode_error("Extra data", end));
+    }
+    Ok(value)
+}
+
+/// `json.dumps(v, ensure_ascii=…)` with the default separators.
+pub(crate) fn dumps(v: &Value, ensure_ascii: bool) -> String {
+    let mut out = String::new();
+    write(v, ensure_ascii, &mut out);
+    out
+}
+
+fn write(v: &Value, ensure_ascii: bool, out: &mut String) {
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Int(digits) => out.push_str(digits),
+        Value::Float(f) => out.push_str(&py_float(*f)),
+        Value::Str(s) => out.push_str(&string(s, ensure_ascii)),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write(item, ensure_ascii, out);
+            }
+            out.push(']');
+        }
+        Value::Object(entries) => {
+            out.push('{');
+            for (i, (key, item)) in entries.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&string(key, ensure_ascii));
+                out.push_str(": ");
+                write(item, ensure_ascii, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn string(s: &str, ensure_ascii: bool) -> String {
+    json_dumps_with(
+        &Json::String(s.to_owned()),
+        (", ", ": "),
+        ensure_ascii,
+        None,
+    )
+}
+
+/// How a scan failed: the C scanner's `StopIteration` (reported by `json.loads` as
+/// "Expecting value" at that index), or an error raised as it is.
+enum Fail {
+    Stop(usize),
+    Raise(Error),
+}
+
+/// The C scanner (`_json.c`) over the text's characters (its indices are Python's).
+struct Parser {
+    c: Vec<char>,
+}
+
+type Scan<T> = Result<(T, usize), Fail>;
+
+impl Parser {
+    fn at(&self, idx: usize) -> Option<char> {
+        self.c.get(idx).copied()
+    }
+
+    fn skip_ws(&self, mut idx: usize) -> usize {
+        while matches!(self.at(idx), Some(' ' | '\t' | '\n' | '\r')) {
+            idx += 1;
+        }
+        idx
+    }
+
+    fn starts_with(&self, idx: usize, word: &str) -> bool {
+        (idx..)
+            .zip(word.chars())
+            .all(|(i, w)| self.at(i) == Some(w))
+    }
+
+    /// `JSONDecodeError(msg, doc, pos)`'s text.
+    fn decode_error(&self, msg: &str, pos: usize) -> Error {
+        let before = &self.c[..pos.min(self.c.len())];
+        let line = before.iter().filter(|&&c| c == '\n').count() + 1;
+        let column = match before.iter().rposition(|&c| c == '\n') {
+            Some(nl) => pos - nl,
+            None => pos + 1,
+        };
+        Error::Decode(format!("{msg}: line {line} column {column} (char {pos})"))
+    }
+
+    fn fail(&self, msg: &str, pos: usize) -> Fail {
+        Fail::Raise(self.decode_error(msg, pos))
+    }
+
+    /// `scan_once` at `idx`.
+    fn value(&self, idx: usize, depth: usize) -> Scan<Value> {
+        match self.at(idx) {
+            None => Err(Fail::Stop(idx)),
+            Some('"') => self.string(idx + 1).map(|(s, e)| (Value::Str(s), e)),
+            Some('{') => self.object(idx + 1, depth + 1),
+            Some('[') => self.array(idx + 1, depth + 1),
+            Some(_) => {
+                let constants = [
+                    ("null", Value::Null),
+                    ("true", Value::Bool(true)),
+                    ("false", Value::Bool(false)),
+                    ("NaN", Value::Float(f64::NAN)),
+                    ("Infinity", Value::Float(f64::INFINITY)),
+                    ("-Infinity", Value::Float(f64::NEG_INFINITY)),
+                ];
+                for (word, v) in constants {
+                    if self.starts_with(idx, word) {
+                        return Ok((v, idx + word.chars().count()));
+                    }
+                }
+                self.number(idx)
+            }
+        }
+    }
+
+    fn too_deep(&self, depth: usize, what: &str) -> Result<(), Fail> {
+        if depth > MAX_DEPTH {
+            return Err(Fail::Raise(Error::Recursion(format!(
+                "maximum recursion depth exceeded while decoding a JSON {what} from a \
+                 unicode string"
+            ))));
+        }
+        Ok(())
+    }
+
+    /// `_match_number_unicode`.
+    fn number(&self, start: usize) -> Scan<Value> {
+        let digit = |i: usize| self.at(i).is_some_and(|c| c.is_ascii_digit());
+        let mut idx = start;
+        if self.at(idx) == Some('-') {
+            idx += 1;
+        }
+        match self.at(idx) {
+            Some('1'..='9') => {
+                while digit(idx) {
+                    idx += 1;
+                }
+            }
+            Some('0') => idx += 1,
+            _ => return Err(Fail::Stop(start)),
+        }
+        let mut is_float = false;
+        if self.at(idx) == Some('.') && digit(idx + 1) {
+            is_float = true;
+            idx += 2;
+            while digit(idx) {
+                idx += 1;
+            }
+        }
+        if matches!(self.at(idx), Some('e' | 'E')) && idx + 1 < self.c.len() {
+            let e_start = idx;
+            idx += 1;
+            if matches!(self.at(idx), Some('-' | '+')) && idx + 1 < self.c.len() {
+                idx += 1;
+            }
+            while digit(idx) {
+                idx += 1;
+            }
+            if digit(idx - 1) {
+                is_float = true;
+            } else {
+                idx = e_start;
+            }
+        }
+        let text: String = self.c[start..idx].iter().collect();
+        Ok((self.number_value(&text, is_float)?, idx))
+    }
+
+    /// `float(text)` or `int(text)`.
+    fn number_value(&self, text: &str, is_float: bool) -> Result<Value, Fail> {
+        if is_float {
+            return Ok(Value::Float(text.parse().unwrap_or(f64::NAN)));
+        }
+        let digits = text.trim_start_matches('-');
+        if digits.len() > MAX_STR_DIGITS {
+            return Err(Fail::Raise(Error::Value(format!(
+                "Exceeds the limit ({MAX_STR_DIGITS} digits) for integer string conversion: \
+                 value has {} digits; use sys.set_int_max_str_digits() to increase the limit",
+                digits.len()
+            ))));
+        }
+        Ok(Value::Int(if digits == "0" {
+            digits.to_owned()
+        } else {
+            text.to_owned()
+        }))
+    }
+
+    /// `scanstring_unicode` from `end` (just after the opening quote).
+    fn string(&self, mut end: usize) -> Scan<String> {
+        let begin = end - 1;
+        let mut out = String::new();
+        loop {
+            let mut next = end;
+            let c = loop {
+                match self.at(next) {
+                    None => return Err(self.fail("Unterminated string starting at", begin)),
+                    Some(c @ ('"' | '\\')) => break c,
+                    Some(c) if (c as u32) <= 0x1f => {
+                        return Err(self.fail("Invalid control character at", next))
+                    }
+                    Some(c) => out.push(c),
+                }
+                next += 1;
+            };
+            next += 1;
+            if c == '"' {
+                return Ok((out, next));
+            }
+            let Some(esc) = self.at(next) else {
+                return Err(self.fail("Unterminated string starting at", begin));
+            };
+            if esc == 'u' {
+                let (ch, after) = self.unicode_escape(next + 1)?;
+                out.push(ch);
+                end = after;
+                continue;
+            }
+            out.push(match esc {
+                '"' => '"',
+                '\\' => '\\',
+                '/' => '/',
+                'b' => '\u{8}',
+                'f' => '\u{c}',
+                'n' => '\n',
+                'r' => '\r',
+                't' => '\t',
+                _ => return Err(self.fail("Invalid \\escape", next - 1)),
+            });
+            end = next + 1;
+        }
+    }
+
+    /// Four hex digits at `idx`, or the error at `err_at`.
+    fn hex4(&self, idx: usize, err_at: usize) -> Result<u32, Fail> {
+        let mut v = 0;
+        for i in idx..idx + 4 {
+            let d = self.at(i).and_then(|c| c.to_digit(16));
+            let Some(d) = d else {
+                return Err(self.fail("Invalid \\uXXXX escape", err_at));
+            };
+            v = v << 4 | d;
+        }
+        Ok(v)
+    }
+
+    /// A `\uXXXX` escape whose digits start at `next`, joined with a following low
+    /// surrogate escape when it is a high surrogate.
+    fn unicode_escape(&self, next: usize) -> Scan<char> {
+        let mut end = next + 4;
+        if end >= self.c.len() {
+            return Err(self.fail("Invalid \\uXXXX escape", next - 1));
+        }
+        let mut cp = self.hex4(next, next - 1)?;
+        if (0xd800..0xdc00).contains(&cp)
+            && end + 6 < self.c.len()
+            && self.at(end) == Some('\\')
+            && self.at(end + 1) == Some('u')
+        {
+            let low = self.hex4(end + 2, end + 1)?;
+            if (0xdc00..0xe000).contains(&low) {
+                cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
+                end += 6;
+            }
+        }
+        Ok((char::from_u32(cp).unwrap_or('\u{fffd}'), end))
+    }
+
+    /// `_parse_object_unicode` from just after `{`.
+    fn object(&self, idx: usize, depth: usize) -> Scan<Value> {
+        self.too_deep(depth, "object")?;
+        let mut entries: Vec<(String, Value)> = Vec::new();
+        let mut idx = self.skip_ws(idx);
+        if self.at(idx) != Some('}') {
+            loop {
+                if self.at(idx) != Some('"') {
+                    return Err(self.fail("Expecting property name enclosed in double quotes", idx));
+                }
+                let (key, next) = self.string(idx + 1)?;
+                idx = self.skip_ws(next);
+                if self.at(idx) != Some(':') {
+                    return Err(self.fail("Expecting ':' delimiter", idx));
+                }
+                let (value, next) = self.value(self.skip_ws(idx + 1), depth)?;
+                match entries.iter_mut().find(|(k, _)| *k == key) {
+                    Some(entry) => entry.1 = value,
+                    None => entries.push((key, value)),
+                }
+                idx = self.skip_ws(next);
+                if self.at(idx) == Some('}') {
+                    break;
+                }
+                if self.at(idx) != Some(',') {
+                    return Err(self.fail("Expecting ',' delimiter", idx));
+                }
+                idx = self.skip_ws(idx + 1);
+            }
+        }
+        Ok((Value::Object(entries), idx + 1))
+    }
+
+    /// `_parse_array_unicode` from just after `[`.
+    fn array(&self, idx: usize, depth: usize) -> Scan<Value> {
+        self.too_deep(depth, "array")?;
+        let mut items = Vec::new();
+        let mut idx = self.skip_ws(idx);
+        if self.at(idx) != Some(']') {
+            loop {
+                let (value, next) = self.value(idx, depth)?;
+                items.push(value);
+                idx = self.skip_ws(next);
+                if self.at(idx) == Some(']') {
+                    break;
+                }
+                if self.at(idx) != Some(',') {
+                    return Err(self.fail("Expecting ',' delimiter", idx));
+                }
+                idx = self.skip_ws(idx + 1);
+            }
+        }
+        Ok((Value::Array(items), idx + 1))
+    }
+}

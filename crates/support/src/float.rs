@@ -1,0 +1,318 @@
+//! Exact decimal conversions of floats, for JSON and messages: the shortest digits that
+//! read back as the same `f64` or `f32` (Burger and Dybvig's free-format algorithm), and
+//! correctly rounded powers of ten. Both run on a small fixed-size bignum, so they need
+//! no tables: the tables of a fast formatter (zmij) and of serde_json's number parser
+//! cost the wasm module more than this code (issue 8's size budget). Floats are rare in
+//! the SDK's traffic (a few parameters per request), so the few microseconds a bignum
+//! costs do not matter.
+//!
+//! `shortest(0.1, false)` is `([1], 0)` (0.1 = 0.1 × 10⁰), `shortest(123.0, false)` is
+//! `([1, 2, 3], 3)`, and `pow10(23)` is exactly `1e23` (the tests hold these and more).
+
+/// An unsigned integer of up to 40 × 32 bits (enough for every f64 and its bounds).
+#[derive(Clone, Copy)]
+struct Big {
+    limbs: [u32; 40],
+    len: usize,
+}
+
+impl Big {
+    fn from_u64(v: u64) -> Big {
+        let mut b = Big {
+            limbs: [0; 40],
+            len: 0,
+        };
+        b.limbs[0] = v as u32;
+        b.limbs[1] = (v >> 32) as u32;
+        b.len = 2;
+        b.trim();
+        b
+    }
+    fn trim(&mut self) {
+        while self.len > 0 && self.limbs[self.len - 1] == 0 {
+            self.len -= 1;
+        }
+    }
+    fn mul_small(&mut self, m: u32) {
+        let mut carry = 0u64;
+        for l in &mut self.limbs[..self.len] {
+            let v = u64::from(*l) * u64::from(m) + carry;
+            *l = v as u32;
+            carry = v >> 32;
+        }
+        if carry > 0 {
+            self.limbs[self.len] = carry as u32;
+            self.len += 1;
+        }
+    }
+    fn mul_pow10(&mut self, mut n: u32) {
+        while n >= 9 {
+            self.mul_small(1_000_000_000);
+            n -= 9;
+        }
+        self.mul_small(10u32.pow(n));
+    }
+    fn shl(&mut self, n: u32) {
+        let (words, bits) = ((n / 32) as usize, n % 32);
+        if self.len == 0 {
+            return;
+        }
+        let mut out = [0u32; 40];
+        for i in 0..self.len {
+            let v = u64::from(self.limbs[i]) << bits;
+            out[i + words] |= v as u32;
+            out[i + words + 1] |= (v >> 32) as u32;
+        }
+        self.limbs = out;
+        self.len += words + 1;
+        self.trim();
+    }
+    fn cmp(&self, o: &Big) -> std::cmp::Ordering {
+        self.len.cmp(&o.len).then_with(|| {
+            self.limbs[..self.len]
+                .iter()
+                .rev()
+                .cmp(o.limbs[..o.len].iter().rev())
+        })
+    }
+    fn add(&self, o: &Big) -> Big {
+        let mut r = *self;
+        let n = self.len.max(o.len);
+        let mut carry = 0u64;
+        for i in 0..n {
+            let v = u64::from(self.limbs[i]) + u64::from(o.limbs[i]) + carry;
+            r.limbs[i] = v as u32;
+            carry = v >> 32;
+        }
+        r.len = n;
+        if carry > 0 {
+            r.limbs[n] = 1;
+            r.len += 1;
+        }
+        r
+    }
+    /// `self -= o` (requires `self >= o`).
+    fn sub(&mut self, o: &Big) {
+        let mut borrow = 0i64;
+        for i in 0..self.len {
+            let v = i64::from(self.limbs[i]) - i64::from(o.limbs[i]) - borrow;
+            self.limbs[i] = v as u32;
+            borrow = i64::from(v < 0);
+        }
+        self.trim();
+    }
+    fn bits(&self) -> u32 {
+        if self.len == 0 {
+            0
+        } else {
+            self.len as u32 * 32 - self.limbs[self.len - 1].leading_zeros()
+        }
+    }
+}
+
+/// The shortest decimal digits of a finite, positive `x` that read back as `x` (as an
+/// `f32` when `single`), and the decimal point's position: `x = 0.d₁d₂…dₖ × 10^point`.
+/// Ties between two shortest candidates go to the nearer, then to the even digit.
+pub fn shortest(x: f64, single: bool) -> (Vec<u8>, i32) {
+    // x = f × 2^e, and whether its neighbours are nearer below (at a power of two).
+    let (f, e, min_e, p) = if single {
+        let b = (x as f32).to_bits();
+        let (frac, exp) = (u64::from(b & 0x7F_FFFF), ((b >> 23) & 0xFF) as i32);
+        if exp == 0 {
+            (frac, -149, true, 23)
+        } else {
+            (frac | 1 << 23, exp - 150, exp == 1, 23)
+        }
+    } else {
+        let b = x.to_bits();
+        let (frac, exp) = (b & ((1 << 52) - 1), ((b >> 52) & 0x7FF) as i32);
+        if exp == 0 {
+            (frac, -1074, true, 52)
+        } else {
+            (frac | 1 << 52, exp - 1075, exp == 1, 52)
+        }
+    };
+    let even = f % 2 == 0;
+    let uneven_gap = f == 1 << p && !min_e;
+    // r / s = x, and m_minus / s, m_plus / s = half the gaps to the neighbours.
+    let (mut r, mut s, mut m_minus, mut m_plus);
+    if e >= 0 {
+        let gap = Big::from_u64(1);
+        r = Big::from_u64(f);
+        r.shl(e as u32 + 1 + u32::from(uneven_gap));
+        s = Big::from_u64(if uneven_gap { 4 } else { 2 });
+        m_minus = gap;
+        m_minus.shl(e as u32);
+        m_plus = m_minus;
+        if uneven_gap {
+            m_plus.shl(1);
+        }
+    } else {
+        r = Big::from_u64(f << (1 + u32::from(uneven_gap)));
+        s = Big::from_u64(1);
+        s.shl((-e) as u32 + 1 + u32::from(uneven_gap));
+        m_minus = Big::from_u64(1);
+        m_plus = Big::from_u64(if uneven_gap { 2 } else { 1 });
+    }
+    // k ≈ ceil(log10(x)), fixed up below.
+    let log2 = (e + 64 - f.leading_zeros() as i32 - 1) as f64;
+    let mut k = (log2 * std::f64::consts::LOG10_2 - 1e-10).ceil() as i32;
+    if k >= 0 {
+        s.mul_pow10(k as u32);
+    } else {
+        let n = (-k) as u32;
+        r.mul_pow10(n);
+        m_minus.mul_pow10(n);
+        m_plus.mul_pow10(n);
+    }
+    let high = |r: &Big, m_plus: &Big, s: &Big| {
+        let t = r.add(m_plus).cmp(s);
+        if even {
+            t.is_ge()
+        } else {
+            t.is_gt()
+        }
+    };
+    if high(&r, &m_plus, &s) {
+        k += 1;
+        s.mul_small(10);
+    }
+    let mut digits = Vec::new();
+    loop {
+        r.mul_small(10);
+        m_minus.mul_small(10);
+        m_plus.mul_small(10);
+        let mut d = 0u8;
+        while r.cmp(&s).is_ge() {
+            r.sub(&s);
+            d += 1;
+        }
+        let low = if even {
+            r.cmp(&m_minus).is_le()
+        } else {
+            r.cmp(&m_minus).is_lt()
+        };
+        let up = high(&r, &m_plus, &s);
+        if !low && !up {
+            digits.push(d);
+            continue;
+        }
+        let mut twice = r;
+        twice.shl(1);
+        let last = match (low, up) {
+            (true, false) => d,
+            (false, true) => d + 1,
+            _ => match twice.cmp(&s) {
+                std::cmp::Ordering::Less => d,
+                std::cmp::Ordering::Greater => d + 1,
+                std::cmp::Ordering::Equal => d + d % 2,
+            },
+        };
+        digits.push(last);
+        return (digits, k);
+    }
+}
+
+/// 10^n as the nearest `f64` (`n` ≤ 308), as the literal `1e{n}` is.
+pub fn pow10(n: u32) -> f64 {
+    if n <= 22 {
+        // Exact: every power of ten up to 10^22 is an f64.
+        return (0..n).fold(1.0, |a, _| a * 10.0);
+    }
+    let mut b = Big::from_u64(1);
+    b.mul_pow10(n);
+    // The top 64 bits, then round to 53 with the bits below as the sticky part.
+    let bits = b.bits();
+    let shift = bits - 64;
+    let word = |i: u32| -> u64 {
+        let (w, o) = ((i / 32) as usize, i % 32);
+        let lo = u64::from(b.limbs[w]) | u64::from(*b.limbs.get(w + 1).unwrap_or(&0)) << 32;
+        let hi = u64::from(*b.limbs.get(w + 2).unwrap_or(&0));
+        (lo >> o) | if o == 0 { 0 } else { hi << (64 - o) }
+    };
+    let top = word(shift);
+    let sticky = (0..shift).any(|i| b.limbs[(i / 32) as usize] >> (i % 32) & 1 == 1);
+    let mant = top >> 11;
+    let rest = top & 0x7FF;
+    let round_up = rest > 0x400 || (rest == 0x400 && (sticky || mant & 1 == 1));
+    (mant + u64::from(round_up)) as f64 * 2f64.powi((shift + 11) as i32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_module_docs_examples() {
+        assert_eq!(shortest(0.1, false), (vec![1], 0)); // 0.1 = 0.1 × 10^0
+        assert_eq!(shortest(123.0, false), (vec![1, 2, 3], 3));
+        assert_eq!(shortest(0.1f32 as f64, true), (vec![1], 0));
+        assert_eq!(pow10(23), 1e23);
+    }
+
+    fn zmij_digits(text: &str) -> (Vec<u8>, i32) {
+        let (m, e) = text.split_once('e').unwrap_or((text, "0"));
+        let e: i32 = e.trim_start_matches('+').parse().unwrap();
+        let (i, f) = m.split_once('.').unwrap_or((m, ""));
+        let all: Vec<u8> = i.bytes().chain(f.bytes()).map(|b| b - b'0').collect();
+        let lead = all.iter().take_while(|&&d| d == 0).count();
+        let mut d = all[lead..].to_vec();
+        while d.last() == Some(&0) {
+            d.pop();
+        }
+        (d, i.len() as i32 + e - lead as i32)
+    }
+
+    #[test]
+    fn shortest_digits_match_zmij() {
+        let mut next = crate::testing::xorshift(0x9E37_79B9_7F4A_7C15u64);
+        let mut buf = zmij::Buffer::new();
+        let mut check = |x: f64| {
+            if x.is_finite() && x > 0.0 {
+                assert_eq!(
+                    shortest(x, false),
+                    zmij_digits(buf.format_finite(x)),
+                    "{x:e}"
+                );
+                let y = x as f32;
+                if y.is_finite() && y > 0.0 {
+                    let want = zmij_digits(buf.format_finite(y));
+                    assert_eq!(shortest(f64::from(y), true), want, "{y:e}");
+                }
+            }
+        };
+        for x in [
+            1.0,
+            0.1,
+            0.3,
+            1e-7,
+            1e21,
+            1e22,
+            1e23,
+            5e-324,
+            f64::MIN_POSITIVE,
+            f64::MAX,
+            2.0,
+            0.5,
+            1024.0,
+            9007199254740993.0,
+            123456.789,
+            1.5e300,
+            f64::from_bits(0x000F_FFFF_FFFF_FFFF), // the largest subnormal
+        ] {
+            check(x);
+        }
+        for _ in 0..40_000 {
+            check(f64::from_bits(next() >> 1));
+            check(f64::from(f32::from_bits((next() as u32) >> 1)));
+            check((next() % 100_000) as f64 / 1000.0);
+        }
+    }
+
+    #[test]
+    fn powers_of_ten_are_the_nearest_floats() {
+        for (n, want) in (0..=308).map(|n| (n, format!("1e{n}").parse::<f64>().unwrap())) {
+            assert_eq!(pow10(n), want, "10^{n}");
+        }
+    }
+}
