@@ -486,13 +486,13 @@ mod tests {
         let src = code("use crate::http::FromJson; // crate::nothing\nlet s = \"crate::config\";");
         assert_eq!(imports("config", &src, &core, &[]), vec!["http"]);
         assert_eq!(
-            imports(
-                "x",
-                "use crate::{config, wire::http::Req};",
-                &core,
-                &["wire"]
-            ),
+            imports("x", "use crate::{config, http::Req};", &core, &[]),
             ["config", "http"]
+        );
+        // A re-exported folder is looked through: `crate::wire::http` is `http`.
+        assert_eq!(
+            imports("x", "use crate::wire::http::Req;", &core, &["wire"]),
+            ["http"]
         );
     }
 

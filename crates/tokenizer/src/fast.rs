@@ -29,7 +29,7 @@ use super::EncodeOptions;
 mod prepared;
 pub(crate) use prepared::key as prepared_key;
 #[cfg(feature = "fuzzing")]
-pub(crate) use prepared::seal as seal_prepared;
+pub use prepared::seal as seal_prepared;
 
 // ---------------------------------------------------------------------------------
 // Hashing

@@ -348,7 +348,7 @@ pub(crate) fn key(json: &[u8]) -> String {
 /// A prepared form around `body` (its header: magic, format, length, checksum), for the
 /// fuzz target that feeds arbitrary bodies past the checksum.
 #[cfg(any(test, feature = "fuzzing"))]
-pub(crate) fn seal(body: &[u8]) -> Vec<u8> {
+pub fn seal(body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER + body.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&FORMAT.to_le_bytes());
