@@ -16,7 +16,7 @@
 use std::collections::HashSet;
 use std::time::Instant;
 
-use tinker_wasm::tokenizer::{TiktokenOptions, Tokenizer};
+use tinker_tokenizer::{TiktokenOptions, Tokenizer};
 
 const O200K: &str = r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 const QWEN35: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
@@ -102,7 +102,7 @@ fn main() {
     let t = Instant::now();
     let mut pieces = 0usize;
     for d in &docs {
-        if let Some(p) = tinker_wasm::fuzzing::split_pieces(d, &pattern) {
+        if let Some(p) = tinker_tokenizer::split_pieces(d, &pattern) {
             pieces += p.len();
         }
     }
@@ -110,7 +110,7 @@ fn main() {
     let mut distinct = HashSet::new();
     let mut distinct_bytes = 0usize;
     for d in &docs {
-        for (a, b) in tinker_wasm::fuzzing::split_pieces(d, &pattern).unwrap_or_default() {
+        for (a, b) in tinker_tokenizer::split_pieces(d, &pattern).unwrap_or_default() {
             if distinct.insert(&d.as_bytes()[a..b]) {
                 distinct_bytes += b - a;
             }

@@ -60,7 +60,10 @@ optimize() {
 build_general() {
   local out=pkg/gen/general
   log "cargo build (general tokenizer engine)"
-  cargo build --quiet --release --target wasm32-unknown-unknown -p tinker-tokenizer-general
+  # As a cdylib alone: the crate is an rlib too (the tokenizer crate links it natively),
+  # and an rlib exports its generic instantiations, which the optimiser then cannot fold
+  # before the link (9 % of this module's bytes; tests/NOTES-issue32-split.md).
+  cargo rustc --quiet --release --target wasm32-unknown-unknown -p tinker-tokenizer-general --lib --crate-type cdylib
   wasm-bindgen --target web --out-dir "$out" --out-name tokenizer_general \
     target/wasm32-unknown-unknown/release/tinker_tokenizer_general.wasm
   optimize general "$out/tokenizer_general_bg.wasm" &

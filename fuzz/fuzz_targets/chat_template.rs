@@ -6,10 +6,9 @@
 //! Input: a flag byte, the template, a NUL, then the messages as JSON.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use tinker_wasm::tokenizer::renderers::NAMES;
-use tinker_wasm::tokenizer::{
-    ChatTemplateOptions, Message, Renderer, RendererOptions, Tokenizer, TrainOnWhat,
-};
+use tinker_renderers::NAMES;
+use tinker_renderers::{Message, Renderer, RendererOptions, TrainOnWhat};
+use tinker_tokenizer::{ChatTemplateOptions, Tokenizer};
 
 thread_local! {
     // Loaded once per process (the tokenizer is not Sync; libFuzzer runs on one thread).

@@ -22,15 +22,15 @@ use futures_util::future::LocalBoxFuture;
 use futures_util::task::LocalSpawnExt;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
-use tinker_wasm::call::CallOptions;
-use tinker_wasm::options::ClientOptions;
-use tinker_wasm::platform::{Headers, HttpRequest, HttpResponse, Platform, TransportError};
-use tinker_wasm::rest::{AccessScope, RestCall};
-use tinker_wasm::sampling::{SampleRequest, SamplingOptions};
-use tinker_wasm::service::{LoraOptions, ServiceClient};
-use tinker_wasm::session::FinishStatus;
-use tinker_wasm::training::OptimParams;
-use tinker_wasm::types::{AdamParams, Datum, LoraConfig, ModelInput, SamplingParams, TensorData};
+use tinker_core::call::CallOptions;
+use tinker_core::options::ClientOptions;
+use tinker_core::platform::{Headers, HttpRequest, HttpResponse, Platform, TransportError};
+use tinker_core::rest::{AccessScope, RestCall};
+use tinker_core::sampling::{SampleRequest, SamplingOptions};
+use tinker_core::service::{LoraOptions, ServiceClient};
+use tinker_core::session::FinishStatus;
+use tinker_core::training::OptimParams;
+use tinker_core::types::{AdamParams, Datum, LoraConfig, ModelInput, SamplingParams, TensorData};
 
 // ----------------------------------------------------------------------------------
 // Virtual time
@@ -422,7 +422,7 @@ impl Platform for Mock {
 }
 
 fn datum() -> Datum {
-    let mut inputs = tinker_wasm::types::LossFnInputs::new();
+    let mut inputs = tinker_core::types::LossFnInputs::new();
     inputs.insert("target_tokens", TensorData::from_i64(vec![2, 3, 4]));
     inputs.insert("weights", TensorData::from_f32(vec![0.0, 1.0, 1.0]));
     Datum::new(ModelInput::from_ints(vec![1, 2, 3]), inputs)

@@ -5,8 +5,8 @@
 //! First byte: which reader; the rest: JSON.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use tinker_wasm::config::{DynamicConfig, ServerConfig};
-use tinker_wasm::fuzzing::{from_slice, FromJson};
+use tinker_core::config::{DynamicConfig, ServerConfig};
+use tinker_support::json::{from_slice, FromJson};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&which, b)) = data.split_first() else {
@@ -45,14 +45,14 @@ fuzz_target!(|data: &[u8]| {
             let _ = DynamicConfig::from_json(&v).map(|c| c.to_json());
         }
         2 => {
-            let _ = tinker_wasm::types::ProvenanceSpan::from_json(&v);
+            let _ = tinker_core::types::ProvenanceSpan::from_json(&v);
         }
         _ => {
             // A handle is base64 of JSON: feed this JSON through the handle reader.
             use base64::Engine as _;
             let h = base64::engine::general_purpose::URL_SAFE.encode(v.to_vec());
-            if let Ok(handle) = tinker_wasm::handle::SamplerHandle::decode(&h) {
-                let back = tinker_wasm::handle::SamplerHandle::decode(&handle.encode());
+            if let Ok(handle) = tinker_core::handle::SamplerHandle::decode(&h) {
+                let back = tinker_core::handle::SamplerHandle::decode(&handle.encode());
                 assert_eq!(
                     back.ok(),
                     Some(handle),

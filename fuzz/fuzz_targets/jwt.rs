@@ -2,7 +2,7 @@
 //! Input: 8 bytes of clock, then the token text.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use tinker_wasm::http::{check_api_key, jwt_claims, refresh_delay, seconds_until_expiry};
+use tinker_core::http::{check_api_key, jwt_claims, refresh_delay, seconds_until_expiry};
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 8 {

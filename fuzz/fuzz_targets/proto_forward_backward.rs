@@ -4,10 +4,10 @@
 //! elements, dtype and shape.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use tinker_wasm::types::TensorValues;
+use tinker_core::types::TensorValues;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(out) = tinker_wasm::proto::decode_forward_backward_output(data) else {
+    let Ok(out) = tinker_core::proto::decode_forward_backward_output(data) else {
         return;
     };
     for datum in &out.loss_fn_outputs {

@@ -8,7 +8,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let ids: Vec<String> = (0..n % 8).map(|i| format!("seq-{i}")).collect();
-    if let Ok(out) = tinker_wasm::proto::decode_sample_response(rest, &ids) {
+    if let Ok(out) = tinker_core::proto::decode_sample_response(rest, &ids) {
         assert_eq!(out.sequences.len(), ids.len());
         if let Some(t) = &out.topk_prompt_logprobs {
             assert_eq!(t.token_ids.len(), t.k as usize * t.length as usize);

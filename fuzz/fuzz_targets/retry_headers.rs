@@ -4,8 +4,8 @@
 //! separated by '\n': retry-after-ms, retry-after, x-should-retry.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use tinker_wasm::platform::Headers;
-use tinker_wasm::retry::*;
+use tinker_core::platform::Headers;
+use tinker_core::retry::*;
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 18 {

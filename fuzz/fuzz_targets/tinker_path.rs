@@ -1,7 +1,7 @@
 //! `tinker://` checkpoint paths: parse never panics, and what parses round-trips.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use tinker_wasm::paths::{console, quote, TinkerPath};
+use tinker_core::paths::{console, quote, TinkerPath};
 
 fuzz_target!(|data: &[u8]| {
     let s = String::from_utf8_lossy(data);

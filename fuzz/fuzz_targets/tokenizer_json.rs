@@ -6,7 +6,7 @@
 //! Input: a flag byte; with bit 0 set, config JSON, a NUL, then the tokenizer JSON.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use tinker_wasm::tokenizer::{native_general, Tokenizer};
+use tinker_tokenizer::{native_general, Tokenizer};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&flags, rest)) = data.split_first() else {

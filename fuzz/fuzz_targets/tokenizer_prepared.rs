@@ -4,8 +4,8 @@
 //! tokenizer that encodes and decodes without panicking (every id is checked on load).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use tinker_wasm::fuzzing::seal_prepared;
-use tinker_wasm::tokenizer::Tokenizer;
+use tinker_tokenizer::seal_prepared;
+use tinker_tokenizer::Tokenizer;
 
 fuzz_target!(|body: &[u8]| {
     let Ok(tok) = Tokenizer::from_prepared(&seal_prepared(body), None) else {

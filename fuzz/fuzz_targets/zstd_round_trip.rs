@@ -18,8 +18,8 @@ fuzz_target!(|data: &[u8]| {
     });
     // With the entropy stage (the full module) and without it (lite).
     let frames = [
-        tinker_wasm::fuzzing::compress_with::<true>(&input),
-        tinker_wasm::fuzzing::compress_with::<false>(&input),
+        tinker_support::zstd::compress_with::<true>(&input),
+        tinker_support::zstd::compress_with::<false>(&input),
     ];
     for z in frames {
         check(&input, &z);

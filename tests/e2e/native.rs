@@ -8,8 +8,8 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use futures_util::future::LocalBoxFuture;
-use tinker_wasm::options::ClientOptions;
-use tinker_wasm::platform::{Headers, HttpRequest, HttpResponse, Method, Platform, TransportError};
+use tinker_core::options::ClientOptions;
+use tinker_core::platform::{Headers, HttpRequest, HttpResponse, Method, Platform, TransportError};
 
 pub struct Native {
     /// One client per (read, connect) timeout pair: a request's timeouts are per phase

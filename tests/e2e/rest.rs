@@ -1,9 +1,9 @@
-use tinker_wasm::call::CallOptions;
-use tinker_wasm::error::Result;
-use tinker_wasm::rest::{AccessScope, Page, RestCall, RestClient, RestOutput};
-use tinker_wasm::service::{LoraOptions, ServiceClient};
-use tinker_wasm::types::LoraConfig;
-use tinker_wasm::Value;
+use tinker_core::call::CallOptions;
+use tinker_core::error::Result;
+use tinker_core::rest::{AccessScope, Page, RestCall, RestClient, RestOutput};
+use tinker_core::service::{LoraOptions, ServiceClient};
+use tinker_core::types::LoraConfig;
+use tinker_core::Value;
 
 use crate::native::{run, Native, Sim};
 

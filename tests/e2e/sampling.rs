@@ -1,11 +1,11 @@
 use std::rc::Rc;
 
-use tinker_wasm::call::CallOptions;
-use tinker_wasm::proto::StopReason;
-use tinker_wasm::sampling::{SampleRequest, SamplingClient, SamplingOptions};
-use tinker_wasm::service::{LoraOptions, ServiceClient};
-use tinker_wasm::training::{OptimParams, TrainingClient};
-use tinker_wasm::types::{
+use tinker_core::call::CallOptions;
+use tinker_core::proto::StopReason;
+use tinker_core::sampling::{SampleRequest, SamplingClient, SamplingOptions};
+use tinker_core::service::{LoraOptions, ServiceClient};
+use tinker_core::training::{OptimParams, TrainingClient};
+use tinker_core::types::{
     AdamParams, Datum, LoraConfig, LossFnInputs, ModelInput, SamplingParams, StopCondition,
     TensorData,
 };
@@ -191,7 +191,7 @@ fn seeds_stops_and_topk_logprobs() {
             sample(p(5), 3).await,
             sample(p(6), 3).await,
         );
-        let toks = |r: &tinker_wasm::proto::SampleResponse| {
+        let toks = |r: &tinker_core::proto::SampleResponse| {
             r.sequences
                 .iter()
                 .map(|q| q.tokens.clone())
@@ -365,7 +365,7 @@ fn batched_polling_and_cancel_when_the_server_enables_them() {
         // An aborted sample is cancelled on the server.
         sim.configure(serde_json::json!({ "future_delay_ms": 2000 }))
             .await;
-        let cancel = tinker_wasm::CancelToken::new();
+        let cancel = tinker_core::CancelToken::new();
         let f = s
             .sample(
                 SampleRequest::new(
@@ -402,7 +402,7 @@ fn batched_polling_and_cancel_when_the_server_enables_them() {
         };
         let (r, _) = futures_util::future::join(f, aborter).await;
         assert!(
-            matches!(r, Err(tinker_wasm::error::Error::Aborted { .. })),
+            matches!(r, Err(tinker_core::error::Error::Aborted { .. })),
             "{:?}",
             r.err()
         );

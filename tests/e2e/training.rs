@@ -1,7 +1,7 @@
-use tinker_wasm::call::CallOptions;
-use tinker_wasm::service::{LoraOptions, ServiceClient};
-use tinker_wasm::training::OptimParams;
-use tinker_wasm::types::{AdamParams, Datum, LoraConfig, LossFnInputs, ModelInput, TensorData};
+use tinker_core::call::CallOptions;
+use tinker_core::service::{LoraOptions, ServiceClient};
+use tinker_core::training::OptimParams;
+use tinker_core::types::{AdamParams, Datum, LoraConfig, LossFnInputs, ModelInput, TensorData};
 
 use crate::native::{run, Native, Sim};
 
@@ -76,7 +76,7 @@ fn sft_ten_pipelined_steps_lowers_the_loss_and_keeps_seq_order() {
             (0..=20).collect::<Vec<_>>(),
             "create (0) then 20 requests in order: {model}"
         );
-        svc.close(tinker_wasm::session::FinishStatus::Success, None)
+        svc.close(tinker_core::session::FinishStatus::Success, None)
             .await
             .unwrap();
     });
@@ -147,7 +147,7 @@ fn custom_loss_runs_forward_then_backward_with_the_custom_gradient() {
             .unwrap();
         let data: Vec<Datum> = (0..4).map(|i| sft(&[100 + i, 200, 300, 400], 1)).collect();
         // loss = −Σ logprobs (= cross_entropy with unit weights): same gradient, same update.
-        let loss: tinker_wasm::training::CustomLossFn =
+        let loss: tinker_core::training::CustomLossFn =
             std::rc::Rc::new(|_data, lps: Vec<TensorData>| {
                 Box::pin(async move {
                     let loss: f64 = lps
@@ -156,7 +156,7 @@ fn custom_loss_runs_forward_then_backward_with_the_custom_gradient() {
                         .map(|&x| -(x as f64))
                         .sum();
                     let gradients = lps.iter().map(|t| vec![-1.0f32; t.values.len()]).collect();
-                    Ok(tinker_wasm::training::CustomLossOutput {
+                    Ok(tinker_core::training::CustomLossOutput {
                         loss,
                         gradients,
                         metrics: [("custom:sum".to_string(), 1.0)].into(),
@@ -241,7 +241,7 @@ fn save_then_load_with_optimizer_continues_identically() {
             path.starts_with("tinker://") && path.ends_with("/weights/mid"),
             "{path}"
         );
-        let from = tinker_wasm::service::FromStateOptions {
+        let from = tinker_core::service::FromStateOptions {
             path: path.clone(),
             with_optimizer: true,
             ..Default::default()
@@ -275,7 +275,7 @@ fn save_then_load_with_optimizer_continues_identically() {
             sim.admin(&format!("models/{}", restored.model_id())).await["weights_digest"].clone();
         assert_eq!(a, b, "weights and optimizer state continue identically");
         // Without the optimizer state the continuation differs.
-        let from = tinker_wasm::service::FromStateOptions {
+        let from = tinker_core::service::FromStateOptions {
             path,
             with_optimizer: false,
             ..Default::default()
@@ -337,8 +337,8 @@ async fn train_steps(svc: &ServiceClient, sim: &Sim, seed: u64) -> serde_json::V
     model["weights_digest"].clone()
 }
 
-fn unreachable_fbo() -> tinker_wasm::proto::ForwardBackwardOutput {
-    tinker_wasm::proto::ForwardBackwardOutput {
+fn unreachable_fbo() -> tinker_core::proto::ForwardBackwardOutput {
+    tinker_core::proto::ForwardBackwardOutput {
         loss_fn_output_type: String::new(),
         loss_fn_outputs: vec![],
         metrics: Default::default(),

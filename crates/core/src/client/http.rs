@@ -19,6 +19,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
+use futures_util::future::LocalBoxFuture;
+
 use crate::call::Guard;
 use crate::config::{DynamicConfig, ServerConfig, PROTOCOL_SDK_VERSION};
 use crate::endpoints::{self, Endpoint, HttpRetries, Pool, Retries};
@@ -338,7 +340,15 @@ impl Http {
 
     /// Sends `req`, retrying per the HTTP layer's rules. Returns a 2xx response or the
     /// error that ended the attempts.
-    pub async fn send(&self, req: Req) -> Result<HttpResponse> {
+    ///
+    /// Boxed here so that this crate alone compiles the request loop: an `async fn`'s
+    /// state machine is compiled in every crate that polls it, and both this crate's
+    /// background tasks and the wasm skin's calls reach it (a second copy in the module).
+    pub fn send(&self, req: Req) -> LocalBoxFuture<'_, Result<HttpResponse>> {
+        Box::pin(self.send_unboxed(req))
+    }
+
+    async fn send_unboxed(&self, req: Req) -> Result<HttpResponse> {
         let max_retries = req.max_retries.unwrap_or(self.opts.max_retries);
         let idem = self.idempotency_key(&req);
         let mut retries_taken = 0u32;
@@ -464,8 +474,12 @@ impl Http {
         self.redact(e, Some(token))
     }
 
-    /// Sends `req` and parses a JSON response body.
-    pub async fn json_value(&self, req: Req) -> Result<Value> {
+    /// Sends `req` and parses a JSON response body (boxed, as [`Http::send`] is).
+    pub fn json_value(&self, req: Req) -> LocalBoxFuture<'_, Result<Value>> {
+        Box::pin(self.json_value_unboxed(req))
+    }
+
+    async fn json_value_unboxed(&self, req: Req) -> Result<Value> {
         let path = req.path.clone();
         let r = self.send(req).await?;
         parse_json(&r.body, &path).map_err(|e| self.redact(e, None))

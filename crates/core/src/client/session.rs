@@ -187,7 +187,17 @@ async fn create_session(http: &Http, opts: &ClientOptions) -> Result<String> {
 impl Holder {
     /// Connects: fetches server flags, sets up authentication and, if `with_session`,
     /// creates (or resumes) a session and starts its background work.
-    pub async fn connect(
+    ///
+    /// Boxed here, as [`Http::send`] is, so that one crate compiles the connection.
+    pub fn connect(
+        env: Env,
+        opts: Rc<ClientOptions>,
+        with_session: bool,
+    ) -> futures_util::future::LocalBoxFuture<'static, Result<Rc<Holder>>> {
+        Box::pin(Self::connect_unboxed(env, opts, with_session))
+    }
+
+    async fn connect_unboxed(
         env: Env,
         opts: Rc<ClientOptions>,
         with_session: bool,
@@ -724,7 +734,19 @@ impl RetryPolicy<'_> {
             .expect("the loop returns Ok only after an attempt succeeded"))
     }
 
-    async fn run_erased<'a>(
+    /// Boxed here, as [`Http::send`] is, so that one crate compiles the loop.
+    fn run_erased<'a, 'b>(
+        &'b self,
+        billing: &'b mut dyn PauseState,
+        f: &'b mut (dyn FnMut() -> futures_util::future::LocalBoxFuture<'a, Result<()>> + 'a),
+    ) -> futures_util::future::LocalBoxFuture<'b, Result<()>>
+    where
+        'a: 'b,
+    {
+        Box::pin(self.run_erased_unboxed(billing, f))
+    }
+
+    async fn run_erased_unboxed<'a>(
         &self,
         billing: &mut dyn PauseState,
         f: &mut (dyn FnMut() -> futures_util::future::LocalBoxFuture<'a, Result<()>> + 'a),
