@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use serde_json::{json, Value as Json};
+use tinker_core::types::{ModelInput, ModelInputChunk};
 use tinker_renderers::{
     models, Message, Renderer, RendererOptions, StopSequences, Supervised, TrainOnWhat,
 };
 use tinker_tokenizer::Tokenizer;
-use tinker_core::types::{ModelInput, ModelInputChunk};
 
 /// Our result in the oracle's shape: `{"ok": …}` or `{"error": …}`.
 fn outcome<T>(r: Result<T, impl std::fmt::Display>, f: impl FnOnce(T) -> Json) -> Json {

@@ -58,7 +58,10 @@ fuzz_target!(|data: &[u8]| {
         let train = TrainOnWhat::NAMES[usize::from(flags) % TrainOnWhat::NAMES.len()];
         let train = TrainOnWhat::parse(train, "train_on_what").expect("a name from NAMES");
         if let Ok(ex) = r.build_supervised_example(tok, &list, Some(train)) {
-            assert_eq!(ex.weights.len(), ex.model_input.length().unwrap_or(usize::MAX));
+            assert_eq!(
+                ex.weights.len(),
+                ex.model_input.length().unwrap_or(usize::MAX)
+            );
             assert!(ex.weights.iter().all(|&w| w == 0.0 || w == 1.0));
         }
         if r.has_extension_property() {
@@ -67,7 +70,10 @@ fuzz_target!(|data: &[u8]| {
                 for k in (0..list.len()).filter(|&k| list[k].role == "assistant") {
                     if let Ok(p) = r.build_generation_prompt(tok, &list[..k], "assistant", None) {
                         let p = p.to_ints().unwrap_or_default();
-                        assert!(all.starts_with(&p), "{name}: the prompt before message {k} is not a prefix");
+                        assert!(
+                            all.starts_with(&p),
+                            "{name}: the prompt before message {k} is not a prefix"
+                        );
                     }
                 }
             }
