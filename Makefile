@@ -122,12 +122,19 @@ renderer-expected: renderer-tokenizers
 renderer-tokenizers: setup
 	tests/conformance/.venv/bin/python tests/renderers/tokenizers.py
 
+# The cookbook's logic (crates/cookbook) against tinker-cookbook 0.6.1 and numpy themselves:
+# seeded data orders, learning-rate schedules, recommended learning rates, bit for bit.
+test-cookbook: setup
+	@mkdir -p target/cookbook
+	tests/conformance/.venv/bin/python tests/cookbook/oracle.py target/cookbook/expected.json
+	cargo run -q -p tinker-cookbook --example parity -- target/cookbook/expected.json
+
 # The whole lineup through the official SDK against tinker-sim: all 46 models end to end,
 # stop strings decoded with each family's tokenizer (after the renderer oracle wrote them).
 test-sim-lineup: sim renderer-tokenizers
 	TINKER_SIM_TOKENIZERS=target/renderer-parity/tokenizers tests/conformance/.venv/bin/python tests/sim/lineup.py
 
-.PHONY: test-renderer-parity test-sim-lineup renderer-tokenizers renderer-expected
+.PHONY: test-renderer-parity test-sim-lineup renderer-tokenizers renderer-expected test-cookbook
 
 # Tokenizer benchmark (a script, not a test): ours vs @lenml/tokenizers vs native, same run.
 bench-tokenizer: wasm
@@ -219,7 +226,7 @@ test-soak: wasm sim
 # of the two. Each suite has its own simulator (on port 0), output directory under target/
 # and browser profile; cargo's lock on target/ keeps two builds of it from overlapping.
 # --output-sync prints each suite's output in one piece when it ends.
-TEST_SUITES := lint test-rust typecheck test-coverage test-js test-package test-cli test-examples test-readme test-tokenizer-parity test-renderer-parity test-sim-lineup test-sim-language test-conformance test-differential test-size test-www test-soak test-fuzz
+TEST_SUITES := lint test-rust typecheck test-coverage test-js test-package test-cli test-examples test-readme test-tokenizer-parity test-renderer-parity test-cookbook test-sim-lineup test-sim-language test-conformance test-differential test-size test-www test-soak test-fuzz
 
 # -k: a failing suite does not stop the others, so one run reports every failure. Each
 # recipe line runs through scripts/timed-shell.sh, and the table of how long each target took

@@ -1,0 +1,109 @@
+//! Compares this crate with tinker-cookbook itself: the oracle's answers
+//! (`tests/cookbook/oracle.py`, run by `make test-cookbook`) against ours, value for value
+//! (floats bit for bit). Prints a line per disagreement and exits 1 if there is any.
+//!
+//!     cargo run -p tinker-cookbook --example parity -- expected.json
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use tinker_cookbook::hyperparams::HIDDEN_SIZES;
+use tinker_cookbook::{get_lr, LrError, LrSchedule, NumpyRng};
+
+fn main() {
+    let path = std::env::args()
+        .nth(1)
+        .expect("usage: parity EXPECTED.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let expected: Value = serde_json::from_str(&text).expect("the oracle's JSON");
+    let mut diffs = Vec::new();
+    let checked = permutations(&expected, &mut diffs)
+        + schedules(&expected, &mut diffs)
+        + hidden_sizes(&expected, &mut diffs)
+        + learning_rates(&expected, &mut diffs);
+    for d in &diffs {
+        println!("DIFF {d}");
+    }
+    println!("cookbook parity: {checked} checks, {} differ", diffs.len());
+    if !diffs.is_empty() || checked == 0 {
+        std::process::exit(1);
+    }
+}
+
+fn rows<'a>(expected: &'a Value, key: &str) -> &'a [Value] {
+    expected[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("the oracle has no {key}"))
+}
+
+fn permutations(expected: &Value, diffs: &mut Vec<String>) -> usize {
+    let rows = rows(expected, "permutations");
+    for r in rows {
+        let seed: u64 = r["seed"].as_str().unwrap().parse().unwrap();
+        let n = r["n"].as_u64().unwrap() as usize;
+        let want: Vec<usize> = serde_json::from_value(r["perm"].clone()).unwrap();
+        let got = NumpyRng::new(seed).permutation(n);
+        if got != want {
+            let at = got.iter().zip(&want).position(|(a, b)| a != b);
+            diffs.push(format!(
+                "permutation seed {seed} n {n}: first difference at {at:?}"
+            ));
+        }
+    }
+    rows.len()
+}
+
+fn schedules(expected: &Value, diffs: &mut Vec<String>) -> usize {
+    let rows = rows(expected, "schedules");
+    for r in rows {
+        let (name, step, total) = (
+            r["schedule"].as_str().unwrap(),
+            r["step"].as_u64().unwrap(),
+            r["total_steps"].as_u64().unwrap(),
+        );
+        let got = LrSchedule::parse(name).and_then(|s| s.multiplier(step, total));
+        match (&got, r["value"].as_f64()) {
+            (Ok(v), Some(w)) if v.to_bits() == w.to_bits() => {}
+            (Err(_), None) => {}
+            _ => diffs.push(format!(
+                "{name} step {step}/{total}: ours {got:?}, cookbook {r}"
+            )),
+        }
+    }
+    rows.len()
+}
+
+fn hidden_sizes(expected: &Value, diffs: &mut Vec<String>) -> usize {
+    let want: BTreeMap<String, u32> =
+        serde_json::from_value(expected["hidden_sizes"].clone()).unwrap();
+    let ours: BTreeMap<String, u32> = HIDDEN_SIZES
+        .iter()
+        .map(|(m, h)| (m.to_string(), *h))
+        .collect();
+    if ours != want {
+        diffs.push(format!("hidden sizes: ours {ours:?}, cookbook {want:?}"));
+    }
+    want.len()
+}
+
+fn learning_rates(expected: &Value, diffs: &mut Vec<String>) -> usize {
+    let rows = rows(expected, "get_lr");
+    for r in rows {
+        let (model, lora) = (
+            r["model"].as_str().unwrap(),
+            r["is_lora"].as_bool().unwrap(),
+        );
+        let got = get_lr(model, lora);
+        let ok = match (&got, r["value"].as_f64(), r["error"].as_str()) {
+            (Ok(v), Some(w), _) => v.to_bits() == w.to_bits(),
+            (Err(LrError::NotCalibrated(_)), _, Some("NotImplementedError")) => true,
+            (Err(LrError::Unknown(_)), _, Some("ConfigurationError" | "NeedsHub")) => true,
+            _ => false,
+        };
+        if !ok {
+            diffs.push(format!(
+                "get_lr({model}, {lora}): ours {got:?}, cookbook {r}"
+            ));
+        }
+    }
+    rows.len()
+}

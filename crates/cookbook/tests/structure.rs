@@ -1,0 +1,16 @@
+//! The cookbook crate's shape (tinker-structure's rules): the numbers the cookbook
+//! computes (data orders, rates), then a run's data, plan and records.
+
+use tinker_structure::Crate;
+
+#[test]
+fn the_cookbook_crate_keeps_its_layers() {
+    Crate::new(
+        env!("CARGO_MANIFEST_DIR"),
+        &[
+            ("numbers", &["rng.rs", "schedule.rs", "hyperparams.rs"]),
+            ("runs", &["data.rs", "plan.rs", "checkpoints.rs"]),
+        ],
+    )
+    .check();
+}

@@ -1,0 +1,98 @@
+"""The cookbook oracle: what tinker-cookbook 0.6.1 (and numpy, which orders its data)
+computes for the inputs crates/cookbook ports, written as JSON for
+crates/cookbook/examples/parity.rs (`make test-cookbook`).
+
+    python tests/cookbook/oracle.py OUT.json
+"""
+
+import ast
+import inspect
+import json
+import sys
+import textwrap
+
+import numpy as np
+from tinker_cookbook import hyperparam_utils, model_info
+from tinker_cookbook.utils import lr_scheduling
+
+
+def permutations():
+    seeds = [0, 1, 2, 7, 42, 1234, 2**31 - 1, 2**32 - 1, 2**32, 2**32 + 5, 2**63 + 12345, 2**64 - 1]
+    sizes = [0, 1, 2, 3, 10, 97, 1000, 65537]
+    return [
+        {"seed": str(s), "n": n, "perm": np.random.default_rng(s).permutation(n).tolist()}
+        for s in seeds
+        for n in sizes
+    ]
+
+
+def schedules():
+    out = []
+    for name in ["linear", "cosine", "constant", "exponential"]:
+        for total in [0, 1, 2, 3, 7, 10, 100, 997, 12345]:
+            steps = sorted({0, 1, total // 3, total // 2, max(total - 1, 0), total})
+            if total > 100:
+                steps = sorted(set(steps) | set(range(0, total + 1, max(total // 97, 1))))
+            for step in steps:
+                row = {"schedule": name, "step": step, "total_steps": total}
+                try:
+                    row["value"] = lr_scheduling.compute_schedule_lr_multiplier(name, step, total)
+                except Exception as e:  # noqa: BLE001 - the error is the answer
+                    row["error"] = type(e).__name__
+                out.append(row)
+    return out
+
+
+def known_hidden_sizes():
+    src = textwrap.dedent(inspect.getsource(hyperparam_utils._get_hidden_size))
+    for node in ast.walk(ast.parse(src)):
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "_KNOWN_HIDDEN_SIZES":
+            return ast.literal_eval(node.value)
+    raise SystemExit("_KNOWN_HIDDEN_SIZES not found in hyperparam_utils._get_hidden_size")
+
+
+def learning_rates(hidden):
+    names = sorted(set(hidden) | set(_lineup()))
+    # Variant suffixes, and names the cookbook does not know.
+    names += ["Qwen/Qwen3-8B:peft:131072", "zai-org/GLM-5.3:peft:262144", "acme/Other-7B", "thinkingmachines/Inkling-9"]
+    out = []
+    for name in names:
+        for is_lora in [True, False]:
+            row = {"model": name, "is_lora": is_lora}
+            try:
+                row["value"] = hyperparam_utils.get_lr(name, is_lora=is_lora)
+            except NotImplementedError:
+                row["error"] = "NotImplementedError"
+            except Exception as e:  # noqa: BLE001 - ConfigurationError, or the Hub lookup failing offline
+                row["error"] = type(e).__name__ if name in hidden or type(e).__name__ == "ConfigurationError" else "NeedsHub"
+            out.append(row)
+    return out
+
+
+def _lineup():
+    """Every model of model_info.py's get_<org>_info tables, as `org/name`."""
+    names = []
+    for fname, fn in vars(model_info).items():
+        if fname.startswith("get_") and fname.endswith("_info") and callable(fn):
+            names += [f"{attrs.organization}/{name}" for name, attrs in fn().items()]
+    return names
+
+
+def main():
+    hidden = known_hidden_sizes()
+    out = {
+        "permutations": permutations(),
+        "schedules": schedules(),
+        "hidden_sizes": hidden,
+        "get_lr": learning_rates(hidden),
+    }
+    with open(sys.argv[1], "w") as f:
+        json.dump(out, f)
+    print(
+        f"cookbook oracle: {len(out['permutations'])} permutations, {len(out['schedules'])} schedule points, "
+        f"{len(hidden)} hidden sizes, {len(out['get_lr'])} learning rates -> {sys.argv[1]}"
+    )
+
+
+if __name__ == "__main__":
+    main()
