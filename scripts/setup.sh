@@ -96,6 +96,14 @@ if [ -f tests/conformance/requirements.txt ]; then
     $VENV/bin/pip install -q --disable-pip-version-check --no-deps -r tests/conformance/requirements-renderers.txt
     cp tests/conformance/requirements-renderers.txt "$rstamp"
   fi
+  # What the cookbook's training methods import (supervised.train, datasets): for the cookbook
+  # oracle (tests/cookbook). --no-deps with every package pinned, as above.
+  cstamp=$VENV/.requirements-train.stamp
+  if [ -f tests/conformance/requirements-train.txt ] && { [ ! -f "$cstamp" ] || ! cmp -s tests/conformance/requirements-train.txt "$cstamp"; }; then
+    log "python tinker-cookbook training dependencies (for the cookbook oracle)"
+    $VENV/bin/pip install -q --disable-pip-version-check --no-deps -r tests/conformance/requirements-train.txt
+    cp tests/conformance/requirements-train.txt "$cstamp"
+  fi
 fi
 
 # 6. A C++ compiler for libFuzzer itself (Debian's g++; make test-fuzz).

@@ -78,9 +78,47 @@ def _lineup():
     return names
 
 
+def data_orders():
+    """FromConversationFileBuilder's own split and epoch orders (the real `datasets`): each
+    row's messages carry its line index, read back from the builder's datasets without
+    rendering (the renderer only runs in get_batch's map_fn)."""
+    import tempfile
+
+    from tinker_cookbook.supervised.data import FromConversationFileBuilder
+    from tinker_cookbook.supervised.types import ChatDatasetBuilderCommonConfig
+
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for rows, test_size, seed, batch_size in [
+            (10, 2, 0, 3), (12, 2, 0, 4), (1, 0, 0, 1), (7, 7, 3, 2), (7, 6, 3, 1), (50, 5, 42, 8), (300, 0, 1234, 16),
+        ]:
+            path = f"{tmp}/rows-{rows}.jsonl"
+            with open(path, "w") as f:
+                for i in range(rows):
+                    f.write(json.dumps({"messages": [{"role": "user", "content": str(i)}]}) + "\n")
+            common = ChatDatasetBuilderCommonConfig(
+                model_name_for_tokenizer="Qwen/Qwen3-8B", renderer_name="qwen3", max_length=None, batch_size=batch_size
+            )
+            train, test = FromConversationFileBuilder(
+                common_config=common, file_path=path, test_size=test_size, shuffle_seed=seed
+            )()
+            ids = lambda ds: [int(m[0]["content"]) for m in ds["messages"]]  # noqa: E731
+            epochs = []
+            for epoch in range(3):
+                train.set_epoch(seed=epoch)
+                epochs.append(ids(train.shuffle_dataset))
+            out.append({
+                "rows": rows, "test_size": test_size, "shuffle_seed": seed, "batch_size": batch_size,
+                "test": ids(test.hf_dataset) if test is not None else [],
+                "train": ids(train.hf_dataset), "epochs": epochs, "batches_per_epoch": len(train),
+            })
+    return out
+
+
 def main():
     hidden = known_hidden_sizes()
     out = {
+        "data_orders": data_orders(),
         "permutations": permutations(),
         "schedules": schedules(),
         "hidden_sizes": hidden,
@@ -89,7 +127,7 @@ def main():
     with open(sys.argv[1], "w") as f:
         json.dump(out, f)
     print(
-        f"cookbook oracle: {len(out['permutations'])} permutations, {len(out['schedules'])} schedule points, "
+        f"cookbook oracle: {len(out['data_orders'])} data orders, {len(out['permutations'])} permutations, {len(out['schedules'])} schedule points, "
         f"{len(hidden)} hidden sizes, {len(out['get_lr'])} learning rates -> {sys.argv[1]}"
     )
 

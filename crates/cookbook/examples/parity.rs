@@ -7,6 +7,7 @@
 use serde_json::Value;
 use std::collections::BTreeMap;
 use tinker_cookbook::hyperparams::HIDDEN_SIZES;
+use tinker_cookbook::data::{batches_per_epoch, epoch_order, split};
 use tinker_cookbook::{get_lr, LrError, LrSchedule, NumpyRng};
 
 fn main() {
@@ -16,7 +17,8 @@ fn main() {
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let expected: Value = serde_json::from_str(&text).expect("the oracle's JSON");
     let mut diffs = Vec::new();
-    let checked = permutations(&expected, &mut diffs)
+    let checked = data_orders(&expected, &mut diffs)
+        + permutations(&expected, &mut diffs)
         + schedules(&expected, &mut diffs)
         + hidden_sizes(&expected, &mut diffs)
         + learning_rates(&expected, &mut diffs);
@@ -33,6 +35,28 @@ fn rows<'a>(expected: &'a Value, key: &str) -> &'a [Value] {
     expected[key]
         .as_array()
         .unwrap_or_else(|| panic!("the oracle has no {key}"))
+}
+
+fn usizes(v: &Value) -> Vec<usize> {
+    serde_json::from_value(v.clone()).expect("a list of indices")
+}
+
+/// FromConversationFileBuilder's held-out rows, training rows and each epoch's order.
+fn data_orders(expected: &Value, diffs: &mut Vec<String>) -> usize {
+    let rows = rows(expected, "data_orders");
+    for r in rows {
+        let n = |k: &str| r[k].as_u64().unwrap() as usize;
+        let s = split(n("rows"), n("test_size"), r["shuffle_seed"].as_u64().unwrap());
+        let mut ok = s.test == usizes(&r["test"]) && s.train == usizes(&r["train"]);
+        for (epoch, want) in r["epochs"].as_array().unwrap().iter().enumerate() {
+            ok &= epoch_order(&s.train, epoch as u64) == usizes(want);
+        }
+        ok &= batches_per_epoch(s.train.len(), n("batch_size")) == n("batches_per_epoch");
+        if !ok {
+            diffs.push(format!("data order of {r}: ours {s:?}"));
+        }
+    }
+    rows.len()
 }
 
 fn permutations(expected: &Value, diffs: &mut Vec<String>) -> usize {
