@@ -124,10 +124,15 @@ renderer-tokenizers: setup
 
 # The cookbook's logic (crates/cookbook) against tinker-cookbook 0.6.1 and numpy themselves:
 # seeded data orders, learning-rate schedules, recommended learning rates, bit for bit.
-test-cookbook: setup
+# Then supervised fine-tuning as a differential: the cookbook's own supervised.train.main and
+# crates/cookbook's loop (natively), each against its own tinker-sim, their training calls,
+# checkpoints.jsonl and metrics.jsonl compared (tests/cookbook/sft_differential.py).
+test-cookbook: setup sim renderer-tokenizers
 	@mkdir -p target/cookbook
 	tests/conformance/.venv/bin/python tests/cookbook/oracle.py target/cookbook/expected.json
 	cargo run -q -p tinker-cookbook --example parity -- target/cookbook/expected.json
+	cargo build -q -p tinker-cookbook --example sft
+	tests/conformance/.venv/bin/python tests/cookbook/sft_differential.py
 
 # The whole lineup through the official SDK against tinker-sim: all 46 models end to end,
 # stop strings decoded with each family's tokenizer (after the renderer oracle wrote them).

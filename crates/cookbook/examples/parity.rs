@@ -6,8 +6,8 @@
 
 use serde_json::Value;
 use std::collections::BTreeMap;
-use tinker_cookbook::hyperparams::HIDDEN_SIZES;
 use tinker_cookbook::data::{batches_per_epoch, epoch_order, split};
+use tinker_cookbook::hyperparams::HIDDEN_SIZES;
 use tinker_cookbook::{get_lr, LrError, LrSchedule, NumpyRng};
 
 fn main() {
@@ -46,7 +46,11 @@ fn data_orders(expected: &Value, diffs: &mut Vec<String>) -> usize {
     let rows = rows(expected, "data_orders");
     for r in rows {
         let n = |k: &str| r[k].as_u64().unwrap() as usize;
-        let s = split(n("rows"), n("test_size"), r["shuffle_seed"].as_u64().unwrap());
+        let s = split(
+            n("rows"),
+            n("test_size"),
+            r["shuffle_seed"].as_u64().unwrap(),
+        );
         let mut ok = s.test == usizes(&r["test"]) && s.train == usizes(&r["train"]);
         for (epoch, want) in r["epochs"].as_array().unwrap().iter().enumerate() {
             ok &= epoch_order(&s.train, epoch as u64) == usizes(want);

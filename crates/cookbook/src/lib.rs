@@ -16,6 +16,7 @@ pub mod hyperparams;
 pub mod plan;
 pub mod rng;
 pub mod schedule;
+pub mod sft;
 
 pub use hyperparams::{get_lr, LrError};
 pub use rng::NumpyRng;

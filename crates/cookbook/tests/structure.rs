@@ -10,6 +10,7 @@ fn the_cookbook_crate_keeps_its_layers() {
         &[
             ("numbers", &["rng.rs", "schedule.rs", "hyperparams.rs"]),
             ("runs", &["data.rs", "plan.rs", "checkpoints.rs"]),
+            ("loops", &["sft.rs"]),
         ],
     )
     .check();

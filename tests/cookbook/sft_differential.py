@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Supervised fine-tuning, differential (issue 33): tinker-cookbook 0.6.1's own
+`supervised.train.main` (tests/cookbook/run_sft.py) and ours (crates/cookbook's `sft::train`,
+natively through its example `sft`) run the same JSONL and config, each against its own fresh
+tinker-sim with --request-log. Compared, in order: the training calls (create_model,
+forward_backward bodies, optim_step's Adam parameters, save_weights and
+save_weights_for_sampler with their names and TTLs); then checkpoints.jsonl (paths aside) and
+metrics.jsonl's keys and values for what is compared today (see COMPARED_METRICS).
+
+    tests/conformance/.venv/bin/python tests/cookbook/sft_differential.py [--keep DIR]
+
+Only configurations without an evaluator (test_size 0) are run: evaluations, train_mean_bpb and
+the time/* metrics are not in crates/cookbook yet (the note of issue 33 says what is left).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+SIM = ROOT / "target/debug/tinker-sim"
+OURS = ROOT / "target/debug/examples/sft"
+PY = ROOT / "tests/conformance/.venv/bin/python"
+TOKENIZER = ROOT / "target/renderer-parity/tokenizers/qwen3"
+
+# (name, extra arguments): seeded shuffles over two epochs, each schedule, saves every few
+# steps, submit_ahead 0, 1 and 2, and a run stopped by max_steps.
+CONFIGS = [
+    ("linear-ahead1", ["--epochs", "2", "--save-every", "2", "--submit-ahead", "1", "--shuffle-seed", "3"]),
+    ("cosine-ahead0", ["--epochs", "2", "--lr-schedule", "cosine", "--save-every", "3", "--submit-ahead", "0"]),
+    ("constant-ahead2", ["--epochs", "1", "--lr-schedule", "constant", "--save-every", "1", "--submit-ahead", "2", "--batch-size", "3"]),
+    ("max-steps", ["--epochs", "3", "--max-steps", "4", "--save-every", "2", "--max-length", "24"]),
+]
+COMMON = ["--batch-size", "4", "--eval-every", "0", "--test-size", "0", "--learning-rate", "2e-4"]
+# Training calls: compared in order, bodies normalised (ids by order of appearance).
+CALLS = ("create_model", "forward_backward", "optim_step", "save_weights", "save_weights_for_sampler", "load_weights")
+# metrics.jsonl keys compared by value (the rest must exist on both sides, time/* aside).
+COMPARED_METRICS = ("step", "epoch", "progress", "learning_rate", "num_sequences", "num_tokens", "tokens/trained", "tokens/cumulative/trained")
+CLOSE_METRICS = ("num_loss_tokens", "train_mean_nll")
+
+
+def conversations(path: Path) -> None:
+    """Twelve short conversations (the data is ours; the cookbook reads it as we do)."""
+    facts = [("capital of France", "Paris"), ("largest planet", "Jupiter"), ("boiling point of water at sea level", "100 °C"),
+             ("author of Hamlet", "Shakespeare"), ("chemical symbol for gold", "Au"), ("square root of 81", "9"),
+             ("fastest land animal", "the cheetah"), ("smallest prime", "2"), ("speed of light", "about 300,000 km/s"),
+             ("longest river", "the Nile"), ("freezing point of water", "0 °C"), ("number of continents", "7")]
+    with path.open("w") as f:
+        for q, a in facts:
+            msgs = [{"role": "user", "content": f"What is the {q}?"}, {"role": "assistant", "content": f"The {q} is {a}."}]
+            f.write(json.dumps({"messages": msgs}) + "\n")
+
+
+def run_side(cmd: list[str], log: Path, tmp: Path, name: str) -> None:
+    sim_out = tmp / f"{name}.sim.out"
+    with sim_out.open("w") as so:
+        sim = subprocess.Popen([str(SIM), "--port", "0", "--seed", "5", "--request-log", str(log)], stdout=so, stderr=subprocess.STDOUT)
+    try:
+        url = ""
+        for _ in range(100):
+            text = sim_out.read_text()
+            if "listening on " in text:
+                url = text.split("listening on ")[1].split()[0]
+                break
+            subprocess.run(["sleep", "0.05"])  # the simulator prints its URL once bound
+        env = dict(os.environ, TINKER_API_KEY="tml-local", HF_HUB_OFFLINE="1", TINKER_BASE_URL=url)
+        r = subprocess.run(cmd + ["--base-url", url], env=env, capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            raise SystemExit(f"{name} failed ({r.returncode}):\n{r.stderr[-3000:]}")
+    finally:
+        sim.kill()
+        sim.wait()
+
+
+def calls(log: Path) -> list[dict]:
+    labels: dict[str, str] = {}
+
+    def norm(v):
+        if isinstance(v, dict):
+            return {k: norm(x) for k, x in v.items() if k not in ("session_id", "type")}
+        if isinstance(v, list):
+            return [norm(x) for x in v]
+        if isinstance(v, str) and ("-" in v and len(v) >= 36):
+            for part in [v]:
+                key = part.split("/")[2] if part.startswith("tinker://") else part
+                labels.setdefault(key, f"<id{len(labels)}>")
+                return v.replace(key, labels[key])
+        return v
+
+    out = []
+    for line in log.read_text().splitlines():
+        e = json.loads(line)
+        name = e["path"].rsplit("/", 1)[-1]
+        if name in CALLS:
+            out.append({"call": name, "body": norm(e.get("body"))})
+    return out
+
+
+def records(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        for k in ("state_path", "sampler_path"):
+            if k in r:
+                r[k] = "tinker://<run>/" + r[k].split("/", 3)[3]
+        out.append(r)
+    return out
+
+
+def compare_metrics(py: list[dict], ours: list[dict], problems: list[str]) -> None:
+    if len(py) != len(ours):
+        problems.append(f"metrics.jsonl: {len(py)} rows (cookbook) against {len(ours)} (ours)")
+    for a, b in zip(py, ours):
+        keys_a = [k for k in a if not k.startswith("time/") and k != "train_mean_bpb"]
+        keys_b = [k for k in b if not k.startswith("time/")]
+        server = [k for k in keys_a if ":" in k]  # the server's optim_step metrics
+        if keys_a != keys_b:
+            problems.append(f"metrics step {a.get('step')}: keys {keys_a} (cookbook) against {keys_b} (ours)")
+        for k in COMPARED_METRICS + tuple(server):
+            if a.get(k) != b.get(k) or type(a.get(k)) is not type(b.get(k)):
+                problems.append(f"metrics step {a.get('step')}: {k} {a.get(k)!r} (cookbook) against {b.get(k)!r} (ours)")
+        for k in CLOSE_METRICS:
+            x, y = a.get(k), b.get(k)
+            if not (isinstance(x, float) and isinstance(y, float) and abs(x - y) <= 1e-5 * max(1.0, abs(x))):
+                problems.append(f"metrics step {a.get('step')}: {k} {x!r} (cookbook) against {y!r} (ours)")
+
+
+def one(name: str, extra: list[str], tmp: Path, data: Path) -> list[str]:
+    args = ["--jsonl", str(data), "--tokenizer-dir", str(TOKENIZER)] + COMMON + extra
+    py_dir, our_dir = tmp / f"{name}-cookbook", tmp / f"{name}-ours"
+    run_side([str(PY), str(HERE / "run_sft.py"), "--log-path", str(py_dir)] + args, tmp / f"{name}-cookbook.requests.jsonl", tmp, f"{name}-cookbook")
+    run_side([str(OURS), "--log-path", str(our_dir)] + args, tmp / f"{name}-ours.requests.jsonl", tmp, f"{name}-ours")
+    problems: list[str] = []
+    a, b = calls(tmp / f"{name}-cookbook.requests.jsonl"), calls(tmp / f"{name}-ours.requests.jsonl")
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            problems.append(f"call {i}: cookbook {json.dumps(x)[:400]}\n      ours     {json.dumps(y)[:400]}")
+            break
+    if len(a) != len(b):
+        problems.append(f"{len(a)} training calls (cookbook) against {len(b)} (ours): " f"{[c['call'] for c in a]} / {[c['call'] for c in b]}")
+    if records(py_dir / "checkpoints.jsonl") != records(our_dir / "checkpoints.jsonl"):
+        problems.append(f"checkpoints.jsonl: {records(py_dir / 'checkpoints.jsonl')} (cookbook) against {records(our_dir / 'checkpoints.jsonl')} (ours)")
+    load = lambda d: [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]  # noqa: E731
+    compare_metrics(load(py_dir), load(our_dir), problems)
+    print(f"{name}: {len(a)} training calls, {len(records(py_dir / 'checkpoints.jsonl'))} checkpoints, {len(load(py_dir))} metrics rows: " + ("same" if not problems else f"{len(problems)} differences"))
+    return problems
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--keep")
+    ap.add_argument("--only")
+    args = ap.parse_args()
+    tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="sft-diff-"))
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    data = tmp / "data.jsonl"
+    conversations(data)
+    problems = []
+    for name, extra in CONFIGS:
+        if args.only and args.only != name:
+            continue
+        for p in one(name, extra, tmp, data):
+            problems.append(f"{name}: {p}")
+    for p in problems:
+        print("DIFF", p)
+    if not args.keep:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("sft differential: " + ("same requests, records and metrics" if not problems else f"{len(problems)} differences"))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
