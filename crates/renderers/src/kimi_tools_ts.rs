@@ -13,7 +13,6 @@
 use serde_json::{Map, Value as Json};
 
 use super::base::{json_dumps_with, renderer_error, R};
-use tinker_tokenizer::chat::py_float;
 
 const TS_INDENT: &str = "  ";
 const TS_FIELD_DELIMITER: &str = ",\n";
@@ -686,13 +685,7 @@ fn py_repr(v: &Json) -> String {
 
 /// `repr(float)` (`inf`/`nan` spelled as Python's repr does, not as JSON).
 fn py_float_repr(f: f64) -> String {
-    if f.is_nan() {
-        "nan".to_owned()
-    } else if f.is_infinite() {
-        if f > 0.0 { "inf" } else { "-inf" }.to_owned()
-    } else {
-        py_float(f)
-    }
+    tinker_support::json::fmt_py(f)
 }
 
 /// `repr(str)`: single quotes unless the text has a `'` and no `"`; backslash escapes for

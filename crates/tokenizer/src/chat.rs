@@ -230,61 +230,19 @@ fn py_str(s: &str, out: &mut String, ensure_ascii: bool) {
     out.push('"');
 }
 
-/// Python's `repr(float)`: shortest round-trip digits; scientific below 1e-4 and from 1e16.
+/// Python's `json.dumps(float)`: `repr(float)` (the support crate's [`fmt_py`]: shortest
+/// round-trip digits, scientific below 1e-4 and from 1e16), with `NaN` and `Infinity`
+/// spelled as JSON extensions.
+///
+/// [`fmt_py`]: tinker_support::json::fmt_py
 pub fn py_float(f: f64) -> String {
     if f.is_nan() {
-        return "NaN".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "Infinity" } else { "-Infinity" }.into();
-    }
-    if f == 0.0 {
-        return if f.is_sign_negative() { "-0.0" } else { "0.0" }.into();
-    }
-    let sci = format!("{f:e}");
-    let (mant, exp) = sci.split_once('e').expect("{:e} has an exponent");
-    let exp: i32 = exp.parse().expect("an integer exponent");
-    let (neg, mant) = match mant.strip_prefix('-') {
-        Some(m) => (true, m),
-        None => (false, mant),
-    };
-    let digits: String = mant.chars().filter(|c| *c != '.').collect();
-    let mut out = String::new();
-    if neg {
-        out.push('-');
-    }
-    if (-4..16).contains(&exp) {
-        if exp < 0 {
-            out.push_str("0.");
-            for _ in 0..(-exp - 1) {
-                out.push('0');
-            }
-            out.push_str(&digits);
-        } else {
-            let point = exp as usize + 1;
-            if digits.len() <= point {
-                out.push_str(&digits);
-                for _ in digits.len()..point {
-                    out.push('0');
-                }
-                out.push_str(".0");
-            } else {
-                out.push_str(&digits[..point]);
-                out.push('.');
-                out.push_str(&digits[point..]);
-            }
-        }
+        "NaN".into()
+    } else if f.is_infinite() {
+        if f > 0.0 { "Infinity" } else { "-Infinity" }.into()
     } else {
-        out.push_str(&digits[..1]);
-        if digits.len() > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
-        }
-        out.push('e');
-        out.push(if exp < 0 { '-' } else { '+' });
-        out.push_str(&format!("{:02}", exp.abs()));
+        tinker_support::json::fmt_py(f)
     }
-    out
 }
 
 fn tojson(v: Value, kwargs: Kwargs) -> Result<String, Error> {
