@@ -32,9 +32,6 @@ use crate::telemetry::{error_type, Telemetry};
 
 const HEARTBEAT_PERIOD: Duration = Duration::from_secs(10);
 const HEARTBEAT_WARN_AFTER_SECS: f64 = 120.0;
-/// The window of the retries while connecting: the 402 pause of `client/config` lasts
-/// up to an hour, since the server's own limit is not known yet.
-const STARTUP_MAX_PAUSE_SECS: f64 = 3600.0;
 
 /// How a session ended (`ServiceClient.close(status)`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,15 +200,15 @@ impl Holder {
         with_session: bool,
     ) -> Result<Rc<Holder>> {
         let key_http = Connection::key_http(&env, &opts)?;
-        let mut billing = BillingPause::default();
         let sdk = json!({ "sdk_version": PROTOCOL_SDK_VERSION });
-        let config: ServerConfig = retry_loop(&env, &mut billing, STARTUP_MAX_PAUSE_SECS, || {
+        // A 402 here fails at once (a BillingError), as Python's start-up fails at once
+        // (tests/differential/NOTES.md); later calls pause on it (`billing`).
+        let config: ServerConfig = retry_loop(&env, || {
             key_http.json(Req::to(&endpoints::CLIENT_CONFIG).json(&sdk))
         })
         .await?;
-        let max_pause = config.billing_exception_max_pause_duration_sec;
         let conn = Connection::open(key_http, config, DynamicConfig::default(), opts.background);
-        let dynamic = retry_loop(&env, &mut billing, max_pause, || {
+        let dynamic = retry_loop(&env, || {
             conn.http
                 .json::<DynamicConfig>(Req::to(&endpoints::DYNAMIC_CONFIG).json(&sdk))
         })
@@ -233,7 +230,7 @@ impl Holder {
                 SessionIds::new(Some(id), 0, 0)
             }
         };
-        Ok(Self::assemble(conn, ids, billing))
+        Ok(Self::assemble(conn, ids, BillingPause::default()))
     }
 
     /// A holder on a session another client created and keeps (a restored sampler
@@ -629,6 +626,15 @@ trait PauseState {
     fn should_pause(&mut self, status: u16, now: f64, max_pause: f64) -> bool;
 }
 
+/// No pause on a 402: the start-up requests fail at once.
+struct NoPause;
+
+impl PauseState for NoPause {
+    fn should_pause(&mut self, _status: u16, _now: f64, _max_pause: f64) -> bool {
+        false
+    }
+}
+
 impl PauseState for BillingPause {
     fn should_pause(&mut self, status: u16, now: f64, max_pause: f64) -> bool {
         BillingPause::should_pause(self, status, now, max_pause)
@@ -689,26 +695,21 @@ struct RetryPolicy<'a> {
     retryable: &'a dyn Fn(&Error) -> bool,
 }
 
-/// The connection's retry loop (before a holder exists): `execute_with_retries` with a
-/// billing window of its own and no telemetry.
-async fn retry_loop<T, F, Fut>(
-    env: &Env,
-    billing: &mut BillingPause,
-    max_pause: f64,
-    f: F,
-) -> Result<T>
+/// The connection's retry loop (before a holder exists): `execute_with_retries` with no
+/// telemetry and no pause on a 402 (a 402 at start-up fails at once).
+async fn retry_loop<T, F, Fut>(env: &Env, f: F) -> Result<T>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T>>,
 {
     let policy = RetryPolicy {
         env,
-        max_pause,
+        max_pause: 0.0,
         telemetry: None,
         what: "",
         retryable: &Error::is_retryable,
     };
-    policy.run(billing, f).await
+    policy.run(&mut NoPause, f).await
 }
 
 impl RetryPolicy<'_> {

@@ -118,3 +118,35 @@ fn a_paused_sample_warns_through_the_clients_logger() {
         ["Sampling is paused for sampler samp-1. Reason: busy"]
     );
 }
+
+/// A 402 at start-up (`client/config` or `dynamic_config`) fails the connection at once,
+/// with the 402 (a `BillingError` in JS): no pause, no second request (Python fails at
+/// once too; tests/differential/NOTES.md).
+#[test]
+fn a_402_at_start_up_fails_at_once() {
+    for endpoint in ["client/config", "client/dynamic_config"] {
+        let mut pool = LocalPool::new();
+        let s = Scripted::new(&pool, move |r: &crate::platform::HttpRequest, _| {
+            match r.url.split("/api/v1/").nth(1).unwrap_or("") {
+                p if p == endpoint => json(402, r#"{"detail":"billing"}"#),
+                "client/config" => json(200, "{}"),
+                "client/dynamic_config" => json(200, "{}"),
+                other => panic!("unexpected request {other}"),
+            }
+        });
+        let r = pool.run_until(crate::session::Holder::connect(
+            s.clone(),
+            Rc::new(opts()),
+            false,
+        ));
+        let e = r.err().expect("the connection fails");
+        assert_eq!(e.status(), Some(402), "{endpoint}: {e}");
+        assert!(
+            s.sleeps.borrow().is_empty(),
+            "{endpoint}: slept {:?}",
+            s.sleeps.borrow()
+        );
+        let sent = s.paths().iter().filter(|p| p.ends_with(endpoint)).count();
+        assert_eq!(sent, 1, "{endpoint}: sent {sent} times");
+    }
+}
