@@ -13,6 +13,7 @@
 pub mod checkpoints;
 pub mod data;
 pub mod hyperparams;
+pub mod nll;
 pub mod plan;
 pub mod rng;
 pub mod schedule;

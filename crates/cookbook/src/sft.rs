@@ -2,8 +2,9 @@
 //! its requests (submit ahead, saves before a step's results are awaited), its
 //! `checkpoints.jsonl` and `metrics.jsonl`, and resume from its log folder.
 //!
-//! Not yet here: evaluators (the held-out NLL, user evaluators), `train_mean_bpb`, the
-//! `time/*` metrics, rolling saves in the background (they are awaited in line).
+//! With a held-out set, `SamplerNLLEvaluator` runs before every `eval_every`-th step.
+//! Not yet here: user evaluators, the `time/*` metrics, rolling saves in the background
+//! (they are awaited in line).
 
 use std::collections::VecDeque;
 
@@ -12,6 +13,7 @@ use serde_json::{json, Map, Value as Json};
 use tinker_core::call::CallOptions;
 use tinker_core::error::Error as ClientError;
 use tinker_core::proto::ForwardBackwardOutput;
+use tinker_core::sampling::SamplingOptions;
 use tinker_core::service::{FromStateOptions, LoraOptions, ServiceClient};
 use tinker_core::training::{OptimParams, TrainingClient};
 use tinker_core::types::{AdamParams, Datum, LoraConfig, TensorValues};
@@ -22,6 +24,7 @@ use tinker_tokenizer::Tokenizer;
 
 use crate::checkpoints::{last_checkpoint, parse_records, record};
 use crate::data::{batch, batches_per_epoch, epoch_order, split};
+use crate::nll::{bpb, floats, mean_nll, scored_prompt};
 use crate::plan::{checkpoint_name, Save, SftPlan, Step};
 use crate::schedule::LrSchedule;
 
@@ -158,6 +161,7 @@ struct Trainer<'a> {
     cfg: SftConfig,
     client: TrainingClient,
     train_rows: Vec<usize>,
+    test_data: Vec<Datum>,
     order: (u64, Vec<usize>),
     elapsed_tokens: u64,
     last_saved: (u64, f64),
@@ -172,6 +176,7 @@ struct Submitted {
     num_tokens: u64,
     fwd: LocalBoxFuture<'static, std::result::Result<ForwardBackwardOutput, ClientError>>,
     opt: LocalBoxFuture<'static, std::result::Result<Value, ClientError>>,
+    evals: Option<Map<String, Json>>,
 }
 
 /// Runs `supervised.train.main`: trains on `run.rows` with `cfg`, resuming from the
@@ -193,15 +198,21 @@ pub async fn train(run: SftRun<'_>, mut cfg: SftConfig) -> Result<()> {
         cfg,
         client,
         train_rows: rows.train,
+        test_data: Vec::new(),
         order: (u64::MAX, Vec::new()),
         elapsed_tokens: resumed_tokens,
         last_saved: (resumed_tokens, now),
         rolling_path: None,
     };
+    t.test_data = rows
+        .test
+        .iter()
+        .map(|&r| t.datum(r))
+        .collect::<Result<_, _>>()?;
     let plan = t.cfg.plan.clone();
     let mut pending = VecDeque::new();
     for step in plan.steps(start_epoch, start_batch) {
-        pending.push_back(t.submit(step)?);
+        pending.push_back(t.submit(step).await?);
         if pending.len() as u64 > t.cfg.submit_ahead {
             t.finish(pending.pop_front().expect("a pending step"))
                 .await?;
@@ -320,8 +331,9 @@ async fn truncate_metrics(files: &dyn RunFiles, step: u64) -> Result<()> {
 }
 
 impl Trainer<'_> {
-    /// `submit_batch`: the step's data, its forward_backward and optim_step.
-    fn submit(&mut self, at: Step) -> Result<Submitted> {
+    /// `submit_batch`: the step's data, its evaluation if one is due, then its
+    /// forward_backward and optim_step.
+    async fn submit(&mut self, at: Step) -> Result<Submitted> {
         let plan = &self.cfg.plan;
         let lr = plan.learning_rate(at.step)?;
         let mut metrics = Map::new();
@@ -336,6 +348,11 @@ impl Trainer<'_> {
             ..AdamParams::default()
         };
         let data = self.batch_data(at)?;
+        let evals = if self.cfg.plan.evals(at.step).0 && !self.test_data.is_empty() {
+            Some(self.evaluate().await?)
+        } else {
+            None
+        };
         let num_tokens = data
             .iter()
             .map(|d| d.model_input.length().unwrap_or(0) as u64)
@@ -353,7 +370,42 @@ impl Trainer<'_> {
             num_tokens,
             fwd,
             opt,
+            evals,
         })
+    }
+
+    /// `SamplerNLLEvaluator(test, name="test")`: the held-out rows scored by a sampler of
+    /// the current weights (`test/nll`, `test/bpb`).
+    async fn evaluate(&self) -> Result<Map<String, Json>> {
+        let call = CallOptions::default;
+        let sampler = self
+            .client
+            .save_weights_and_get_sampling_client("snapshot", SamplingOptions::default(), call())?
+            .await?;
+        let mut pending = Vec::new();
+        for d in &self.test_data {
+            pending.push(self.eager(sampler.compute_logprobs(scored_prompt(d), None, call())?));
+        }
+        let mut logprobs = Vec::new();
+        for p in pending {
+            let lp = p.await?;
+            logprobs.push(
+                lp.iter()
+                    .skip(1)
+                    .map(|x| x.unwrap_or(f32::NAN))
+                    .collect::<Vec<f32>>(),
+            );
+        }
+        let mut m = Map::new();
+        m.insert(
+            "test/nll".into(),
+            json!(mean_nll(&logprobs, &self.test_data)),
+        );
+        m.insert(
+            "test/bpb".into(),
+            json!(bpb(&logprobs, &self.test_data, self.run.tokenizer)),
+        );
+        Ok(m)
     }
 
     /// Sends a call now, as the cookbook's `*_async` calls do (a call's future only sends
@@ -422,13 +474,26 @@ impl Trainer<'_> {
         let loss_tokens: f64 = s
             .data
             .iter()
-            .map(|d| weights(d).iter().map(|&w| f64::from(w)).sum::<f64>())
+            .map(|d| {
+                floats(d, "weights")
+                    .iter()
+                    .map(|&w| f64::from(w))
+                    .sum::<f64>()
+            })
             .sum();
+        let logprobs: Vec<Vec<f32>> = out
+            .loss_fn_outputs
+            .iter()
+            .map(|o| match o.get("logprobs").map(|t| &t.values) {
+                Some(TensorValues::Float32(v)) => v.clone(),
+                _ => Vec::new(),
+            })
+            .collect();
         for (k, v) in [
             ("num_sequences", json!(s.data.len())),
             ("num_tokens", json!(s.num_tokens)),
             ("num_loss_tokens", json!(loss_tokens)),
-            ("train_mean_nll", json!(mean_nll(&out, &s.data))),
+            ("train_mean_nll", json!(mean_nll(&logprobs, &s.data))),
             ("tokens/sampled", json!(0)),
             ("tokens/prefill_cached", json!(0)),
             ("tokens/prefill_uncached", json!(0)),
@@ -437,9 +502,14 @@ impl Trainer<'_> {
             ("tokens/cumulative/prefill_cached", json!(0)),
             ("tokens/cumulative/prefill_uncached", json!(0)),
             ("tokens/cumulative/trained", json!(trained)),
+            (
+                "train_mean_bpb",
+                json!(bpb(&logprobs, &s.data, self.run.tokenizer)),
+            ),
         ] {
             metrics.insert(k.into(), v);
         }
+        metrics.extend(s.evals.unwrap_or_default());
         self.log(s.at.step, metrics).await
     }
 
@@ -540,33 +610,6 @@ impl Trainer<'_> {
             .await
             .map_err(SftError::Files)?;
         Ok(state_path)
-    }
-}
-
-/// A datum's weights (float32).
-fn weights(d: &Datum) -> &[f32] {
-    match d.loss_fn_inputs.get("weights").map(|t| &t.values) {
-        Some(TensorValues::Float32(w)) => w,
-        _ => &[],
-    }
-}
-
-/// `compute_mean_nll`: minus the weighted logprobs over the weights' sum (NaN for none),
-/// in float32 as the cookbook's torch accumulates it.
-fn mean_nll(out: &ForwardBackwardOutput, data: &[Datum]) -> f64 {
-    let (mut num, mut den) = (0f32, 0f32);
-    for (o, d) in out.loss_fn_outputs.iter().zip(data) {
-        let lp: &[f32] = match o.get("logprobs").map(|t| &t.values) {
-            Some(TensorValues::Float32(v)) => v,
-            _ => &[],
-        };
-        num += lp.iter().zip(weights(d)).map(|(a, b)| a * b).sum::<f32>();
-        den += weights(d).iter().sum::<f32>();
-    }
-    if den == 0.0 {
-        f64::NAN
-    } else {
-        f64::from(-num / den)
     }
 }
 

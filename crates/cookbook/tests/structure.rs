@@ -9,7 +9,7 @@ fn the_cookbook_crate_keeps_its_layers() {
         env!("CARGO_MANIFEST_DIR"),
         &[
             ("numbers", &["rng.rs", "schedule.rs", "hyperparams.rs"]),
-            ("runs", &["data.rs", "plan.rs", "checkpoints.rs"]),
+            ("runs", &["data.rs", "plan.rs", "checkpoints.rs", "nll.rs"]),
             ("loops", &["sft.rs"]),
         ],
     )
