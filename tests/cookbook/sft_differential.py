@@ -43,6 +43,10 @@ CONFIGS = [
     ("held-out-ahead2", ["--epochs", "1", "--test-size", "3", "--eval-every", "1", "--save-every", "0", "--submit-ahead", "2", "--batch-size", "2"]),
 ]
 COMMON = ["--batch-size", "4", "--learning-rate", "2e-4"]
+# Configurations run twice on one log folder and simulator: first with these arguments added
+# (stopping early), then without, resuming from the last checkpoint the first run saved.
+RESUMED = {"resume": ["--max-steps", "3"]}
+CONFIGS.append(("resume", ["--epochs", "2", "--save-every", "2", "--submit-ahead", "1", "--shuffle-seed", "2", "--test-size", "2", "--eval-every", "2"]))
 # Training calls: compared in order, bodies normalised (ids by order of appearance).
 CALLS = ("create_model", "forward_backward", "optim_step", "save_weights", "save_weights_for_sampler", "load_weights", "asample")
 # metrics.jsonl keys compared by value (the rest must exist on both sides, time/* aside).
@@ -62,7 +66,11 @@ def conversations(path: Path) -> None:
             f.write(json.dumps({"messages": msgs}) + "\n")
 
 
-def run_side(cmd: list[str], log: Path, tmp: Path, name: str) -> None:
+def run_side(cmd: list[str], log: Path, tmp: Path, name: str, resume_after: list[str] | None = None) -> None:
+    """Runs `cmd` against a fresh simulator. With `resume_after`, runs it first with those
+    extra arguments (a run stopped early, e.g. by max_steps), drops its final record as a
+    run that was stopped would not have written it, and runs `cmd` again on the same log
+    folder and simulator: the second run resumes."""
     sim_out = tmp / f"{name}.sim.out"
     with sim_out.open("w") as so:
         sim = subprocess.Popen([str(SIM), "--port", "0", "--seed", "5", "--request-log", str(log)], stdout=so, stderr=subprocess.STDOUT)
@@ -75,9 +83,15 @@ def run_side(cmd: list[str], log: Path, tmp: Path, name: str) -> None:
                 break
             subprocess.run(["sleep", "0.05"])  # the simulator prints its URL once bound
         env = dict(os.environ, TINKER_API_KEY="tml-local", HF_HUB_OFFLINE="1", TINKER_BASE_URL=url)
-        r = subprocess.run(cmd + ["--base-url", url], env=env, capture_output=True, text=True, timeout=600)
-        if r.returncode != 0:
-            raise SystemExit(f"{name} failed ({r.returncode}):\n{r.stderr[-3000:]}")
+        runs = [cmd + resume_after, cmd] if resume_after else [cmd]
+        for i, c in enumerate(runs):
+            r = subprocess.run(c + ["--base-url", url], env=env, capture_output=True, text=True, timeout=600)
+            if r.returncode != 0:
+                raise SystemExit(f"{name} failed ({r.returncode}):\n{r.stderr[-3000:]}")
+            if i == 0 and resume_after:
+                ckpt = Path(c[c.index("--log-path") + 1]) / "checkpoints.jsonl"
+                kept = [x for x in ckpt.read_text().splitlines() if json.loads(x)["name"] != "final"]
+                ckpt.write_text("".join(x + "\n" for x in kept))
     finally:
         sim.kill()
         sim.wait()
@@ -150,10 +164,11 @@ def compare_metrics(py: list[dict], ours: list[dict], problems: list[str]) -> No
 
 
 def one(name: str, extra: list[str], tmp: Path, data: Path) -> list[str]:
+    resume = RESUMED.get(name)
     args = ["--jsonl", str(data), "--tokenizer-dir", str(TOKENIZER)] + COMMON + extra
     py_dir, our_dir = tmp / f"{name}-cookbook", tmp / f"{name}-ours"
-    run_side([str(PY), str(HERE / "run_sft.py"), "--log-path", str(py_dir)] + args, tmp / f"{name}-cookbook.requests.jsonl", tmp, f"{name}-cookbook")
-    run_side([str(OURS), "--log-path", str(our_dir)] + args, tmp / f"{name}-ours.requests.jsonl", tmp, f"{name}-ours")
+    run_side([str(PY), str(HERE / "run_sft.py"), "--log-path", str(py_dir)] + args, tmp / f"{name}-cookbook.requests.jsonl", tmp, f"{name}-cookbook", resume)
+    run_side([str(OURS), "--log-path", str(our_dir)] + args, tmp / f"{name}-ours.requests.jsonl", tmp, f"{name}-ours", resume)
     problems: list[str] = []
     a, b = calls(tmp / f"{name}-cookbook.requests.jsonl"), calls(tmp / f"{name}-ours.requests.jsonl")
     for i, (x, y) in enumerate(zip(a, b)):
@@ -164,6 +179,9 @@ def one(name: str, extra: list[str], tmp: Path, data: Path) -> list[str]:
         problems.append(f"{len(a)} training calls (cookbook) against {len(b)} (ours): " f"{[c['call'] for c in a]} / {[c['call'] for c in b]}")
     if records(py_dir / "checkpoints.jsonl") != records(our_dir / "checkpoints.jsonl"):
         problems.append(f"checkpoints.jsonl: {records(py_dir / 'checkpoints.jsonl')} (cookbook) against {records(our_dir / 'checkpoints.jsonl')} (ours)")
+    backups = lambda d: sorted(p.name for p in d.glob("metrics.jsonl.pre_resume_*"))  # noqa: E731
+    if backups(py_dir) != backups(our_dir):
+        problems.append(f"metrics backups on resume: {backups(py_dir)} (cookbook) against {backups(our_dir)} (ours)")
     load = lambda d: [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]  # noqa: E731
     compare_metrics(load(py_dir), load(our_dir), problems)
     print(f"{name}: {len(a)} training calls, {len(records(py_dir / 'checkpoints.jsonl'))} checkpoints, {len(load(py_dir))} metrics rows: " + ("same" if not problems else f"{len(problems)} differences"))
