@@ -276,7 +276,7 @@ export default {
   async 'AdminClient[Symbol.asyncDispose] closes it'(ctx) {
     const adminClient = new tinker.AdminClient(options(ctx));
     const log = await adminClient.getAuditLog();
-    assert.ok(Array.isArray(log.events ?? log.entries ?? log.items ?? []));
+    assert.ok(Array.isArray(log.entries), `getAuditLog answers { entries: [...] }, got ${JSON.stringify(log).slice(0, 200)}`);
     assert.equal(await adminClient[Symbol.asyncDispose](), undefined);
     await assert.rejects(adminClient.getAuditLog(), tinker.ClientClosedError);
   },
