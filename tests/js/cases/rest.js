@@ -200,9 +200,11 @@ export default {
     // carrying `x-fail`, and 500 to the first request carrying a new `x-fail-once` value.
     const log = [];
     const failedOnce = new Set();
+    let abortOnArrival = null; // an AbortController the next request carrying `x-abort` aborts
     const recording = (url, init) => {
       const headers = new Headers(init?.headers);
       log.push({ path: new URL(String(url)).pathname, headers });
+      if (headers.get('x-abort')) abortOnArrival?.abort();
       const once = headers.get('x-fail-once');
       const fail = headers.get('x-fail') || (once && !failedOnce.has(once) && failedOnce.add(once));
       if (fail) return Promise.resolve(new Response('{"detail":"injected"}', { status: 500, headers: { 'content-type': 'application/json' } }));
@@ -255,10 +257,13 @@ export default {
     sent = since();
     await assert.rejects(rest.getTrainingRun(tc.modelId, {}, { signal: AbortSignal.abort() }), (e) => e instanceof tinker.APIUserAbortError);
     assert.equal(sent().length, 0);
+    // In flight: the request reaches the (recording) fetch, which aborts the call's signal.
     const ac = new AbortController();
-    const inFlight = rest.getTrainingRun(tc.modelId, {}, { signal: ac.signal, maxRetries: 100, headers: { 'x-fail': '1' } });
-    ac.abort();
+    abortOnArrival = ac;
+    sent = since();
+    const inFlight = rest.getTrainingRun(tc.modelId, {}, { signal: ac.signal, maxRetries: 100, headers: { 'x-fail': '1', 'x-abort': '1' } });
     await assert.rejects(inFlight, (e) => e instanceof tinker.APIUserAbortError);
+    assert.equal(sent().length, 1, 'the call was aborted with its request in flight, and not resent');
     // timeout: a call still retrying after 300 ms rejects with APITimeoutError.
     await assert.rejects(rest.getTrainingRun(tc.modelId, {}, { timeout: 300, maxRetries: 100, headers: { 'x-fail': '1' } }), (e) => e instanceof tinker.APITimeoutError);
     // The list iterators pass them on to every page.
