@@ -188,11 +188,20 @@ impl Drop for Sim {
     }
 }
 
-/// Runs a `!Send` future to completion on a current-thread runtime with a LocalSet.
+/// How long one end-to-end run may take before it fails as hung.
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Runs a `!Send` future to completion on a current-thread runtime with a LocalSet; a run
+/// longer than [`RUN_TIMEOUT`] panics (a hang fails the test instead of stalling it).
 pub fn run<F: std::future::Future>(f: F) -> F::Output {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    tokio::task::LocalSet::new().block_on(&rt, f)
+    tokio::task::LocalSet::new()
+        .block_on(
+            &rt,
+            async move { tokio::time::timeout(RUN_TIMEOUT, f).await },
+        )
+        .unwrap_or_else(|_| panic!("the run did not finish within {RUN_TIMEOUT:?}"))
 }

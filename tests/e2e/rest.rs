@@ -48,7 +48,7 @@ fn runs_checkpoints_and_sessions_through_rest() {
         let mut seen = vec![];
         let mut offset = 0;
         let mut pages = 0;
-        loop {
+        for _ in 0..10 {
             let p = page(
                 &rest,
                 RestCall::list_training_runs(2, offset, AccessScope::Owned, None),
@@ -65,7 +65,7 @@ fn runs_checkpoints_and_sessions_through_rest() {
                 None => break,
             }
         }
-        assert_eq!(pages, 3);
+        assert_eq!(pages, 3, "three pages of two runs, then no next offset");
         for r in &runs {
             assert!(seen.contains(&r.model_id().to_string()), "{seen:?}");
         }
