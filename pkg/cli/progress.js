@@ -5,11 +5,34 @@
 import { formatSize } from './output.js';
 
 /**
- * @param {{ length: number, label: string, hidden?: boolean, bytes?: boolean, labelOnPipe?: boolean }} o
+ * The line fitted to a terminal of `columns` (one column spare, so the cursor never wraps):
+ * the bar narrows first (to nothing), then the label is cut with an ellipsis.
+ * @param {string} label @param {number} filledFrac @param {string} tail @param {number} [columns]
+ */
+export function fitLine(label, filledFrac, tail, columns) {
+  const room = columns > 0 ? columns - 1 : Infinity;
+  const line = (lbl, w) => {
+    const filled = Math.round(filledFrac * w);
+    return `${lbl}  ${w > 0 ? `[${'#'.repeat(filled)}${'-'.repeat(w - filled)}]  ` : ''}${tail}`;
+  };
+  let width = 36;
+  const bare = [...line(label, 0)].length;
+  if (bare + 4 + width > room) width = Math.max(0, room - bare - 4);
+  if (width < 4) width = 0;
+  let text = line(label, width);
+  const over = [...text].length - room;
+  if (over > 0) {
+    const chars = [...label];
+    text = line(chars.slice(0, Math.max(0, chars.length - over - 1)).join('') + '…', 0);
+  }
+  return [...text].slice(0, Number.isFinite(room) ? room : undefined).join('');
+}
+
+/**
+ * @param {{ length: number, label: string, hidden?: boolean, bytes?: boolean, labelOnPipe?: boolean, out?: { isTTY?: boolean, columns?: number, write(s: string): unknown } }} o
  * @returns {{ update(n: number): void, finish(): void }}
  */
-export function progressBar({ length, label, hidden = false, bytes = false, labelOnPipe = false }) {
-  const out = process.stdout;
+export function progressBar({ length, label, hidden = false, bytes = false, labelOnPipe = false, out = process.stdout }) {
   if (hidden) return { update() {}, finish() {} };
   if (!out.isTTY) {
     if (labelOnPipe) out.write(`${label}\n`);
@@ -23,9 +46,7 @@ export function progressBar({ length, label, hidden = false, bytes = false, labe
     const now = Date.now();
     if (!force && now - last < 100) return;
     last = now;
-    const width = 36;
     const frac = length > 0 ? Math.min(pos / length, 1) : 0;
-    const filled = Math.round(frac * width);
     const elapsed = (now - started) / 1000;
     const rate = elapsed > 0 ? pos / elapsed : 0;
     const eta = rate > 0 && length > pos ? Math.round((length - pos) / rate) : 0;
@@ -34,7 +55,7 @@ export function progressBar({ length, label, hidden = false, bytes = false, labe
     const parts = [posText, `${Math.floor(frac * 100)}%`];
     if (bytes) parts.push(`${formatSize(Math.round(rate))}/s`);
     if (pos < length) parts.push(hms);
-    out.write(`\r\x1b[K${label}  [${'#'.repeat(filled)}${'-'.repeat(width - filled)}]  ${parts.join('  ')}`);
+    out.write(`\r\x1b[K${fitLine(label, frac, parts.join('  '), out.columns)}`);
     drawn = true;
   };
   draw(true);

@@ -439,3 +439,24 @@ test('environment: CF-Access headers sent, TINKER_TELEMETRY=0 turns telemetry of
     await s.stop();
   }
 });
+
+// Progress lines fit the terminal (issue 31, item 9): in a 100-column terminal a download's
+// line used to wrap (`… 600.0 KB/600.0 KB  100%  293.0 MB/s` with `/s` on the next line).
+test('progress lines fit the terminal: the bar narrows, then the label is cut', async () => {
+  const { progressBar } = await import('../../pkg/cli/progress.js');
+  const label = 'Downloading tinker://3f1c2b7e-7a41-4c55-9d0e-5b8e2f1a6c90:train:0/weights/final';
+  for (const columns of [50, 60, 100, 120, 200]) {
+    const writes = [];
+    const out = { isTTY: true, columns, write: (s) => writes.push(s) };
+    const bar = progressBar({ length: 614_400, label, bytes: true, out });
+    bar.update(307_200);
+    bar.update(307_200);
+    bar.finish();
+    const lines = writes.join('').split(/\r\x1b\[K|\n/).filter(Boolean);
+    assert.ok(lines.length >= 2, `${columns}: ${JSON.stringify(writes)}`);
+    for (const line of lines) assert.ok([...line].length <= columns - 1, `${columns} columns: ${[...line].length} characters: ${line}`);
+    const last = lines.at(-1);
+    assert.match(last, /600\.0 KB\/600\.0 KB {2}100%/, `${columns} columns: the numbers are kept: ${last}`);
+    if (columns >= 200) assert.ok(last.startsWith(label) && last.includes(`[${'#'.repeat(36)}]`), `a wide terminal shows the whole label and bar: ${last}`);
+  }
+});
