@@ -369,15 +369,15 @@ impl Holder {
         }
     }
 
-    /// A public call's outcome, its failure reported to telemetry first, as Python's
+    /// A public call's outcome, its failure reported to telemetry, as Python's
     /// `capture_exceptions(fatal=True)` does around nearly every public method
     /// (`lib/telemetry.py` `log_fatal_exception`: the error or `user_error` event,
-    /// `SESSION_END`, a flush waited for). A caller's own abort is not the SDK's
-    /// failure and is not reported.
+    /// `SESSION_END`, a flush; sent in the background here, so the error is not delayed).
+    /// A caller's own abort is not the SDK's failure and is not reported.
     pub async fn reported<T>(&self, r: Result<T>) -> Result<T> {
         if let Err(e) = &r {
             if !matches!(e, Error::Aborted { .. }) {
-                self.telemetry.fatal(e).await;
+                self.telemetry.fatal(e);
             }
         }
         r

@@ -23,6 +23,8 @@ use crate::sync::CancelToken;
 const MAX_QUEUE: usize = 10_000;
 const MAX_BATCH: usize = 100;
 const FLUSH_INTERVAL: Duration = Duration::from_secs(10);
+/// Python's `FLUSH_TIMEOUT` (`lib/telemetry.py`): the longest a flush is waited for.
+pub const FLUSH_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// ISO-8601 UTC timestamp with microseconds, from epoch milliseconds.
 pub fn iso8601(ms: f64) -> String {
@@ -178,9 +180,11 @@ impl Telemetry {
 
     /// A public call failed (Python `capture_exceptions(fatal=True)`, the decorator of
     /// nearly every public method): its `user_error` or `UNHANDLED_EXCEPTION` event, then
-    /// `SESSION_END` (sessionful only), then a flush the caller waits for
-    /// (`log_fatal_exception`, `lib/telemetry.py`).
-    pub async fn fatal(&self, error: &crate::error::Error) {
+    /// `SESSION_END` (sessionful only), then a flush (`log_fatal_exception`,
+    /// `lib/telemetry.py`). Python waits up to [`FLUSH_TIMEOUT`] for that flush before the
+    /// call fails; here it runs in the background within the same bound, and the call
+    /// fails at once (tests/differential/NOTES.md).
+    pub fn fatal(self: &Rc<Self>, error: &crate::error::Error) {
         let event = self.error_event(error);
         if error.is_user_error() {
             self.push("GENERIC_EVENT", "WARNING", event);
@@ -190,7 +194,16 @@ impl Telemetry {
         if !self.sessionless {
             self.push_session_end();
         }
-        self.flush().await;
+        let me = self.clone();
+        self.env
+            .spawn(Box::pin(async move { me.flush_within_bound().await }));
+    }
+
+    /// [`flush`](Self::flush), given up after [`FLUSH_TIMEOUT`] (what is unsent stays queued).
+    async fn flush_within_bound(&self) {
+        let flush = self.flush();
+        futures_util::pin_mut!(flush);
+        let _ = futures_util::future::select(flush, self.env.sleep(FLUSH_TIMEOUT)).await;
     }
 
     fn push_session_end(&self) {
@@ -208,6 +221,14 @@ impl Telemetry {
         if !self.enabled || self.flushing.replace(true) {
             return;
         }
+        // Cleared however the flush ends, given up included.
+        struct Done<'a>(&'a Cell<bool>);
+        impl Drop for Done<'_> {
+            fn drop(&mut self) {
+                self.0.set(false);
+            }
+        }
+        let _done = Done(&self.flushing);
         loop {
             let events: Vec<Value> = {
                 let mut q = self.queue.borrow_mut();
@@ -229,7 +250,6 @@ impl Telemetry {
                 self.dropped.set(self.dropped.get() + 1);
             }
         }
-        self.flushing.set(false);
     }
 
     /// Flushes every 10 s until `stop`.
@@ -246,10 +266,11 @@ impl Telemetry {
         }
     }
 
-    /// Flushes what is queued. No `SESSION_END`: Python queues one only with a fatal
+    /// Flushes what is queued, waiting no longer than Python's close does
+    /// ([`FLUSH_TIMEOUT`]). No `SESSION_END`: Python queues one only with a fatal
     /// exception (`_fatal_events`, `lib/telemetry.py`), never on a normal close.
     pub async fn close(&self) {
-        self.flush().await;
+        self.flush_within_bound().await;
     }
 }
 

@@ -80,12 +80,13 @@ fn a_failed_public_call_sends_its_error_then_session_end() {
     let call = RestCall::set_published("tinker://run-1/weights/ckpt", true).unwrap();
     let e = pool.run_until(rest.call(call)).unwrap_err();
     assert_eq!(e.status(), Some(409));
-    let b = batches(&s);
-    assert_eq!(
-        b.len(),
-        1,
-        "flushed before the call's error reached the caller"
+    assert!(
+        batches(&s).is_empty(),
+        "the error reached the caller before its telemetry was sent"
     );
+    pool.run_until_stalled();
+    let b = batches(&s);
+    assert_eq!(b.len(), 1, "then sent in the background");
     // Python's execute_with_retries reports every failure, retried or not
     // (`lib/internal_client_holder.py:968-994`), before the call's own error.
     assert_eq!(
@@ -146,6 +147,7 @@ fn a_server_error_is_an_unhandled_exception() {
         .run_until(rest.call(RestCall::get_server_capabilities()))
         .unwrap_err();
     assert_eq!(e.status(), Some(500));
+    pool.run_until_stalled(); // the report is sent in the background
     let b = batches(&s);
     let kinds: Vec<&str> = b
         .iter()
@@ -196,10 +198,57 @@ fn a_failed_create_lora_training_client_is_reported() {
         .err()
         .expect("create_model was refused");
     assert_eq!(e.status(), Some(400));
+    pool.run_until_stalled(); // the report is sent in the background
     let kinds: Vec<String> = batches(&s).into_iter().flat_map(|b| b.2).collect();
     assert_eq!(
         kinds[kinds.len() - 2..],
         ["user_error".to_string(), "SESSION_END".to_string()],
         "{kinds:?}"
+    );
+}
+
+/// A telemetry endpoint that never answers delays neither a failed call nor `close`: the
+/// call rejects at once, its report is given up after Python's `FLUSH_TIMEOUT`, and so is
+/// close's flush (issue 31, item 4; before, both waited for the flush to finish).
+#[test]
+fn telemetry_never_delays_an_error_or_a_close() {
+    let mut pool = LocalPool::new();
+    let s = Scripted::new(
+        &pool,
+        server("{}", |r, _| {
+            if r.url.contains("/publish") {
+                json(409, r#"{"detail":"already public"}"#)
+            } else {
+                json(200, "{}")
+            }
+        }),
+    );
+    let h = holder(&mut pool, &s);
+    let never = crate::sync::Event::new();
+    s.gates
+        .borrow_mut()
+        .push(("/telemetry".into(), never.clone()));
+    let rest = RestClient::new(h.clone());
+    let call = RestCall::set_published("tinker://run-1/weights/ckpt", true).unwrap();
+    let e = pool.run_until(rest.call(call)).unwrap_err();
+    assert_eq!(e.status(), Some(409));
+    pool.run_until_stalled();
+    let bound = crate::telemetry::FLUSH_TIMEOUT;
+    let bounded = || s.sleeps.borrow().iter().filter(|d| **d == bound).count();
+    assert_eq!(
+        bounded(),
+        1,
+        "the report's flush was given up after {bound:?}"
+    );
+    pool.run_until(h.close(FinishStatus::Success, None))
+        .unwrap();
+    assert_eq!(bounded(), 2, "and so was close's");
+    assert!(
+        s.paths()
+            .iter()
+            .filter(|p| p.ends_with("telemetry"))
+            .count()
+            >= 1,
+        "the report was sent (and never answered)"
     );
 }

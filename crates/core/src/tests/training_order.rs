@@ -821,6 +821,7 @@ fn custom_loss_telemetry(fail_backward: bool) -> Vec<String> {
     });
     let call = tc.forward_backward_custom(vec![datum(2)], loss, CallOptions::default());
     assert!(pool.run_until(call.unwrap()).is_err());
+    pool.run_until_stalled(); // the report is sent in the background
     telemetry_kinds(&s)
 }
 
