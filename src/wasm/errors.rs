@@ -93,19 +93,7 @@ pub fn to_js(e: Error) -> JsValue {
                 "body",
                 &s.body.as_ref().map_or(JsValue::UNDEFINED, json_to_js),
             );
-            let class = match s.status {
-                400 => "BadRequestError",
-                401 => "AuthenticationError",
-                402 => "BillingError",
-                403 => "PermissionDeniedError",
-                404 => "NotFoundError",
-                409 => "ConflictError",
-                422 => "UnprocessableEntityError",
-                429 => "RateLimitError",
-                500.. => "InternalServerError",
-                _ => "APIStatusError",
-            };
-            construct(class, &message, &props)
+            construct(crate::error::status_error_class(s.status), &message, &props)
         }
         Error::Connection { .. } => construct("APIConnectionError", &message, &props),
         Error::Timeout { .. } => construct("APITimeoutError", &message, &props),

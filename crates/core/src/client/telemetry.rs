@@ -274,11 +274,12 @@ impl Telemetry {
     }
 }
 
-/// A short class-like name for an error (for telemetry).
+/// The Python SDK's class name of an error (`exception.__class__.__name__`, which its
+/// telemetry reports): per status for HTTP errors, as the JS error classes are named.
 pub fn error_type(e: &crate::error::Error) -> &'static str {
     use crate::error::Error::*;
     match e {
-        Status(_) => "APIStatusError",
+        Status(s) => crate::error::status_error_class(s.status),
         Connection { .. } => "APIConnectionError",
         Timeout { .. } => "APITimeoutError",
         Aborted { .. } => "APIUserAbortError",

@@ -106,6 +106,10 @@ fn a_failed_public_call_sends_its_error_then_session_end() {
             .unwrap(),
     )["events"][2];
     assert_eq!(ev["severity"], "WARNING");
+    assert_eq!(
+        ev["event_data"]["error_type"], "ConflictError",
+        "Python's class for a 409"
+    );
     assert_eq!(ev["event_data"]["status_code"], 409);
     assert_eq!(ev["event_data"]["body"]["detail"], "already public");
 }

@@ -208,6 +208,24 @@ fn redact_json(v: &mut Value, secrets: &[&str]) {
     }
 }
 
+/// The Python SDK's exception class for an HTTP error status (`_client.py`
+/// `_make_status_error`): the JS error class of the same name, and the `error_type` /
+/// `exception_type` telemetry reports.
+pub fn status_error_class(status: u16) -> &'static str {
+    match status {
+        400 => "BadRequestError",
+        401 => "AuthenticationError",
+        402 => "BillingError",
+        403 => "PermissionDeniedError",
+        404 => "NotFoundError",
+        409 => "ConflictError",
+        422 => "UnprocessableEntityError",
+        429 => "RateLimitError",
+        500.. => "InternalServerError",
+        _ => "APIStatusError",
+    }
+}
+
 impl Error {
     /// This error with the given credentials replaced by `<redacted>` wherever a server
     /// (or a transport) could have echoed them: messages, the body, header values.
