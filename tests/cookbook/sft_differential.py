@@ -105,11 +105,10 @@ def calls(log: Path) -> list[dict]:
             return {k: norm(x) for k, x in v.items() if k not in ("session_id", "type")}
         if isinstance(v, list):
             return [norm(x) for x in v]
-        if isinstance(v, str) and ("-" in v and len(v) >= 36):
-            for part in [v]:
-                key = part.split("/")[2] if part.startswith("tinker://") else part
-                labels.setdefault(key, f"<id{len(labels)}>")
-                return v.replace(key, labels[key])
+        if isinstance(v, str) and "-" in v and len(v) >= 36:  # a server id, or a path holding one
+            key = v.split("/")[2] if v.startswith("tinker://") else v
+            labels.setdefault(key, f"<id{len(labels)}>")
+            return v.replace(key, labels[key])
         return v
 
     out = []

@@ -26,7 +26,6 @@ use crate::checkpoints::{last_checkpoint, parse_records, record};
 use crate::data::{batch, batches_per_epoch, epoch_order, split};
 use crate::nll::{bpb, floats, mean_nll, scored_prompt};
 use crate::plan::{checkpoint_name, Save, SftPlan, Step};
-use crate::schedule::LrSchedule;
 
 /// `supervised.train.Config` with `FromConversationFileBuilder`'s fields, the cookbook's
 /// names and defaults ([`SftConfig::new`]).
@@ -611,9 +610,4 @@ impl Trainer<'_> {
             .map_err(SftError::Files)?;
         Ok(state_path)
     }
-}
-
-/// The schedule a config names, for hosts that read one.
-pub fn schedule(name: &str) -> std::result::Result<LrSchedule, InputError> {
-    LrSchedule::parse(name)
 }

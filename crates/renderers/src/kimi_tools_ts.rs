@@ -668,7 +668,7 @@ fn py_repr(v: &Json) -> String {
         Json::Null => "None".to_owned(),
         Json::Bool(b) => if *b { "True" } else { "False" }.to_owned(),
         Json::Number(n) => match n.as_f64() {
-            Some(f) if n.is_f64() => py_float_repr(f),
+            Some(f) if n.is_f64() => tinker_support::json::fmt_py(f),
             _ => n.to_string(),
         },
         Json::String(s) => py_repr_str(s),
@@ -681,11 +681,6 @@ fn py_repr(v: &Json) -> String {
                 .join(", ")
         ),
     }
-}
-
-/// `repr(float)` (`inf`/`nan` spelled as Python's repr does, not as JSON).
-fn py_float_repr(f: f64) -> String {
-    tinker_support::json::fmt_py(f)
 }
 
 /// `repr(str)`: single quotes unless the text has a `'` and no `"`; backslash escapes for
