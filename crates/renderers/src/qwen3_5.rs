@@ -9,13 +9,18 @@
 
 use serde_json::{Map, Value as Json};
 
+use std::borrow::Cow;
+
 use super::base::{
-    encode, json_dumps, json_loads, py_is_space, py_strip, renderer_error, ChatRenderer,
-    RenderContext, RenderedMessage, StopSequences, Termination, R, UNTERMINATED_TOOL_BLOCK_ERROR,
+    default_build_generation_prompt, default_build_supervised_example, encode, json_dumps,
+    json_loads, py_is_space, py_strip, renderer_error, ChatRenderer, RenderContext,
+    RenderedMessage, StopSequences, Supervised, Termination, TrainOnWhat, R,
+    UNTERMINATED_TOOL_BLOCK_ERROR,
 };
 use super::message::{Content, Message, Part, ToolCall, UnparsedToolCall};
 use super::qwen3::{im_end, parse_qwen3, qwen_role, render_vl_message, turn_newline, QwenVl};
 use super::RendererOptions;
+use tinker_core::types::ModelInput;
 use tinker_tokenizer::Tokenizer;
 
 pub(super) fn by_name(name: &str, _opts: &RendererOptions) -> Option<Box<dyn ChatRenderer>> {
@@ -23,6 +28,8 @@ pub(super) fn by_name(name: &str, _opts: &RendererOptions) -> Option<Box<dyn Cha
         Box::new(Qwen35 {
             strip_thinking_from_history,
             disable_thinking,
+            reasoning_instructions: "",
+            methods: &QWEN3_5_METHODS,
         }) as Box<dyn ChatRenderer>
     };
     match name {
@@ -33,11 +40,41 @@ pub(super) fn by_name(name: &str, _opts: &RendererOptions) -> Option<Box<dyn Cha
     }
 }
 
-/// `Qwen3_5Renderer` and `Qwen3_5DisableThinkingRenderer`.
-pub struct Qwen35 {
-    strip_thinking_from_history: bool,
-    disable_thinking: bool,
+/// `Qwen3_5Renderer` and `Qwen3_5DisableThinkingRenderer`, and (with Qwen3.8's
+/// [`Qwen35Methods`]) their subclasses `Qwen3_8Renderer` and
+/// `Qwen3_8DisableThinkingRenderer`: one type, so the Qwen3-VL rendering is compiled once
+/// for both.
+pub(super) struct Qwen35 {
+    pub(super) strip_thinking_from_history: bool,
+    pub(super) disable_thinking: bool,
+    /// Qwen3.8's `_reasoning_instructions` (empty for Qwen3.5, or with thinking off).
+    pub(super) reasoning_instructions: &'static str,
+    /// The methods a subclass overrides.
+    pub(super) methods: &'static Qwen35Methods,
 }
+
+/// The `Qwen3_5Renderer` methods `Qwen3_8Renderer` overrides.
+pub(super) struct Qwen35Methods {
+    /// `_format_tool_call_argument`.
+    pub(super) format_argument: fn(&Json) -> String,
+    /// `_assistant_header_suffix`.
+    pub(super) assistant_header_suffix: fn(&Qwen35, &Message, &RenderContext<'_>) -> String,
+    /// `_strips_thinking_for`.
+    pub(super) strips_thinking_for: fn(&Qwen35, &Message, &RenderContext<'_>) -> bool,
+    /// `_normalize_messages`, run before building prompts and examples.
+    pub(super) normalize_messages: for<'a> fn(&Qwen35, &'a [Message]) -> Cow<'a, [Message]>,
+}
+
+/// `Qwen3_5Renderer`'s own methods.
+static QWEN3_5_METHODS: Qwen35Methods = Qwen35Methods {
+    format_argument: format_argument_py,
+    assistant_header_suffix: |_, message, ctx| assistant_header_suffix(message, ctx),
+    // Qwen3VL's: thinking dropped from every assistant message but the last.
+    strips_thinking_for: |r, message, ctx| {
+        r.strip_thinking_from_history && message.role == "assistant" && !ctx.is_last
+    },
+    normalize_messages: |_, messages| Cow::Borrowed(messages),
+};
 
 /// The empty think block the template writes on a turn that did not reason.
 pub(super) const EMPTY_THINK_BLOCK: &str = "<think>\n\n</think>\n\n";
@@ -207,11 +244,15 @@ impl QwenVl for Qwen35 {
     }
 
     fn assistant_header_suffix(&self, message: &Message, ctx: &RenderContext<'_>) -> String {
-        assistant_header_suffix(message, ctx)
+        (self.methods.assistant_header_suffix)(self, message, ctx)
+    }
+
+    fn strips_thinking_for(&self, message: &Message, ctx: &RenderContext<'_>) -> bool {
+        (self.methods.strips_thinking_for)(self, message, ctx)
     }
 
     fn format_tool_calls(&self, message: &Message) -> R<String> {
-        format_tool_calls(message, format_argument_py)
+        format_tool_calls(message, self.methods.format_argument)
     }
 
     fn generation_suffix_in_header(&self, message: &Message, ctx: &RenderContext<'_>) -> String {
@@ -465,6 +506,27 @@ impl ChatRenderer for Qwen35 {
 
     fn normalize_response_tokens(&self, tok: &Tokenizer, response: &[u32]) -> R<Vec<u32>> {
         normalize_response_tokens(tok, response)
+    }
+
+    fn build_generation_prompt(
+        &self,
+        tok: &Tokenizer,
+        messages: &[Message],
+        role: &str,
+        prefill: Option<&str>,
+    ) -> R<ModelInput> {
+        let messages = (self.methods.normalize_messages)(self, messages);
+        default_build_generation_prompt(self, tok, &messages, role, prefill)
+    }
+
+    fn build_supervised_example(
+        &self,
+        tok: &Tokenizer,
+        messages: &[Message],
+        train_on: TrainOnWhat,
+    ) -> R<Supervised> {
+        let messages = (self.methods.normalize_messages)(self, messages);
+        default_build_supervised_example(self, tok, &messages, train_on)
     }
 
     fn parse_response(&self, tok: &Tokenizer, response: &[u32]) -> R<(Message, Termination)> {
