@@ -3,10 +3,10 @@
 //! `<think>…</think>`, tool calls in a `<|tool_calls_section_begin|>` section. A default
 //! system message is added when the conversation has none, as the HF template does.
 //!
-//! The pieces are shared with the K2.5/K2.6 renderers (`kimi_k25.rs`), which subclass this
-//! one in the cookbook: the `*_with` functions take the renderer as `f`, so the K2.5
-//! overrides (its generation prompt, its response normalisation) are the ones called, as
-//! Python's `self.` calls would.
+//! The K2.5/K2.6 renderers (`kimi_k25.rs`), which subclass this one in the cookbook, are
+//! this file's [`Kimi`] with their overriding methods ([`KimiMethods`]: multipart content,
+//! response normalisation, the think prefill, TypeScript tool declarations), called where
+//! Python's `self.` calls would call them.
 
 use std::borrow::Cow;
 
@@ -40,15 +40,71 @@ const SECTIONS: [(&str, &str); 2] = [
 ];
 
 pub(super) fn by_name(name: &str, _opts: &RendererOptions) -> Option<Box<dyn ChatRenderer>> {
-    (name == "kimi_k2").then(|| Box::new(KimiK2) as Box<dyn ChatRenderer>)
+    (name == "kimi_k2").then(|| {
+        Box::new(Kimi {
+            strip_thinking_from_history: true,
+            disable_thinking: false,
+            methods: &KIMI_K2_METHODS,
+        }) as Box<dyn ChatRenderer>
+    })
 }
 
-/// `KimiK2Renderer` (thinking stripped from history, as `get_renderer` builds it).
-pub struct KimiK2;
+/// `KimiK2Renderer` (thinking stripped from history, as `get_renderer` builds it) and,
+/// with K2.5's [`KimiMethods`] (`kimi_k25.rs`), its subclasses `KimiK25Renderer`,
+/// `KimiK25DisableThinkingRenderer` and `KimiK26PreserveThinkingRenderer`: one type, so
+/// the shared rendering and parsing are compiled once.
+pub(super) struct Kimi {
+    /// Historical reasoning becomes an empty `<think></think>` (false: kept).
+    pub(super) strip_thinking_from_history: bool,
+    /// The generation prompt closes the think block (`KimiK25DisableThinkingRenderer`).
+    pub(super) disable_thinking: bool,
+    /// The methods a subclass overrides.
+    pub(super) methods: &'static KimiMethods,
+}
 
-impl ChatRenderer for KimiK2 {
+/// The `KimiK2Renderer` methods `KimiK25Renderer` overrides.
+pub(super) struct KimiMethods {
+    /// `_encode_multipart_content`: a non-assistant message whose content is not plain
+    /// text, given the parts and a closing `<|im_end|>` text part.
+    pub(super) encode_multipart_content: fn(&Tokenizer, Vec<Part>) -> R<Vec<ModelInputChunk>>,
+    /// `_normalize_response_tokens`.
+    pub(super) normalize_response_tokens: fn(&Tokenizer, &[u32]) -> R<Vec<u32>>,
+    /// What `build_generation_prompt` prefills before the caller's own prefill (none
+    /// for K2).
+    pub(super) think_prefill: fn(&Kimi) -> Option<&'static str>,
+    /// The `tool_declare` message of `create_conversation_prefix_with_tools`, given the
+    /// tools in OpenAI's format.
+    pub(super) tool_declaration: fn(&[Json]) -> R<String>,
+}
+
+/// `KimiK2Renderer`'s own methods.
+static KIMI_K2_METHODS: KimiMethods = KimiMethods {
+    // K2 has no image support: `_encode_multipart_content` raises NotImplementedError.
+    encode_multipart_content: |_, _| {
+        Err(renderer_error(
+            "Multipart/Image content encoding is not supported for Kimi K2 renderer",
+        ))
+    },
+    normalize_response_tokens: |_, response| Ok(response.to_vec()),
+    think_prefill: |_| None,
+    // The JSON payload with keys sorted, as Kimi's own apply_chat_template writes it.
+    tool_declaration: |payload| {
+        Ok(json_dumps_with(
+            &sorted_keys(&Json::Array(payload.to_vec())),
+            (",", ":"),
+            true,
+            None,
+        ))
+    },
+};
+
+impl ChatRenderer for Kimi {
+    fn disables_thinking(&self) -> bool {
+        self.disable_thinking
+    }
+
     fn stop_sequences(&self, tok: &Tokenizer) -> R<StopSequences> {
-        stop_sequences(tok)
+        Ok(StopSequences::Tokens(vec![single_token(tok, IM_END)?]))
     }
 
     fn render_message(
@@ -57,22 +113,29 @@ impl ChatRenderer for KimiK2 {
         message: &Message,
         ctx: &RenderContext<'_>,
     ) -> R<RenderedMessage> {
-        // K2 has no image support: `_encode_multipart_content` raises NotImplementedError.
-        render_message(tok, message, ctx, true, |_, _| {
-            Err(renderer_error(
-                "Multipart/Image content encoding is not supported for Kimi K2 renderer",
-            ))
-        })
+        render_message(
+            tok,
+            message,
+            ctx,
+            self.strip_thinking_from_history,
+            self.methods.encode_multipart_content,
+        )
     }
 
     fn parse_response(&self, tok: &Tokenizer, response: &[u32]) -> R<(Message, Termination)> {
         parse_response_with(self, tok, response)
     }
 
+    fn normalize_response_tokens(&self, tok: &Tokenizer, response: &[u32]) -> R<Vec<u32>> {
+        (self.methods.normalize_response_tokens)(tok, response)
+    }
+
     fn last_assistant_turn_start_index(&self, messages: &[Message]) -> usize {
         last_assistant_turn_start_index(messages)
     }
 
+    /// `build_generation_prompt`: the base prompt of the conversation with its system
+    /// message, the think prefill (K2.5) before `prefill`.
     fn build_generation_prompt(
         &self,
         tok: &Tokenizer,
@@ -80,16 +143,23 @@ impl ChatRenderer for KimiK2 {
         role: &str,
         prefill: Option<&str>,
     ) -> R<ModelInput> {
-        generation_prompt_with(self, tok, messages, role, prefill)
+        let prefill = match (self.methods.think_prefill)(self) {
+            Some(think) => Some(format!("{think}{}", prefill.unwrap_or_default())),
+            None => prefill.map(str::to_owned),
+        };
+        let messages = ensure_system_message(messages);
+        default_build_generation_prompt(self, tok, &messages, role, prefill.as_deref())
     }
 
+    /// `build_supervised_example`: the base example of the conversation with its system
+    /// message.
     fn build_supervised_example(
         &self,
         tok: &Tokenizer,
         messages: &[Message],
         train_on: TrainOnWhat,
     ) -> R<Supervised> {
-        supervised_example_with(self, tok, messages, train_on)
+        default_build_supervised_example(self, tok, &ensure_system_message(messages), train_on)
     }
 
     fn build_supervised_examples(
@@ -107,17 +177,18 @@ impl ChatRenderer for KimiK2 {
         tools: &[Json],
         system_prompt: &str,
     ) -> R<Vec<Message>> {
-        // The JSON payload with keys sorted, as Kimi's own apply_chat_template writes it.
-        let declaration = (!tools.is_empty()).then(|| {
+        let declaration = if tools.is_empty() {
+            None
+        } else {
             let payload: Vec<Json> = tools.iter().map(openai_tool).collect();
-            json_dumps_with(&sorted_keys(&Json::Array(payload)), (",", ":"), true, None)
-        });
+            Some((self.methods.tool_declaration)(&payload)?)
+        };
         Ok(tools_prefix(declaration, system_prompt))
     }
 }
 
 /// `{"type": "function", "function": tool}`.
-pub(super) fn openai_tool(tool: &Json) -> Json {
+fn openai_tool(tool: &Json) -> Json {
     serde_json::json!({ "type": "function", "function": tool })
 }
 
@@ -141,7 +212,7 @@ fn sorted_keys(v: &Json) -> Json {
 
 /// `create_conversation_prefix_with_tools`: the `tool_declare` message (when there are
 /// tools) before the system message (the default one when `system_prompt` is empty).
-pub(super) fn tools_prefix(declaration: Option<String>, system_prompt: &str) -> Vec<Message> {
+fn tools_prefix(declaration: Option<String>, system_prompt: &str) -> Vec<Message> {
     let system = if system_prompt.is_empty() {
         DEFAULT_SYSTEM_PROMPT
     } else {
@@ -156,7 +227,7 @@ pub(super) fn tools_prefix(declaration: Option<String>, system_prompt: &str) -> 
 
 /// `_ensure_system_message`: the default system message first (after a leading
 /// `tool_declare`) unless the conversation already has one there.
-pub(super) fn ensure_system_message(messages: &[Message]) -> Cow<'_, [Message]> {
+fn ensure_system_message(messages: &[Message]) -> Cow<'_, [Message]> {
     let system = || Message::new("system", DEFAULT_SYSTEM_PROMPT);
     match messages {
         [] => Cow::Owned(vec![system()]),
@@ -177,47 +248,20 @@ pub(super) fn ensure_system_message(messages: &[Message]) -> Cow<'_, [Message]> 
     }
 }
 
-/// `get_stop_sequences`: `<|im_end|>`.
-pub(super) fn stop_sequences(tok: &Tokenizer) -> R<StopSequences> {
-    Ok(StopSequences::Tokens(vec![single_token(tok, IM_END)?]))
-}
-
 /// `_last_assistant_turn_start_index`: the turn starts after the last assistant message
 /// that did not call a tool (Kimi keeps the reasoning of a whole assistant/tool exchange).
-pub(super) fn last_assistant_turn_start_index(messages: &[Message]) -> usize {
+fn last_assistant_turn_start_index(messages: &[Message]) -> usize {
     messages
         .iter()
         .rposition(|m| m.role == "assistant" && m.tool_calls.as_ref().is_none_or(Vec::is_empty))
         .map_or(0, |i| i + 1)
 }
 
-/// `build_generation_prompt`: the base prompt of the conversation with its system message.
-pub(super) fn generation_prompt_with<F: ChatRenderer + ?Sized>(
-    f: &F,
-    tok: &Tokenizer,
-    messages: &[Message],
-    role: &str,
-    prefill: Option<&str>,
-) -> R<ModelInput> {
-    default_build_generation_prompt(f, tok, &ensure_system_message(messages), role, prefill)
-}
-
-/// `build_supervised_example`: the base example of the conversation with its system
-/// message.
-pub(super) fn supervised_example_with<F: ChatRenderer + ?Sized>(
-    f: &F,
-    tok: &Tokenizer,
-    messages: &[Message],
-    train_on: TrainOnWhat,
-) -> R<Supervised> {
-    default_build_supervised_example(f, tok, &ensure_system_message(messages), train_on)
-}
-
 /// `build_supervised_examples`: the last turn alone, or one example per user turn (each
 /// ending before the next user message). `all_assistant_messages` trains each example's
 /// last turn; the other modes are applied to every example as they are.
-pub(super) fn supervised_examples_with<F: ChatRenderer + ?Sized>(
-    f: &F,
+fn supervised_examples_with(
+    f: &Kimi,
     tok: &Tokenizer,
     messages: &[Message],
     train_on: TrainOnWhat,
@@ -308,12 +352,12 @@ fn assistant_text(message: &Message, keep_thinking: bool) -> String {
 /// `render_message`. `strip_thinking` is `strip_thinking_from_history`; `multipart`
 /// renders a non-assistant message whose content is not plain text
 /// (`_encode_multipart_content`, given the parts and a closing `<|im_end|>` text part).
-pub(super) fn render_message(
+fn render_message(
     tok: &Tokenizer,
     message: &Message,
     ctx: &RenderContext<'_>,
     strip_thinking: bool,
-    multipart: impl FnOnce(&Tokenizer, Vec<Part>) -> R<Vec<ModelInputChunk>>,
+    multipart: fn(&Tokenizer, Vec<Part>) -> R<Vec<ModelInputChunk>>,
 ) -> R<RenderedMessage> {
     let output = if message.role == "assistant" {
         let keep_thinking = ctx.in_last_assistant_turn || !strip_thinking;
@@ -338,11 +382,7 @@ pub(super) fn render_message(
 /// `parse_response`: split at `<|im_end|>` (after `f`'s normalisation); a clean response
 /// has its tool-call section parsed (text after the section is dropped), dangling tool
 /// markers reported, and `<think>` blocks turned into thinking parts.
-pub(super) fn parse_response_with<F: ChatRenderer + ?Sized>(
-    f: &F,
-    tok: &Tokenizer,
-    response: &[u32],
-) -> R<(Message, Termination)> {
+fn parse_response_with(f: &Kimi, tok: &Tokenizer, response: &[u32]) -> R<(Message, Termination)> {
     let response = f.normalize_response_tokens(tok, response)?;
     let stop = single_token(tok, IM_END)?;
     let (mut message, termination) = parse_response_for_stop_token(tok, &response, stop)?;

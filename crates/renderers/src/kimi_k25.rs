@@ -12,22 +12,13 @@
 //! of the image's width and height, `navit_resize_image` with the `media_proc_cfg` of
 //! Kimi-K2.5's `preprocessor_config.json`, reproduced here ([`image_tokens`]).
 
-use serde_json::Value as Json;
-
-use super::base::{
-    encode, renderer_error, single_token, text_chunk, ChatRenderer, RenderContext, RenderedMessage,
-    StopSequences, Supervised, Termination, TrainOnWhat, R,
-};
+use super::base::{encode, renderer_error, single_token, text_chunk, ChatRenderer, R};
 use super::image::Image;
-use super::kimi_k2::{
-    generation_prompt_with, last_assistant_turn_start_index, openai_tool, parse_response_with,
-    render_message, stop_sequences, supervised_example_with, supervised_examples_with,
-    tools_prefix,
-};
+use super::kimi_k2::{Kimi, KimiMethods};
 use super::kimi_tools_ts::encode_tools_to_typescript_style;
-use super::message::{ImageSource, Message, Part};
+use super::message::{ImageSource, Part};
 use super::RendererOptions;
-use tinker_core::types::{ModelInput, ModelInputChunk};
+use tinker_core::types::ModelInputChunk;
 use tinker_tokenizer::Tokenizer;
 
 const THINK_OPEN: &str = "<think>";
@@ -42,122 +33,40 @@ pub(super) fn by_name(name: &str, _opts: &RendererOptions) -> Option<Box<dyn Cha
         "kimi_k26_preserve_thinking" => (false, false),
         _ => return None,
     };
-    Some(Box::new(KimiK25 {
+    Some(Box::new(Kimi {
         strip_thinking_from_history,
         disable_thinking,
+        methods: &KIMI_K25_METHODS,
     }))
 }
 
-/// `KimiK25Renderer`, `KimiK25DisableThinkingRenderer` and
-/// `KimiK26PreserveThinkingRenderer`.
-pub struct KimiK25 {
-    /// Historical reasoning becomes an empty `<think></think>` (false: kept).
-    strip_thinking_from_history: bool,
-    /// The generation prompt closes the think block (`KimiK25DisableThinkingRenderer`).
-    disable_thinking: bool,
-}
-
-impl KimiK25 {
-    /// What the generation prompt prefills before the caller's own prefill.
-    fn think_prefill(&self) -> &'static str {
-        if self.disable_thinking {
+/// The `KimiK2Renderer` methods `KimiK25Renderer` overrides (`KimiK25Renderer`,
+/// `KimiK25DisableThinkingRenderer` and `KimiK26PreserveThinkingRenderer` are Kimi K2's
+/// [`Kimi`] with these).
+static KIMI_K25_METHODS: KimiMethods = KimiMethods {
+    encode_multipart_content,
+    normalize_response_tokens,
+    think_prefill: |r| {
+        Some(if r.disable_thinking {
             "<think></think>"
         } else {
             THINK_OPEN
+        })
+    },
+    // `create_conversation_prefix_with_tools`: the tools declared as TypeScript.
+    tool_declaration: encode_tools_to_typescript_style,
+};
+
+/// `_normalize_response_tokens`: a response that closes a think block it did not open had
+/// its `<think>` in the prompt; put it back before parsing.
+fn normalize_response_tokens(tok: &Tokenizer, response: &[u32]) -> R<Vec<u32>> {
+    let open = single_token(tok, THINK_OPEN)?;
+    let close = single_token(tok, THINK_CLOSE)?;
+    match response.first() {
+        Some(&first) if first != open && response.contains(&close) => {
+            Ok([open].into_iter().chain(response.iter().copied()).collect())
         }
-    }
-}
-
-impl ChatRenderer for KimiK25 {
-    fn disables_thinking(&self) -> bool {
-        self.disable_thinking
-    }
-
-    fn stop_sequences(&self, tok: &Tokenizer) -> R<StopSequences> {
-        stop_sequences(tok)
-    }
-
-    fn render_message(
-        &self,
-        tok: &Tokenizer,
-        message: &Message,
-        ctx: &RenderContext<'_>,
-    ) -> R<RenderedMessage> {
-        render_message(
-            tok,
-            message,
-            ctx,
-            self.strip_thinking_from_history,
-            encode_multipart_content,
-        )
-    }
-
-    fn parse_response(&self, tok: &Tokenizer, response: &[u32]) -> R<(Message, Termination)> {
-        parse_response_with(self, tok, response)
-    }
-
-    /// `_normalize_response_tokens`: a response that closes a think block it did not open
-    /// had its `<think>` in the prompt; put it back before parsing.
-    fn normalize_response_tokens(&self, tok: &Tokenizer, response: &[u32]) -> R<Vec<u32>> {
-        let open = single_token(tok, THINK_OPEN)?;
-        let close = single_token(tok, THINK_CLOSE)?;
-        match response.first() {
-            Some(&first) if first != open && response.contains(&close) => {
-                Ok([open].into_iter().chain(response.iter().copied()).collect())
-            }
-            _ => Ok(response.to_vec()),
-        }
-    }
-
-    fn last_assistant_turn_start_index(&self, messages: &[Message]) -> usize {
-        last_assistant_turn_start_index(messages)
-    }
-
-    /// `build_generation_prompt`: Kimi K2's, with the think prefill before `prefill`.
-    fn build_generation_prompt(
-        &self,
-        tok: &Tokenizer,
-        messages: &[Message],
-        role: &str,
-        prefill: Option<&str>,
-    ) -> R<ModelInput> {
-        let prefill = format!("{}{}", self.think_prefill(), prefill.unwrap_or_default());
-        generation_prompt_with(self, tok, messages, role, Some(&prefill))
-    }
-
-    fn build_supervised_example(
-        &self,
-        tok: &Tokenizer,
-        messages: &[Message],
-        train_on: TrainOnWhat,
-    ) -> R<Supervised> {
-        supervised_example_with(self, tok, messages, train_on)
-    }
-
-    fn build_supervised_examples(
-        &self,
-        tok: &Tokenizer,
-        messages: &[Message],
-        train_on: TrainOnWhat,
-    ) -> R<Vec<Supervised>> {
-        supervised_examples_with(self, tok, messages, train_on)
-    }
-
-    /// `create_conversation_prefix_with_tools`: Kimi K2's messages, with the tools
-    /// declared as TypeScript.
-    fn conversation_prefix_with_tools(
-        &self,
-        _tok: &Tokenizer,
-        tools: &[Json],
-        system_prompt: &str,
-    ) -> R<Vec<Message>> {
-        let declaration = if tools.is_empty() {
-            None
-        } else {
-            let payload: Vec<Json> = tools.iter().map(openai_tool).collect();
-            Some(encode_tools_to_typescript_style(&payload)?)
-        };
-        Ok(tools_prefix(declaration, system_prompt))
+        _ => Ok(response.to_vec()),
     }
 }
 
