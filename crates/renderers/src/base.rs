@@ -716,6 +716,19 @@ pub fn tool_call_payload(call: &ToolCall) -> R<Json> {
     Ok(Json::Object(o))
 }
 
+/// Python's truthiness of a JSON value (`json.loads`'s: `None`, `False`, zero and empty
+/// strings, lists and dicts are false).
+pub(super) fn py_truthy(v: &Json) -> bool {
+    match v {
+        Json::Null => false,
+        Json::Bool(b) => *b,
+        Json::Number(n) => n.as_f64().is_some_and(|x| x != 0.0),
+        Json::String(s) => !s.is_empty(),
+        Json::Array(a) => !a.is_empty(),
+        Json::Object(o) => !o.is_empty(),
+    }
+}
+
 /// Python's `str.strip()` (whitespace as `str.isspace` defines it).
 pub fn py_strip(s: &str) -> &str {
     s.trim_matches(py_is_space)

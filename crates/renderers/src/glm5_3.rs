@@ -16,9 +16,9 @@ use serde_json::{Map, Value as Json};
 
 use super::base::{
     decode, default_build_generation_prompt, default_build_supervised_example, encode, json_dumps,
-    json_dumps_with, json_loads, parse_content_blocks, py_is_space, py_strip, renderer_error,
-    single_token, text_chunk, ChatRenderer, ParsedToolCall, RenderContext, RenderedMessage,
-    StopSequences, Supervised, Termination, TrainOnWhat, R,
+    json_dumps_with, json_loads, parse_content_blocks, py_is_space, py_strip, py_truthy,
+    renderer_error, single_token, text_chunk, ChatRenderer, ParsedToolCall, RenderContext,
+    RenderedMessage, StopSequences, Supervised, Termination, TrainOnWhat, R,
 };
 use super::message::{Content, Message, Part, ToolCall, UnparsedToolCall};
 use super::RendererOptions;
@@ -452,18 +452,6 @@ fn rendered(header: Vec<u32>, output: Vec<u32>, stop_overlap: Option<Vec<u32>>) 
 const TOOLS_HEAD: &str = "\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>\n";
 const TOOLS_TAIL: &str = "</tools>\n\nFor each function call, output the function name and arguments within the following XML format:\n<tool_call>{function-name}<arg_key>{arg-key-1}</arg_key><arg_value>{arg-value-1}</arg_value><arg_key>{arg-key-2}</arg_key><arg_value>{arg-value-2}</arg_value>...</tool_call>";
 
-/// Python truthiness of a JSON value.
-fn truthy(v: &Json) -> bool {
-    match v {
-        Json::Null => false,
-        Json::Bool(b) => *b,
-        Json::Number(n) => n.as_f64().is_some_and(|x| x != 0.0),
-        Json::String(s) => !s.is_empty(),
-        Json::Array(a) => !a.is_empty(),
-        Json::Object(o) => !o.is_empty(),
-    }
-}
-
 /// `_tool_declaration_json`: the tool without `strict`/`defer_loading`, as
 /// `json.dumps(…, ensure_ascii=False)`.
 fn tool_declaration_json(tool: &Map<String, Json>) -> String {
@@ -616,7 +604,7 @@ impl ChatRenderer for Glm5_3 {
                 let Json::Object(tool) = tool else {
                     return Err(renderer_error(format!("tools[{i}] is not an object")));
                 };
-                if !tool.get("defer_loading").is_some_and(truthy) {
+                if !tool.get("defer_loading").is_some_and(py_truthy) {
                     lines.push_str(&tool_declaration_json(tool));
                     lines.push('\n');
                 }

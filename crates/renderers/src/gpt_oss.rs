@@ -13,8 +13,8 @@ use serde_json::Value as Json;
 
 use super::base::{
     decode, default_build_generation_prompt, default_build_supervised_example, encode, json_dumps,
-    py_is_space, py_strip, renderer_error, single_token, text_chunk, ChatRenderer, RenderContext,
-    RenderedMessage, StopSequences, Supervised, Termination, TrainOnWhat, R,
+    py_is_space, py_strip, py_truthy, renderer_error, single_token, text_chunk, ChatRenderer,
+    RenderContext, RenderedMessage, StopSequences, Supervised, Termination, TrainOnWhat, R,
     UNTERMINATED_TOOL_BLOCK_ERROR,
 };
 use super::message::{Message, Part, ToolCall, UnparsedToolCall};
@@ -473,21 +473,9 @@ fn object<'a>(v: &'a Json, at: &str) -> R<&'a serde_json::Map<String, Json>> {
         .ok_or_else(|| spec_error(at, "must be an object (a JSON schema)"))
 }
 
-/// Python's truthiness of a JSON value.
-fn truthy(v: &Json) -> bool {
-    match v {
-        Json::Null => false,
-        Json::Bool(b) => *b,
-        Json::Number(n) => n.as_f64() != Some(0.0),
-        Json::String(s) => !s.is_empty(),
-        Json::Array(a) => !a.is_empty(),
-        Json::Object(o) => !o.is_empty(),
-    }
-}
-
 /// `o.get(key)`'s truthiness.
 fn get_truthy<'a>(o: &'a serde_json::Map<String, Json>, key: &str) -> Option<&'a Json> {
-    o.get(key).filter(|v| truthy(v))
+    o.get(key).filter(|v| py_truthy(v))
 }
 
 /// What Python's `for x in v` yields: a list's items, a string's characters, an object's

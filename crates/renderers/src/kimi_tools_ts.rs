@@ -12,7 +12,7 @@
 
 use serde_json::{Map, Value as Json};
 
-use super::base::{json_dumps_with, renderer_error, R};
+use super::base::{json_dumps_with, py_truthy, renderer_error, R};
 
 const TS_INDENT: &str = "  ";
 const TS_FIELD_DELIMITER: &str = ",\n";
@@ -613,18 +613,6 @@ fn format_description(description: &str, indent: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// Python's truthiness of a JSON value.
-fn py_truthy(v: &Json) -> bool {
-    match v {
-        Json::Null => false,
-        Json::Bool(b) => *b,
-        Json::Number(n) => n.as_f64().is_some_and(|x| x != 0.0),
-        Json::String(s) => !s.is_empty(),
-        Json::Array(a) => !a.is_empty(),
-        Json::Object(o) => !o.is_empty(),
-    }
 }
 
 /// Iterating a value as Python does: a list's items, a string's characters, a dict's

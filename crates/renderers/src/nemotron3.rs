@@ -15,14 +15,14 @@ use serde_json::{Map, Value as Json};
 
 use super::base::{
     default_build_generation_prompt, default_build_supervised_example, encode, json_dumps,
-    py_strip, renderer_error, ChatRenderer, RenderContext, RenderedMessage, StopSequences,
-    Supervised, Termination, TrainOnWhat, R,
+    py_strip, py_truthy, renderer_error, ChatRenderer, RenderContext, RenderedMessage,
+    StopSequences, Supervised, Termination, TrainOnWhat, R,
 };
 use super::message::{Content, Message, Part};
 use super::qwen3::{im_end, parse_qwen3, render_vl_message, turn_newline, Piece, QwenVl};
 use super::qwen3_5::{
     format_argument_py, format_tool_call_xml, generation_suffix_in_header,
-    normalize_response_tokens, postprocess_parsed_message,
+    normalize_response_tokens, postprocess_parsed_message, TOOLS_HEAD, TOOLS_TAIL,
 };
 use super::RendererOptions;
 use tinker_core::types::ModelInput;
@@ -480,10 +480,6 @@ fn is_format_char(c: char) -> bool {
         | 0x202a..=0x202e | 0x2060..=0x2064 | 0x2066..=0x206f | 0xfeff | 0xfff9..=0xfffb)
 }
 
-/// The tools block around the declarations.
-const TOOLS_HEAD: &str = "# Tools\n\nYou have access to the following functions:\n\n<tools>\n";
-const TOOLS_TAIL: &str = "\n</tools>\n\nIf you choose to call a function ONLY reply in the following format with NO suffix:\n\n<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n</parameter>\n<parameter=example_parameter_2>\nThis is the value for the second parameter\nthat can span\nmultiple lines\n</parameter>\n</function>\n</tool_call>\n\n<IMPORTANT>\nReminder:\n- Function calls MUST follow the specified format: an inner <function=...></function> block must be nested within <tool_call></tool_call> XML tags\n- Required parameters MUST be specified\n- You may provide optional reasoning for your function call in natural language BEFORE the function call, but NOT after\n- If there is no function call available, answer the question like normal with your current knowledge and do not tell the user about function calls\n</IMPORTANT>";
-
 /// An error where the cookbook's tool formatting raises (a missing key, a wrong type).
 fn tool_error(what: &str) -> TokenizerError {
     renderer_error(format!("invalid tool specification: {what}"))
@@ -554,7 +550,7 @@ fn tool_declaration(tool: &Json) -> R<String> {
     }
     lines.push("<parameters>".into());
     // `tool.get("parameters") or {}`: a falsy value is an empty schema.
-    let params = tool.get("parameters").filter(|p| truthy(p));
+    let params = tool.get("parameters").filter(|p| py_truthy(p));
     if let Some(Json::Object(params)) = params {
         if let Some(props) = params.get("properties") {
             let Json::Object(props) = props else {
@@ -577,18 +573,6 @@ fn tool_declaration(tool: &Json) -> R<String> {
     );
     lines.push("</function>".into());
     Ok(lines.join("\n"))
-}
-
-/// Python truthiness of a JSON value.
-fn truthy(v: &Json) -> bool {
-    match v {
-        Json::Null => false,
-        Json::Bool(b) => *b,
-        Json::Number(n) => n.as_f64().is_some_and(|x| x != 0.0),
-        Json::String(s) => !s.is_empty(),
-        Json::Array(a) => !a.is_empty(),
-        Json::Object(o) => !o.is_empty(),
-    }
 }
 
 /// Nemotron 3.5 Super VL's image processor settings (`preprocessor_config.json` of the

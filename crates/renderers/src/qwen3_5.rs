@@ -437,6 +437,11 @@ pub(super) fn parse_response(tok: &Tokenizer, response: &[u32]) -> R<(Message, T
 // ---------------------------------------------------------------------------------------
 // Tools
 
+/// The tools block around the declarations (Nemotron 3 writes the same).
+pub(super) const TOOLS_HEAD: &str =
+    "# Tools\n\nYou have access to the following functions:\n\n<tools>\n";
+pub(super) const TOOLS_TAIL: &str = "\n</tools>\n\nIf you choose to call a function ONLY reply in the following format with NO suffix:\n\n<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n</parameter>\n<parameter=example_parameter_2>\nThis is the value for the second parameter\nthat can span\nmultiple lines\n</parameter>\n</function>\n</tool_call>\n\n<IMPORTANT>\nReminder:\n- Function calls MUST follow the specified format: an inner <function=...></function> block must be nested within <tool_call></tool_call> XML tags\n- Required parameters MUST be specified\n- You may provide optional reasoning for your function call in natural language BEFORE the function call, but NOT after\n- If there is no function call available, answer the question like normal with your current knowledge and do not tell the user about function calls\n</IMPORTANT>";
+
 /// `Qwen3_5Renderer.create_conversation_prefix_with_tools`: the tools as JSON lines and
 /// the XML calling convention, then the system prompt.
 pub(super) fn tools_prefix(tools: &[Json], system_prompt: &str) -> Vec<Message> {
@@ -444,22 +449,7 @@ pub(super) fn tools_prefix(tools: &[Json], system_prompt: &str) -> Vec<Message> 
         return vec![Message::new("system", system_prompt)];
     }
     let lines: Vec<String> = tools.iter().map(json_dumps).collect();
-    let tools_text = format!(
-        "# Tools\n\nYou have access to the following functions:\n\n<tools>\n{}\n</tools>\n\n\
-         If you choose to call a function ONLY reply in the following format with NO suffix:\
-         \n\n<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\n\
-         value_1\n</parameter>\n<parameter=example_parameter_2>\n\
-         This is the value for the second parameter\nthat can span\nmultiple lines\n\
-         </parameter>\n</function>\n</tool_call>\n\n<IMPORTANT>\nReminder:\n\
-         - Function calls MUST follow the specified format: an inner <function=...></function> \
-         block must be nested within <tool_call></tool_call> XML tags\n\
-         - Required parameters MUST be specified\n\
-         - You may provide optional reasoning for your function call in natural language \
-         BEFORE the function call, but NOT after\n\
-         - If there is no function call available, answer the question like normal with your \
-         current knowledge and do not tell the user about function calls\n</IMPORTANT>",
-        lines.join("\n")
-    );
+    let tools_text = format!("{TOOLS_HEAD}{}{TOOLS_TAIL}", lines.join("\n"));
     let content = if system_prompt.is_empty() {
         tools_text
     } else {
