@@ -729,6 +729,42 @@ pub(super) fn py_truthy(v: &Json) -> bool {
     }
 }
 
+/// Python's `repr(str)`: single quotes unless the text has `'` and no `"`; backslash
+/// escapes for the quote, `\\`, `\t`, `\n`, `\r`, and (`\xhh`, `\uhhhh`, `\Uhhhhhhhh`) for
+/// characters not `printable`: each renderer's approximation of `str.isprintable`.
+pub(super) fn py_repr_str(s: &str, printable: fn(char) -> bool) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if printable(c) => out.push(c),
+            c => {
+                let cp = u32::from(c);
+                out.push_str(&match cp {
+                    0..=0xff => format!("\\x{cp:02x}"),
+                    0x100..=0xffff => format!("\\u{cp:04x}"),
+                    _ => format!("\\U{cp:08x}"),
+                });
+            }
+        }
+    }
+    out.push(quote);
+    out
+}
+
 /// Python's `str.strip()` (whitespace as `str.isspace` defines it).
 pub fn py_strip(s: &str) -> &str {
     s.trim_matches(py_is_space)

@@ -18,8 +18,9 @@
 use super::base::{
     decode, default_build_generation_prompt, default_build_supervised_example,
     detect_unterminated_tool_block, encode, json_dumps, parse_response_for_stop_token,
-    parse_think_blocks, py_strip, renderer_error, single_token, text_chunk, ChatRenderer,
-    RenderContext, RenderedMessage, StopSequences, Supervised, Termination, TrainOnWhat, R,
+    parse_think_blocks, py_repr_str, py_strip, renderer_error, single_token, text_chunk,
+    ChatRenderer, RenderContext, RenderedMessage, StopSequences, Supervised, Termination,
+    TrainOnWhat, R,
 };
 use super::message::{Content, Message, Part, ToolCall, UnparsedToolCall};
 use super::py_json;
@@ -841,7 +842,10 @@ fn invoke_arguments(invoke: &Invoke<'_>) -> R<Result<Vec<(String, PyValue)>, Str
             return Ok(Err("empty parameter name".into()));
         }
         if arguments.iter().any(|(k, _)| k == p.key) {
-            return Ok(Err(format!("duplicate parameter {}", py_repr(p.key))));
+            return Ok(Err(format!(
+                "duplicate parameter {}",
+                py_repr_str(p.key, py_printable)
+            )));
         }
         let value = if p.is_string {
             PyValue::Str(p.value.to_owned())
@@ -857,43 +861,8 @@ fn invoke_arguments(invoke: &Invoke<'_>) -> R<Result<Vec<(String, PyValue)>, Str
     Ok(Ok(arguments))
 }
 
-/// Python's `repr(str)`: single quotes unless the text has `'` and no `"`; backslash
-/// escapes for the quote, `\\`, `\t`, `\n`, `\r` and non-printable characters. Printable is
-/// approximated as not a control, format, private-use or non-space separator character
-/// (unassigned code points, which Python also escapes, are kept).
-fn py_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::from(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if !py_printable(c) => {
-                let cp = c as u32;
-                out.push_str(&match cp {
-                    0..=0xff => format!("\\x{cp:02x}"),
-                    0x100..=0xffff => format!("\\u{cp:04x}"),
-                    _ => format!("\\U{cp:08x}"),
-                });
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
-}
-
-/// `str.isprintable` for one character, approximately (see [`py_repr`]).
+/// `str.isprintable` for one character, approximately: not a control, format, private-use or
+/// non-space separator character (unassigned code points, which Python escapes, are kept).
 fn py_printable(c: char) -> bool {
     const FORMAT: [(u32, u32); 20] = [
         (0xad, 0xad),

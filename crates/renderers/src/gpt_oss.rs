@@ -13,9 +13,9 @@ use serde_json::Value as Json;
 
 use super::base::{
     decode, default_build_generation_prompt, default_build_supervised_example, encode, json_dumps,
-    py_is_space, py_strip, py_truthy, renderer_error, single_token, text_chunk, ChatRenderer,
-    RenderContext, RenderedMessage, StopSequences, Supervised, Termination, TrainOnWhat, R,
-    UNTERMINATED_TOOL_BLOCK_ERROR,
+    py_is_space, py_repr_str, py_strip, py_truthy, renderer_error, single_token, text_chunk,
+    ChatRenderer, RenderContext, RenderedMessage, StopSequences, Supervised, Termination,
+    TrainOnWhat, R, UNTERMINATED_TOOL_BLOCK_ERROR,
 };
 use super::message::{Message, Part, ToolCall, UnparsedToolCall};
 use super::py_json;
@@ -671,47 +671,16 @@ fn py_repr(v: &Json) -> String {
         Json::Bool(true) => "True".into(),
         Json::Bool(false) => "False".into(),
         Json::Number(_) => json_dumps(v),
-        Json::String(s) => py_repr_str(s),
+        Json::String(s) => py_repr_str(s, is_printable),
         Json::Array(a) => format!("[{}]", a.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
         Json::Object(o) => format!(
             "{{{}}}",
             o.iter()
-                .map(|(k, v)| format!("{}: {}", py_repr_str(k), py_repr(v)))
+                .map(|(k, v)| format!("{}: {}", py_repr_str(k, is_printable), py_repr(v)))
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
     }
-}
-
-/// Python's `repr(str)`: single quotes unless the text has `'` and no `"`; backslash
-/// escapes for the quote, `\`, `\t`, `\n`, `\r` and unprintable characters. Printability
-/// outside ASCII follows `str.isprintable` for the separators, format and private-use
-/// characters; unassigned code points (which Python also escapes) are kept.
-fn py_repr_str(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::from(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out += "\\\\",
-            '\t' => out += "\\t",
-            '\n' => out += "\\n",
-            '\r' => out += "\\r",
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if is_printable(c) => out.push(c),
-            c if u32::from(c) <= 0xff => out += &format!("\\x{:02x}", u32::from(c)),
-            c if u32::from(c) <= 0xffff => out += &format!("\\u{:04x}", u32::from(c)),
-            c => out += &format!("\\U{:08x}", u32::from(c)),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 /// `str.isprintable` for one character, without Python's table of unassigned code points.

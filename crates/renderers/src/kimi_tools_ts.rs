@@ -12,7 +12,7 @@
 
 use serde_json::{Map, Value as Json};
 
-use super::base::{json_dumps_with, py_truthy, renderer_error, R};
+use super::base::{json_dumps_with, py_repr_str, py_truthy, renderer_error, R};
 
 const TS_INDENT: &str = "  ";
 const TS_FIELD_DELIMITER: &str = ",\n";
@@ -659,56 +659,23 @@ fn py_repr(v: &Json) -> String {
             Some(f) if n.is_f64() => tinker_support::json::fmt_py(f),
             _ => n.to_string(),
         },
-        Json::String(s) => py_repr_str(s),
+        Json::String(s) => py_repr_str(s, printable),
         Json::Array(a) => format!("[{}]", a.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
         Json::Object(o) => format!(
             "{{{}}}",
             o.iter()
-                .map(|(k, v)| format!("{}: {}", py_repr_str(k), py_repr(v)))
+                .map(|(k, v)| format!("{}: {}", py_repr_str(k, printable), py_repr(v)))
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
     }
 }
 
-/// `repr(str)`: single quotes unless the text has a `'` and no `"`; backslash escapes for
-/// the quote, `\\`, `\n`, `\r`, `\t` and other non-printable characters. Python's
-/// printability test covers every Unicode category; control characters and whitespace
-/// other than the space are what a tool schema can plausibly hold, and are the ones
-/// escaped here (format characters such as U+200B are kept as they are).
-fn py_repr_str(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if c.is_control() || (c.is_whitespace() && c != ' ') => {
-                let cp = c as u32;
-                if cp < 0x100 {
-                    out.push_str(&format!("\\x{cp:02x}"));
-                } else if cp < 0x10000 {
-                    out.push_str(&format!("\\u{cp:04x}"));
-                } else {
-                    out.push_str(&format!("\\U{cp:08x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
+/// `repr(str)`'s printability here: control characters and whitespace other than the
+/// space are escaped (what a tool schema can plausibly hold); format characters such as
+/// U+200B are kept as they are.
+fn printable(c: char) -> bool {
+    !(c.is_control() || (c.is_whitespace() && c != ' '))
 }
 
 #[cfg(test)]

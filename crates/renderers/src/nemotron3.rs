@@ -15,7 +15,7 @@ use serde_json::{Map, Value as Json};
 
 use super::base::{
     default_build_generation_prompt, default_build_supervised_example, encode, json_dumps,
-    py_strip, py_truthy, renderer_error, ChatRenderer, RenderContext, RenderedMessage,
+    py_repr_str, py_strip, py_truthy, renderer_error, ChatRenderer, RenderContext, RenderedMessage,
     StopSequences, Supervised, Termination, TrainOnWhat, R,
 };
 use super::message::{Content, Message, Part};
@@ -422,12 +422,12 @@ fn py_str(v: &Json) -> String {
 /// Python's `repr(v)` of a JSON value as `json.loads` returns it (`['a', None]`).
 fn py_repr(v: &Json) -> String {
     match v {
-        Json::String(s) => py_str_repr(s),
+        Json::String(s) => py_repr_str(s, printable),
         Json::Array(a) => format!("[{}]", a.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
         Json::Object(o) => format!(
             "{{{}}}",
             o.iter()
-                .map(|(k, v)| format!("{}: {}", py_str_repr(k), py_repr(v)))
+                .map(|(k, v)| format!("{}: {}", py_repr_str(k, printable), py_repr(v)))
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
@@ -435,42 +435,10 @@ fn py_repr(v: &Json) -> String {
     }
 }
 
-/// Python's `repr` of a string: single quotes unless it holds `'` and no `"`; backslash,
-/// the quote, `\n` `\r` `\t` and non-printable characters escaped. Printability follows
-/// Python's for controls, separators and the common format characters; rarer non-printable
-/// code points (unassigned ones) are written as they are.
-fn py_str_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            ' ' => out.push(' '),
-            c if c.is_control() || c.is_whitespace() || is_format_char(c) => {
-                let n = u32::from(c);
-                out.push_str(&match n {
-                    0..=0xff => format!("\\x{n:02x}"),
-                    0x100..=0xffff => format!("\\u{n:04x}"),
-                    _ => format!("\\U{n:08x}"),
-                });
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
+/// `repr(str)`'s printability here: Python's for controls, separators and the common
+/// format characters; rarer non-printable code points (unassigned ones) are kept.
+fn printable(c: char) -> bool {
+    c == ' ' || !(c.is_control() || c.is_whitespace() || is_format_char(c))
 }
 
 /// Common Unicode format characters (category Cf), which Python does not print.
