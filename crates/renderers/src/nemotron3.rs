@@ -6,109 +6,113 @@
 //! prompt, and a system block always written (an empty one when the conversation has none).
 //!
 //! `Nemotron3Renderer` subclasses `Qwen3_5Renderer` (→ `Qwen3VLRenderer` →
-//! `Qwen3Renderer`): what it inherits is the [`QwenVl`] machinery of `qwen3.rs` and the
-//! `Qwen3_5Renderer` functions of `qwen3_5.rs`; this file holds Nemotron's overrides.
+//! `Qwen3Renderer`): its renderer is [`Qwen35`] (the `QwenVl` machinery of `qwen3.rs`
+//! and the `Qwen3_5Renderer` functions of `qwen3_5.rs`) with Nemotron's overrides, which
+//! this file holds, as a [`Qwen35Methods`] table.
 
 use std::borrow::Cow;
 
 use serde_json::{Map, Value as Json};
 
 use super::base::{
-    default_build_generation_prompt, default_build_supervised_example, encode, json_dumps,
-    py_repr_str, py_strip, py_truthy, renderer_error, ChatRenderer, RenderContext, RenderedMessage,
-    StopSequences, Supervised, Termination, TrainOnWhat, R,
+    json_dumps, py_repr_str, py_strip, py_truthy, renderer_error, ChatRenderer, RenderContext,
+    RenderedMessage, Termination, R,
 };
 use super::message::{Content, Message, Part};
-use super::qwen3::{im_end, parse_qwen3, render_vl_message, turn_newline, Piece, QwenVl};
+use super::qwen3::{parse_qwen3, render_vl_message, Piece};
 use super::qwen3_5::{
     format_argument_py, format_tool_call_xml, generation_suffix_in_header,
-    normalize_response_tokens, postprocess_parsed_message, TOOLS_HEAD, TOOLS_TAIL,
+    normalize_response_tokens, postprocess_parsed_message, Qwen35, Qwen35Methods, QWEN3_5_METHODS,
+    TOOLS_HEAD, TOOLS_TAIL,
 };
 use super::RendererOptions;
-use tinker_core::types::ModelInput;
 use tinker_tokenizer::{Tokenizer, TokenizerError};
 
 pub(super) fn by_name(name: &str, _opts: &RendererOptions) -> Option<Box<dyn ChatRenderer>> {
-    use Effort::{Full, Low, Medium};
     let (ultra, effort, disable_thinking, strip_thinking_from_history) = match name {
-        "nemotron3" => (false, Full, false, true),
-        "nemotron3_low_thinking" => (false, Low, false, true),
-        "nemotron3_disable_thinking" => (false, Full, true, true),
-        "nemotron3_preserve_thinking" => (false, Full, false, false),
-        "nemotron3_ultra" => (true, Full, false, true),
-        "nemotron3_ultra_disable_thinking" => (true, Full, true, true),
-        "nemotron3_ultra_medium_thinking" => (true, Medium, false, true),
-        "nemotron3_ultra_preserve_thinking" => (true, Full, false, false),
+        "nemotron3" => (false, "", false, true),
+        "nemotron3_low_thinking" => (false, LOW_EFFORT, false, true),
+        "nemotron3_disable_thinking" => (false, "", true, true),
+        "nemotron3_preserve_thinking" => (false, "", false, false),
+        "nemotron3_ultra" => (true, "", false, true),
+        "nemotron3_ultra_disable_thinking" => (true, "", true, true),
+        "nemotron3_ultra_medium_thinking" => (true, MEDIUM_EFFORT, false, true),
+        "nemotron3_ultra_preserve_thinking" => (true, "", false, false),
         _ => return None,
     };
-    Some(Box::new(Nemotron3 {
-        ultra,
-        effort,
-        disable_thinking,
+    // `Nemotron3Renderer` and its subclasses: Qwen3.5's renderer with Nemotron's methods.
+    // `ultra` is `Nemotron3UltraRenderer`'s format (Ultra, 3.5 Lightning, 3.5 Super): no
+    // newlines around `</think>`; only these names are built with an image processor by
+    // `get_renderer` (Nemotron 3.5 Super VL's). Historical reasoning is replaced by
+    // `<think></think>` (HF `truncate_history_thinking`) except with preserve_thinking.
+    Some(Box::new(Qwen35 {
         strip_thinking_from_history,
+        disable_thinking,
+        reasoning_instructions: effort,
+        ultra,
+        methods: &NEMOTRON3_METHODS,
     }))
 }
 
-/// The reasoning effort written into the last user message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Effort {
-    /// Nothing appended.
-    Full,
-    /// `Nemotron3LowThinkingRenderer`: `{reasoning effort: low}` (string content only).
-    Low,
-    /// `Nemotron3UltraMediumThinkingRenderer`: `{reasoning effort: efficient}`.
-    Medium,
-}
+/// `Nemotron3LowThinkingRenderer`'s note on the last user message (string content only).
+const LOW_EFFORT: &str = "\n\n{reasoning effort: low}";
+/// `Nemotron3UltraMediumThinkingRenderer`'s note on the last user message.
+const MEDIUM_EFFORT: &str = "\n\n{reasoning effort: efficient}";
 
-/// `Nemotron3Renderer` and its subclasses.
-pub struct Nemotron3 {
-    /// `Nemotron3UltraRenderer`'s format (Ultra, 3.5 Lightning, 3.5 Super): no newlines
-    /// around `</think>`. Only these names are built with an image processor by
-    /// `get_renderer` (Nemotron 3.5 Super VL's).
-    ultra: bool,
-    /// The reasoning effort variant.
-    effort: Effort,
-    /// `…DisableThinkingRenderer`: the generation prompt closes the think block.
-    disable_thinking: bool,
-    /// Historical reasoning replaced by `<think></think>` (HF `truncate_history_thinking`);
-    /// off for the `preserve_thinking` variants.
-    strip_thinking_from_history: bool,
-}
+/// The `Qwen3_5Renderer` methods `Nemotron3Renderer` overrides (`_strips_thinking_for` is
+/// Qwen3.5's; the effort and Ultra variants differ by the renderer's fields).
+static NEMOTRON3_METHODS: Qwen35Methods = Qwen35Methods {
+    format_thinking_text,
+    image_tokens,
+    wrap_image_parts,
+    // Nemotron's responses end with their own newline, which a consecutive
+    // `<tool_response>` follows directly.
+    tool_response_close: "\n</tool_response>\n",
+    tool_response_continuation_header: "",
+    format_tool_calls,
+    assistant_header_suffix,
+    // Qwen3.5's, with the `<think>\n` prefill (Nemotron's disable-thinking variants change
+    // the generation suffix, not this). It never applies: Nemotron's assistant headers
+    // never start with `…assistant\n<think>\n`.
+    generation_suffix_in_header: |_, message, ctx| generation_suffix_in_header(message, ctx, false),
+    thinking_off_prefill: "<think></think>",
+    normalize_messages: |_, messages| with_system(messages),
+    // With thinking preserved, history renders each turn as a supervised example does.
+    has_extension_property: |r| !r.strip_thinking_from_history,
+    render_message,
+    parse_response,
+    conversation_prefix_with_tools,
+    ..QWEN3_5_METHODS
+};
 
-impl Nemotron3 {
-    /// The effort variants' `render_message`: the effort note appended to the last user
-    /// message.
-    fn with_effort<'m>(
-        &self,
-        message: &'m Message,
-        ctx: &RenderContext<'_>,
-    ) -> R<Cow<'m, Message>> {
-        let suffix = match self.effort {
-            Effort::Full => return Ok(Cow::Borrowed(message)),
-            Effort::Low => "\n\n{reasoning effort: low}",
-            Effort::Medium => "\n\n{reasoning effort: efficient}",
-        };
-        if message.role != "user" || ctx.idx as isize != ctx.last_user_index {
-            return Ok(Cow::Borrowed(message));
-        }
-        let content = match (&message.content, self.effort) {
-            (Content::Text(s), _) => Content::Text(format!("{s}{suffix}")),
-            (Content::Parts(parts), Effort::Medium) => {
-                let mut parts = parts.clone();
-                parts.push(Part::Text(suffix.to_owned()));
-                Content::Parts(parts)
-            }
-            (Content::Parts(_), _) => {
-                return Err(renderer_error(
-                    "Nemotron-3 low-thinking mode is text-only; list content not supported",
-                ))
-            }
-        };
-        Ok(Cow::Owned(Message {
-            content,
-            ..message.clone()
-        }))
+/// The effort variants' `render_message`: the effort note appended to the last user
+/// message.
+fn with_effort<'m>(
+    r: &Qwen35,
+    message: &'m Message,
+    ctx: &RenderContext<'_>,
+) -> R<Cow<'m, Message>> {
+    let suffix = r.reasoning_instructions;
+    if suffix.is_empty() || message.role != "user" || ctx.idx as isize != ctx.last_user_index {
+        return Ok(Cow::Borrowed(message));
     }
+    let content = match &message.content {
+        Content::Text(s) => Content::Text(format!("{s}{suffix}")),
+        Content::Parts(_) if suffix == LOW_EFFORT => {
+            return Err(renderer_error(
+                "Nemotron-3 low-thinking mode is text-only; list content not supported",
+            ))
+        }
+        Content::Parts(parts) => {
+            let mut parts = parts.clone();
+            parts.push(Part::Text(suffix.to_owned()));
+            Content::Parts(parts)
+        }
+    };
+    Ok(Cow::Owned(Message {
+        content,
+        ..message.clone()
+    }))
 }
 
 /// Nemotron's `_trim_content`: string content stripped (for every role); parts as given,
@@ -137,213 +141,115 @@ fn with_system(messages: &[Message]) -> Cow<'_, [Message]> {
     }
 }
 
-impl QwenVl for Nemotron3 {
-    fn strip_thinking_from_history(&self) -> bool {
-        self.strip_thinking_from_history
-    }
-
-    /// Only the Ultra-format names have an image processor; the others refuse images, as
-    /// the cookbook's `assert self.image_processor is not None` does.
-    fn image_tokens(&self, width: u32, height: u32) -> Result<u32, String> {
-        if self.ultra {
-            nemotron_image_tokens(width, height)
-        } else {
-            Err("image_processor is required to render image content".into())
-        }
-    }
-
-    fn groups_consecutive_tool_responses(&self) -> bool {
-        true
-    }
-
-    /// Nano/Super: `<think>\n…\n</think>\n`; Ultra: `<think>\n…</think>`.
-    fn format_thinking_text(&self, thinking: &str) -> String {
-        if self.ultra {
-            format!("<think>\n{thinking}</think>")
-        } else {
-            format!("<think>\n{thinking}\n</think>\n")
-        }
-    }
-
-    /// `<think></think>` when the turn's reasoning will not appear in its output (it has
-    /// none, or history thinking is stripped). Nano/Super add the newline the HF template
-    /// leaves before the text of a stripped historical turn, except with tool calls (the
-    /// template trims that content).
-    fn assistant_header_suffix(&self, message: &Message, ctx: &RenderContext<'_>) -> String {
-        let is_historical = (ctx.idx as isize) < ctx.last_user_index;
-        let has_think = message.content.has_thinking();
-        if has_think && (!is_historical || !self.strip_thinking_from_history) {
-            return String::new();
-        }
-        let has_tool_calls = message.tool_calls.as_ref().is_some_and(|c| !c.is_empty());
-        if !self.ultra
-            && is_historical
-            && has_think
-            && has_nonempty_text(&message.content)
-            && !has_tool_calls
-        {
-            return "<think></think>\n".into();
-        }
-        "<think></think>".into()
-    }
-
-    fn wrap_image_parts<'a>(&self, pieces: Vec<Piece<'a>>) -> Vec<Piece<'a>> {
-        wrap_image_parts(pieces)
-    }
-
-    /// Nemotron's responses end with their own newline.
-    fn wrap_tool_response<'a>(&self, pieces: Vec<Piece<'a>>) -> Vec<Piece<'a>> {
-        let mut out = vec![Piece::Text("<tool_response>\n".into())];
-        out.extend(pieces);
-        out.push(Piece::Text("\n</tool_response>\n".into()));
-        out
-    }
-
-    /// A consecutive `<tool_response>` follows the previous one's own newline directly.
-    fn tool_response_continuation_header(&self) -> &'static str {
-        ""
-    }
-
-    /// The XML calls, each followed by a newline. Ultra puts a newline before them;
-    /// Nano/Super too, unless the content is thinking parts only (framed thinking already
-    /// ends with one; an inline `<think>` in a string never went through that framing).
-    fn format_tool_calls(&self, message: &Message) -> R<String> {
-        let mut xml = String::new();
-        for call in message.tool_calls.as_deref().unwrap_or_default() {
-            xml.push_str(&format_tool_call_xml(call, format_argument_py)?);
-            xml.push('\n');
-        }
-        let has_thinking_part = matches!(&message.content,
-            Content::Parts(p) if p.iter().any(|p| matches!(p, Part::Thinking(_))));
-        let thinking_only = has_thinking_part && !has_nonempty_text(&message.content);
-        let prefix = if !self.ultra && thinking_only {
-            ""
-        } else {
-            "\n"
-        };
-        Ok(format!("{prefix}{xml}"))
-    }
-
-    /// Qwen3.5's, with the `<think>\n` prefill (Nemotron's disable-thinking variants change
-    /// the generation suffix, not this). It never applies: Nemotron's assistant headers
-    /// never start with `…assistant\n<think>\n`.
-    fn generation_suffix_in_header(&self, message: &Message, ctx: &RenderContext<'_>) -> String {
-        generation_suffix_in_header(message, ctx, false)
+/// Only the Ultra-format names have an image processor; the others refuse images, as
+/// the cookbook's `assert self.image_processor is not None` does.
+fn image_tokens(r: &Qwen35, width: u32, height: u32) -> Result<u32, String> {
+    if r.ultra {
+        nemotron_image_tokens(width, height)
+    } else {
+        Err("image_processor is required to render image content".into())
     }
 }
 
-impl ChatRenderer for Nemotron3 {
-    /// With thinking preserved, history renders each turn as a supervised example does.
-    fn has_extension_property(&self) -> bool {
-        !self.strip_thinking_from_history
+/// Nano/Super: `<think>\n…\n</think>\n`; Ultra: `<think>\n…</think>`.
+fn format_thinking_text(r: &Qwen35, thinking: &str) -> String {
+    if r.ultra {
+        format!("<think>\n{thinking}</think>")
+    } else {
+        format!("<think>\n{thinking}\n</think>\n")
     }
+}
 
-    fn disables_thinking(&self) -> bool {
-        self.disable_thinking
+/// `<think></think>` when the turn's reasoning will not appear in its output (it has
+/// none, or history thinking is stripped). Nano/Super add the newline the HF template
+/// leaves before the text of a stripped historical turn, except with tool calls (the
+/// template trims that content).
+fn assistant_header_suffix(r: &Qwen35, message: &Message, ctx: &RenderContext<'_>) -> String {
+    let is_historical = (ctx.idx as isize) < ctx.last_user_index;
+    let has_think = message.content.has_thinking();
+    if has_think && (!is_historical || !r.strip_thinking_from_history) {
+        return String::new();
     }
-
-    fn stop_sequences(&self, tok: &Tokenizer) -> R<StopSequences> {
-        Ok(StopSequences::Tokens(vec![im_end(tok)?]))
+    let has_tool_calls = message.tool_calls.as_ref().is_some_and(|c| !c.is_empty());
+    if !r.ultra
+        && is_historical
+        && has_think
+        && has_nonempty_text(&message.content)
+        && !has_tool_calls
+    {
+        return "<think></think>\n".into();
     }
+    "<think></think>".into()
+}
 
-    fn render_message(
-        &self,
-        tok: &Tokenizer,
-        message: &Message,
-        ctx: &RenderContext<'_>,
-    ) -> R<RenderedMessage> {
-        let message = self.with_effort(message, ctx)?;
-        // Nemotron strips thinking only before the last user message (the template's
-        // truncate_history_thinking condition), not from every non-last assistant turn as
-        // Qwen3VL's `not ctx.is_last` would: such turns are rendered as if last.
-        let mut ctx = *ctx;
-        if message.role == "assistant" && ctx.idx as isize >= ctx.last_user_index && !ctx.is_last {
-            ctx.is_last = true;
-        }
-        render_vl_message(self, tok, &with_trimmed_text(&message), &ctx)
+/// The XML calls, each followed by a newline. Ultra puts a newline before them;
+/// Nano/Super too, unless the content is thinking parts only (framed thinking already
+/// ends with one; an inline `<think>` in a string never went through that framing).
+fn format_tool_calls(r: &Qwen35, message: &Message) -> R<String> {
+    let mut xml = String::new();
+    for call in message.tool_calls.as_deref().unwrap_or_default() {
+        xml.push_str(&format_tool_call_xml(call, format_argument_py)?);
+        xml.push('\n');
     }
+    let has_thinking_part = matches!(&message.content,
+        Content::Parts(p) if p.iter().any(|p| matches!(p, Part::Thinking(_))));
+    let thinking_only = has_thinking_part && !has_nonempty_text(&message.content);
+    let prefix = if !r.ultra && thinking_only { "" } else { "\n" };
+    Ok(format!("{prefix}{xml}"))
+}
 
-    /// `<|im_start|>role\n<think>\n` (Qwen3.5), or `…<think></think>` with thinking off.
-    fn generation_suffix(
-        &self,
-        tok: &Tokenizer,
-        role: &str,
-        ctx: &RenderContext<'_>,
-    ) -> R<Vec<u32>> {
-        let think = if self.disable_thinking {
-            "<think></think>"
+/// `render_message`: the effort note, then Qwen3VL's rendering of the trimmed message.
+fn render_message(
+    r: &Qwen35,
+    tok: &Tokenizer,
+    message: &Message,
+    ctx: &RenderContext<'_>,
+) -> R<RenderedMessage> {
+    let message = with_effort(r, message, ctx)?;
+    // Nemotron strips thinking only before the last user message (the template's
+    // truncate_history_thinking condition), not from every non-last assistant turn as
+    // Qwen3VL's `not ctx.is_last` would: such turns are rendered as if last.
+    let mut ctx = *ctx;
+    if message.role == "assistant" && ctx.idx as isize >= ctx.last_user_index && !ctx.is_last {
+        ctx.is_last = true;
+    }
+    render_vl_message(r, tok, &with_trimmed_text(&message), &ctx)
+}
+
+/// Qwen3.5's parse; a clean response then loses the one newline Nano/Super put after
+/// `</think>` before Qwen3.5's cleanup (whose two-newline strip then does nothing).
+fn parse_response(r: &Qwen35, tok: &Tokenizer, response: &[u32]) -> R<(Message, Termination)> {
+    let response = normalize_response_tokens(tok, response)?;
+    let (mut message, termination) = parse_qwen3(tok, &response, true)?;
+    if termination == Termination::Malformed {
+        return Ok((message, termination));
+    }
+    if !r.ultra {
+        strip_newline_after_thinking(&mut message.content);
+    }
+    postprocess_parsed_message(&mut message);
+    Ok((message, termination))
+}
+
+/// One system message: the system prompt, then (after a blank line) the XML tool
+/// declarations and calling instructions.
+fn conversation_prefix_with_tools(tools: &[Json], system_prompt: &str) -> R<Vec<Message>> {
+    let content = if tools.is_empty() {
+        system_prompt.to_owned()
+    } else {
+        let declarations = tools
+            .iter()
+            .map(tool_declaration)
+            .collect::<R<Vec<_>>>()?
+            .join("\n");
+        let tools_text = format!("{TOOLS_HEAD}{declarations}{TOOLS_TAIL}");
+        if system_prompt.is_empty() {
+            tools_text
         } else {
-            "<think>\n"
-        };
-        encode(
-            tok,
-            &format!("{}<|im_start|>{role}\n{think}", turn_newline(ctx)),
-        )
-    }
-
-    fn normalize_response_tokens(&self, tok: &Tokenizer, response: &[u32]) -> R<Vec<u32>> {
-        normalize_response_tokens(tok, response)
-    }
-
-    /// Qwen3.5's parse; a clean response then loses the one newline Nano/Super put after
-    /// `</think>` before Qwen3.5's cleanup (whose two-newline strip then does nothing).
-    fn parse_response(&self, tok: &Tokenizer, response: &[u32]) -> R<(Message, Termination)> {
-        let response = normalize_response_tokens(tok, response)?;
-        let (mut message, termination) = parse_qwen3(tok, &response, true)?;
-        if termination == Termination::Malformed {
-            return Ok((message, termination));
+            format!("{system_prompt}\n\n{tools_text}")
         }
-        if !self.ultra {
-            strip_newline_after_thinking(&mut message.content);
-        }
-        postprocess_parsed_message(&mut message);
-        Ok((message, termination))
-    }
-
-    fn build_generation_prompt(
-        &self,
-        tok: &Tokenizer,
-        messages: &[Message],
-        role: &str,
-        prefill: Option<&str>,
-    ) -> R<ModelInput> {
-        default_build_generation_prompt(self, tok, &with_system(messages), role, prefill)
-    }
-
-    fn build_supervised_example(
-        &self,
-        tok: &Tokenizer,
-        messages: &[Message],
-        train_on: TrainOnWhat,
-    ) -> R<Supervised> {
-        default_build_supervised_example(self, tok, &with_system(messages), train_on)
-    }
-
-    /// One system message: the system prompt, then (after a blank line) the XML tool
-    /// declarations and calling instructions.
-    fn conversation_prefix_with_tools(
-        &self,
-        _tok: &Tokenizer,
-        tools: &[Json],
-        system_prompt: &str,
-    ) -> R<Vec<Message>> {
-        let content = if tools.is_empty() {
-            system_prompt.to_owned()
-        } else {
-            let declarations = tools
-                .iter()
-                .map(tool_declaration)
-                .collect::<R<Vec<_>>>()?
-                .join("\n");
-            let tools_text = format!("{TOOLS_HEAD}{declarations}{TOOLS_TAIL}");
-            if system_prompt.is_empty() {
-                tools_text
-            } else {
-                format!("{system_prompt}\n\n{tools_text}")
-            }
-        };
-        Ok(vec![Message::new("system", content)])
-    }
+    };
+    Ok(vec![Message::new("system", content)])
 }
 
 /// Nemotron 3's `_postprocess_parsed_message` step: exactly one separator newline removed

@@ -422,17 +422,7 @@ pub(super) trait QwenVl {
 
     /// `_wrap_image_parts`: each image between `<|vision_start|>` and `<|vision_end|>`.
     fn wrap_image_parts<'a>(&self, pieces: Vec<Piece<'a>>) -> Vec<Piece<'a>> {
-        let mut out = Vec::with_capacity(pieces.len());
-        for p in pieces {
-            if let Piece::Image(..) = p {
-                out.push(Piece::Text("<|vision_start|>".into()));
-                out.push(p);
-                out.push(Piece::Text("<|vision_end|>".into()));
-            } else {
-                out.push(p);
-            }
-        }
-        out
+        wrap_vision(pieces)
     }
 
     /// `_wrap_qwen_tool_response_chunks`: a tool result in `<tool_response>` tags.
@@ -469,6 +459,22 @@ pub(super) trait QwenVl {
     fn generation_suffix_in_header(&self, _message: &Message, _ctx: &RenderContext<'_>) -> String {
         String::new()
     }
+}
+
+/// `Qwen3VLRenderer._wrap_image_parts`: each image between `<|vision_start|>` and
+/// `<|vision_end|>`.
+pub(super) fn wrap_vision(pieces: Vec<Piece<'_>>) -> Vec<Piece<'_>> {
+    let mut out = Vec::with_capacity(pieces.len());
+    for p in pieces {
+        if let Piece::Image(..) = p {
+            out.push(Piece::Text("<|vision_start|>".into()));
+            out.push(p);
+            out.push(Piece::Text("<|vision_end|>".into()));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }
 
 /// `_preprocess_message_parts` before wrapping: string content as one text piece; parts

@@ -17,8 +17,11 @@ use super::base::{
     RenderedMessage, StopSequences, Supervised, Termination, TrainOnWhat, R,
     UNTERMINATED_TOOL_BLOCK_ERROR,
 };
+use super::image::QWEN3_VL;
 use super::message::{Content, Message, Part, ToolCall, UnparsedToolCall};
-use super::qwen3::{im_end, parse_qwen3, qwen_role, render_vl_message, turn_newline, QwenVl};
+use super::qwen3::{
+    im_end, parse_qwen3, qwen_role, render_vl_message, turn_newline, wrap_vision, Piece, QwenVl,
+};
 use super::RendererOptions;
 use tinker_core::types::ModelInput;
 use tinker_tokenizer::Tokenizer;
@@ -29,6 +32,7 @@ pub(super) fn by_name(name: &str, _opts: &RendererOptions) -> Option<Box<dyn Cha
             strip_thinking_from_history,
             disable_thinking,
             reasoning_instructions: "",
+            ultra: false,
             methods: &QWEN3_5_METHODS,
         }) as Box<dyn ChatRenderer>
     };
@@ -40,40 +44,85 @@ pub(super) fn by_name(name: &str, _opts: &RendererOptions) -> Option<Box<dyn Cha
     }
 }
 
-/// `Qwen3_5Renderer` and `Qwen3_5DisableThinkingRenderer`, and (with Qwen3.8's
-/// [`Qwen35Methods`]) their subclasses `Qwen3_8Renderer` and
-/// `Qwen3_8DisableThinkingRenderer`: one type, so the Qwen3-VL rendering is compiled once
-/// for both.
+/// `Qwen3_5Renderer` and `Qwen3_5DisableThinkingRenderer`, and (with their
+/// [`Qwen35Methods`]) its subclasses `Qwen3_8Renderer`, `Nemotron3Renderer` and theirs:
+/// one type, so the Qwen3-VL rendering is compiled once for all of them.
 pub(super) struct Qwen35 {
     pub(super) strip_thinking_from_history: bool,
     pub(super) disable_thinking: bool,
-    /// Qwen3.8's `_reasoning_instructions` (empty for Qwen3.5, or with thinking off).
+    /// Qwen3.8's `_reasoning_instructions`, or Nemotron's reasoning-effort note for the
+    /// last user message (empty for Qwen3.5, with thinking off, or at full effort).
     pub(super) reasoning_instructions: &'static str,
+    /// `Nemotron3UltraRenderer`'s format (Nemotron 3 Ultra, 3.5); false for the others.
+    pub(super) ultra: bool,
     /// The methods a subclass overrides.
     pub(super) methods: &'static Qwen35Methods,
 }
 
-/// The `Qwen3_5Renderer` methods `Qwen3_8Renderer` overrides.
+/// The `Qwen3_5Renderer` (and `Qwen3VLRenderer`) methods its subclasses override.
 pub(super) struct Qwen35Methods {
-    /// `_format_tool_call_argument`.
-    pub(super) format_argument: fn(&Json) -> String,
+    /// `_format_thinking_text`.
+    pub(super) format_thinking_text: fn(&Qwen35, &str) -> String,
+    /// `image_to_chunk`'s token count for an image.
+    pub(super) image_tokens: fn(&Qwen35, u32, u32) -> Result<u32, String>,
+    /// `_wrap_image_parts`.
+    pub(super) wrap_image_parts: for<'a> fn(Vec<Piece<'a>>) -> Vec<Piece<'a>>,
+    /// What closes a `<tool_response>` (`_wrap_qwen_tool_response_chunks`).
+    pub(super) tool_response_close: &'static str,
+    /// `_tool_response_continuation_header`.
+    pub(super) tool_response_continuation_header: &'static str,
+    /// `_format_tool_calls_chunks` (with `_format_tool_call_argument`).
+    pub(super) format_tool_calls: fn(&Qwen35, &Message) -> R<String>,
     /// `_assistant_header_suffix`.
     pub(super) assistant_header_suffix: fn(&Qwen35, &Message, &RenderContext<'_>) -> String,
     /// `_strips_thinking_for`.
     pub(super) strips_thinking_for: fn(&Qwen35, &Message, &RenderContext<'_>) -> bool,
+    /// `_generation_suffix_in_header`.
+    pub(super) generation_suffix_in_header: fn(&Qwen35, &Message, &RenderContext<'_>) -> String,
+    /// The think block the generation prompt ends with when thinking is disabled.
+    pub(super) thinking_off_prefill: &'static str,
     /// `_normalize_messages`, run before building prompts and examples.
     pub(super) normalize_messages: for<'a> fn(&Qwen35, &'a [Message]) -> Cow<'a, [Message]>,
+    /// `has_extension_property`.
+    pub(super) has_extension_property: fn(&Qwen35) -> bool,
+    /// `render_message`.
+    pub(super) render_message:
+        fn(&Qwen35, &Tokenizer, &Message, &RenderContext<'_>) -> R<RenderedMessage>,
+    /// `parse_response`.
+    pub(super) parse_response: fn(&Qwen35, &Tokenizer, &[u32]) -> ParsedResponse,
+    /// `create_conversation_prefix_with_tools`.
+    pub(super) conversation_prefix_with_tools: fn(&[Json], &str) -> R<Vec<Message>>,
 }
 
+/// A parsed response and how it ended.
+type ParsedResponse = R<(Message, Termination)>;
+
 /// `Qwen3_5Renderer`'s own methods.
-static QWEN3_5_METHODS: Qwen35Methods = Qwen35Methods {
-    format_argument: format_argument_py,
+pub(super) const QWEN3_5_METHODS: Qwen35Methods = Qwen35Methods {
+    format_thinking_text: |_, thinking| format!("<think>\n{thinking}\n</think>\n\n"),
+    image_tokens: |_, width, height| QWEN3_VL.tokens(width, height),
+    wrap_image_parts: wrap_vision,
+    tool_response_close: "\n</tool_response>",
+    tool_response_continuation_header: "\n",
+    format_tool_calls: |_, message| format_tool_calls(message, format_argument_py),
     assistant_header_suffix: |_, message, ctx| assistant_header_suffix(message, ctx),
     // Qwen3VL's: thinking dropped from every assistant message but the last.
     strips_thinking_for: |r, message, ctx| {
         r.strip_thinking_from_history && message.role == "assistant" && !ctx.is_last
     },
+    generation_suffix_in_header: |r, message, ctx| {
+        generation_suffix_in_header(message, ctx, r.disable_thinking)
+    },
+    thinking_off_prefill: EMPTY_THINK_BLOCK,
     normalize_messages: |_, messages| Cow::Borrowed(messages),
+    // A turn that did not reason is sampled after the open `<think>\n`, while history
+    // writes it with the closed empty block (or none): never a token prefix.
+    has_extension_property: |_| false,
+    render_message: |r, tok, message, ctx| {
+        render_vl_message(r, tok, &with_trimmed_content(message), ctx)
+    },
+    parse_response: |_, tok, response| parse_response(tok, response),
+    conversation_prefix_with_tools: |tools, system_prompt| Ok(tools_prefix(tools, system_prompt)),
 };
 
 /// The empty think block the template writes on a turn that did not reason.
@@ -235,16 +284,35 @@ impl QwenVl for Qwen35 {
         self.strip_thinking_from_history
     }
 
+    fn image_tokens(&self, width: u32, height: u32) -> Result<u32, String> {
+        (self.methods.image_tokens)(self, width, height)
+    }
+
     fn groups_consecutive_tool_responses(&self) -> bool {
         true
     }
 
     fn format_thinking_text(&self, thinking: &str) -> String {
-        format!("<think>\n{thinking}\n</think>\n\n")
+        (self.methods.format_thinking_text)(self, thinking)
     }
 
     fn assistant_header_suffix(&self, message: &Message, ctx: &RenderContext<'_>) -> String {
         (self.methods.assistant_header_suffix)(self, message, ctx)
+    }
+
+    fn wrap_image_parts<'a>(&self, pieces: Vec<Piece<'a>>) -> Vec<Piece<'a>> {
+        (self.methods.wrap_image_parts)(pieces)
+    }
+
+    fn wrap_tool_response<'a>(&self, pieces: Vec<Piece<'a>>) -> Vec<Piece<'a>> {
+        let mut out = vec![Piece::Text("<tool_response>\n".into())];
+        out.extend(pieces);
+        out.push(Piece::Text(self.methods.tool_response_close.into()));
+        out
+    }
+
+    fn tool_response_continuation_header(&self) -> &'static str {
+        self.methods.tool_response_continuation_header
     }
 
     fn strips_thinking_for(&self, message: &Message, ctx: &RenderContext<'_>) -> bool {
@@ -252,11 +320,11 @@ impl QwenVl for Qwen35 {
     }
 
     fn format_tool_calls(&self, message: &Message) -> R<String> {
-        format_tool_calls(message, self.methods.format_argument)
+        (self.methods.format_tool_calls)(self, message)
     }
 
     fn generation_suffix_in_header(&self, message: &Message, ctx: &RenderContext<'_>) -> String {
-        generation_suffix_in_header(message, ctx, self.disable_thinking)
+        (self.methods.generation_suffix_in_header)(self, message, ctx)
     }
 }
 
@@ -460,9 +528,7 @@ pub(super) fn tools_prefix(tools: &[Json], system_prompt: &str) -> Vec<Message> 
 
 impl ChatRenderer for Qwen35 {
     fn has_extension_property(&self) -> bool {
-        // A turn that did not reason is sampled after the open `<think>\n`, while history
-        // writes it with the closed empty block (or none): never a token prefix.
-        false
+        (self.methods.has_extension_property)(self)
     }
 
     fn disables_thinking(&self) -> bool {
@@ -479,18 +545,25 @@ impl ChatRenderer for Qwen35 {
         message: &Message,
         ctx: &RenderContext<'_>,
     ) -> R<RenderedMessage> {
-        render_vl_message(self, tok, &with_trimmed_content(message), ctx)
+        (self.methods.render_message)(self, tok, message, ctx)
     }
 
+    /// `<|im_start|>role\n<think>\n`, or with the table's think block when thinking is
+    /// disabled.
     fn generation_suffix(
         &self,
         tok: &Tokenizer,
         role: &str,
         ctx: &RenderContext<'_>,
     ) -> R<Vec<u32>> {
+        let think = if self.disable_thinking {
+            self.methods.thinking_off_prefill
+        } else {
+            "<think>\n"
+        };
         encode(
             tok,
-            &generation_suffix_str(role, ctx, self.disable_thinking),
+            &format!("{}<|im_start|>{role}\n{think}", turn_newline(ctx)),
         )
     }
 
@@ -520,7 +593,7 @@ impl ChatRenderer for Qwen35 {
     }
 
     fn parse_response(&self, tok: &Tokenizer, response: &[u32]) -> R<(Message, Termination)> {
-        parse_response(tok, response)
+        (self.methods.parse_response)(self, tok, response)
     }
 
     fn conversation_prefix_with_tools(
@@ -529,7 +602,7 @@ impl ChatRenderer for Qwen35 {
         tools: &[Json],
         system_prompt: &str,
     ) -> R<Vec<Message>> {
-        Ok(tools_prefix(tools, system_prompt))
+        (self.methods.conversation_prefix_with_tools)(tools, system_prompt)
     }
 }
 

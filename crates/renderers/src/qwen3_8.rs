@@ -10,7 +10,9 @@ use serde_json::Value as Json;
 
 use super::base::{json_dumps, ChatRenderer, RenderContext};
 use super::message::{Content, Message, Part};
-use super::qwen3_5::{Qwen35, Qwen35Methods, EMPTY_THINK_BLOCK};
+use super::qwen3_5::{
+    format_tool_calls, Qwen35, Qwen35Methods, EMPTY_THINK_BLOCK, QWEN3_5_METHODS,
+};
 use super::RendererOptions;
 
 pub(super) fn by_name(name: &str, _opts: &RendererOptions) -> Option<Box<dyn ChatRenderer>> {
@@ -26,6 +28,7 @@ pub(super) fn by_name(name: &str, _opts: &RendererOptions) -> Option<Box<dyn Cha
             } else {
                 effort.instructions()
             },
+            ultra: false,
             methods: &QWEN3_8_METHODS,
         }) as Box<dyn ChatRenderer>
     };
@@ -40,10 +43,11 @@ pub(super) fn by_name(name: &str, _opts: &RendererOptions) -> Option<Box<dyn Cha
 
 /// The `Qwen3_5Renderer` methods `Qwen3_8Renderer` overrides.
 static QWEN3_8_METHODS: Qwen35Methods = Qwen35Methods {
-    format_argument: format_argument_json,
+    format_tool_calls: |_, message| format_tool_calls(message, format_argument_json),
     assistant_header_suffix,
     strips_thinking_for,
     normalize_messages: |r, messages| Cow::Owned(normalize_messages(r, messages)),
+    ..QWEN3_5_METHODS
 };
 
 /// The template's `reasoning_effort`.
