@@ -185,8 +185,21 @@ pub fn decode(tok: &Tokenizer, ids: &[u32]) -> String {
     tok.decode(ids, false)
 }
 
+/// A renderer as a trait object: the shared defaults below take `&dyn ChatRenderer`, so
+/// each is compiled once, not once per family (about 6 KB of the wasm module's gzip).
+pub trait AsDynRenderer {
+    /// `self` as a trait object.
+    fn as_dyn(&self) -> &dyn ChatRenderer;
+}
+
+impl<T: ChatRenderer> AsDynRenderer for T {
+    fn as_dyn(&self) -> &dyn ChatRenderer {
+        self
+    }
+}
+
 /// A conversation renderer: one family's format (a cookbook `Renderer` subclass).
-pub trait ChatRenderer {
+pub trait ChatRenderer: AsDynRenderer {
     /// Tokens before the first message (`_bos_tokens`).
     fn bos_tokens(&self, _tok: &Tokenizer) -> R<Vec<u32>> {
         Ok(Vec::new())
@@ -233,7 +246,7 @@ pub trait ChatRenderer {
         role: &str,
         ctx: &RenderContext<'_>,
     ) -> R<Vec<u32>> {
-        default_generation_suffix(self, tok, role, ctx)
+        default_generation_suffix(self.as_dyn(), tok, role, ctx)
     }
 
     /// Whether a message's output carries loss (`_output_is_trained`).
@@ -265,7 +278,7 @@ pub trait ChatRenderer {
         role: &str,
         prefill: Option<&str>,
     ) -> R<ModelInput> {
-        default_build_generation_prompt(self, tok, messages, role, prefill)
+        default_build_generation_prompt(self.as_dyn(), tok, messages, role, prefill)
     }
 
     /// Tokens and weights for supervised training (`build_supervised_example`).
@@ -275,7 +288,7 @@ pub trait ChatRenderer {
         messages: &[Message],
         train_on: TrainOnWhat,
     ) -> R<Supervised> {
-        default_build_supervised_example(self, tok, messages, train_on)
+        default_build_supervised_example(self.as_dyn(), tok, messages, train_on)
     }
 
     /// One example per trained turn when the renderer lacks the extension property
@@ -286,7 +299,7 @@ pub trait ChatRenderer {
         messages: &[Message],
         train_on: TrainOnWhat,
     ) -> R<Vec<Supervised>> {
-        default_build_supervised_examples(self, tok, messages, train_on)
+        default_build_supervised_examples(self.as_dyn(), tok, messages, train_on)
     }
 
     /// Messages declaring `tools` (JSON tool specs), to put before a conversation
@@ -329,8 +342,8 @@ pub fn context_at<'a>(
 }
 
 /// `Renderer._get_generation_suffix`: the header of an empty message of `role`.
-pub fn default_generation_suffix<F: ChatRenderer + ?Sized>(
-    f: &F,
+pub fn default_generation_suffix(
+    f: &dyn ChatRenderer,
     tok: &Tokenizer,
     role: &str,
     ctx: &RenderContext<'_>,
@@ -362,8 +375,8 @@ pub fn default_last_assistant_turn_start_index(messages: &[Message]) -> usize {
 }
 
 /// `Renderer.build_generation_prompt`.
-pub fn default_build_generation_prompt<F: ChatRenderer + ?Sized>(
-    f: &F,
+pub fn default_build_generation_prompt(
+    f: &dyn ChatRenderer,
     tok: &Tokenizer,
     messages: &[Message],
     role: &str,
@@ -444,8 +457,8 @@ pub fn check_trainable(messages: &[Message], train_on: TrainOnWhat) -> R<()> {
 }
 
 /// `Renderer.build_supervised_example`.
-pub fn default_build_supervised_example<F: ChatRenderer + ?Sized>(
-    f: &F,
+pub fn default_build_supervised_example(
+    f: &dyn ChatRenderer,
     tok: &Tokenizer,
     messages: &[Message],
     train_on: TrainOnWhat,
@@ -513,8 +526,8 @@ pub fn first_trained_message_index(messages: &[Message], train_on: TrainOnWhat) 
 
 /// `Renderer._train_after_the_generation_prompt`: no loss on what the generation prompt
 /// would have supplied (a prefilled `<think>`).
-pub fn train_after_the_generation_prompt<F: ChatRenderer + ?Sized>(
-    f: &F,
+pub fn train_after_the_generation_prompt(
+    f: &dyn ChatRenderer,
     tok: &Tokenizer,
     messages: &[Message],
     train_on: TrainOnWhat,
@@ -550,8 +563,8 @@ pub fn train_after_the_generation_prompt<F: ChatRenderer + ?Sized>(
 }
 
 /// `Renderer.build_supervised_examples`.
-pub fn default_build_supervised_examples<F: ChatRenderer + ?Sized>(
-    f: &F,
+pub fn default_build_supervised_examples(
+    f: &dyn ChatRenderer,
     tok: &Tokenizer,
     messages: &[Message],
     train_on: TrainOnWhat,

@@ -593,7 +593,7 @@ fn sort_tool_results<'m>(turn: &'m [Message], call_order: &[(String, usize)]) ->
             .map_or(0, |&(_, i)| i)
     };
     let mut tools: Vec<&Message> = turn.iter().filter(|m| m.role == "tool").collect();
-    tools.sort_by_key(|m| rank(m));
+    tinker_support::sort::sort_by_key(&mut tools, |m| rank(m));
     let mut sorted = tools.into_iter();
     turn.iter()
         .map(|m| {

@@ -197,7 +197,7 @@ fn sorted_keys(v: &Json) -> Json {
     match v {
         Json::Object(o) => {
             let mut entries: Vec<(&String, &Json)> = o.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
+            tinker_support::sort::sort_by(&mut entries, |a, b| a.0.cmp(b.0));
             Json::Object(
                 entries
                     .into_iter()
@@ -417,7 +417,7 @@ fn split_tool_calls_section(content: &str) -> (&str, Option<&str>) {
                 .map(move |(at, _)| (at, open, close))
         })
         .collect();
-    openings.sort_by_key(|o| o.0);
+    tinker_support::sort::sort_by_key(&mut openings, |o| o.0);
     for (at, open, close) in openings {
         let body = at + open.len();
         if let Some(len) = content[body..].find(close) {

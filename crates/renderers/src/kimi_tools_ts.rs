@@ -170,7 +170,7 @@ impl TsType {
         }
         if !self.constraints.is_empty() {
             let mut sorted: Vec<&(String, Json)> = self.constraints.iter().collect();
-            sorted.sort_by(|a, b| a.0.cmp(&b.0));
+            tinker_support::sort::sort_by(&mut sorted, |a, b| a.0.cmp(&b.0));
             let items: Vec<String> = sorted
                 .iter()
                 .map(|(k, v)| format!("{k}: {}", py_str(v)))
@@ -251,9 +251,9 @@ impl ObjectType {
     fn to_ts(&self, indent: &str) -> R<String> {
         let inner = format!("{indent}{TS_INDENT}");
         let mut ordered: Vec<&Parameter> = self.properties.iter().filter(|p| !p.optional).collect();
-        ordered.sort_by(|a, b| a.name.cmp(&b.name));
+        tinker_support::sort::sort_by(&mut ordered, |a, b| a.name.cmp(&b.name));
         let mut optional: Vec<&Parameter> = self.properties.iter().filter(|p| p.optional).collect();
-        optional.sort_by(|a, b| a.name.cmp(&b.name));
+        tinker_support::sort::sort_by(&mut optional, |a, b| a.name.cmp(&b.name));
         ordered.extend(optional);
         let mut fields = Vec::new();
         for p in ordered {

@@ -365,7 +365,7 @@ fn invoke_json(call: &ToolCall) -> Result<String, String> {
         return Err("tool call arguments must decode to a JSON object".into());
     };
     let mut entries: Vec<(&String, &Json)> = args.iter().collect();
-    entries.sort_by(|a, b| a.0.cmp(b.0));
+    tinker_support::sort::sort_by(&mut entries, |a, b| a.0.cmp(b.0));
     let mut out = format!("{{\"name\":{},\"args\":{{", Json::String(call.name.clone()));
     for (i, (k, v)) in entries.into_iter().enumerate() {
         if i > 0 {
@@ -471,7 +471,7 @@ fn sorted_keys(v: &Json) -> Json {
     match v {
         Json::Object(o) => {
             let mut entries: Vec<(&String, &Json)> = o.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
+            tinker_support::sort::sort_by(&mut entries, |a, b| a.0.cmp(b.0));
             Json::Object(
                 entries
                     .into_iter()

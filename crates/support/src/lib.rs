@@ -10,6 +10,7 @@ pub mod float;
 pub mod input;
 pub mod json;
 pub mod map;
+pub mod sort;
 pub mod sync;
 pub mod text;
 pub mod zstd;

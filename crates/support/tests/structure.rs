@@ -9,7 +9,7 @@ fn the_support_crate_keeps_its_layers() {
         env!("CARGO_MANIFEST_DIR"),
         &[
             ("text and numbers", &["text.rs", "float.rs", "base64.rs"]),
-            ("values", &["map.rs", "json.rs", "input.rs"]),
+            ("values", &["map.rs", "json.rs", "input.rs", "sort.rs"]),
             ("runtime", &["sync.rs", "zstd.rs", "zstd"]),
         ],
     )

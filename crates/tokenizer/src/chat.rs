@@ -175,7 +175,7 @@ pub(crate) fn py_json(
         ValueKind::Map => {
             let mut keys: Vec<Value> = v.try_iter()?.collect();
             if sort {
-                keys.sort();
+                tinker_support::sort::sort_by(&mut keys, |a, b| a.cmp(b));
             }
             if keys.is_empty() {
                 out.push_str("{}");

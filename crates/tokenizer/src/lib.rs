@@ -556,7 +556,7 @@ impl Tokenizer {
                 .map(|(c, id, s)| (c.to_owned(), id, s))
                 .collect(),
         };
-        v.sort_by_key(|x| x.1);
+        tinker_support::sort::sort_by_key(&mut v, |x| x.1);
         v
     }
 

@@ -1,0 +1,327 @@
+//! `tinker-wasm/cookbook` for JavaScript: `supervised.train`'s state machine
+//! (`tinker_cookbook::sft::Sft`, driven by pkg/cookbook/cookbook.js, which holds the
+//! dataset's source, the run's store, the signal and the callbacks), `hyperparams.getLr`
+//! and `checkpoints.getLastCheckpoint`. Nothing here decides: it converts.
+
+use js_sys::{Array, Float32Array, Object};
+use tinker_cookbook::sft::{SaveOrder, Sft, SftConfig, Start};
+use tinker_cookbook::LrSchedule;
+use wasm_bindgen::prelude::*;
+
+use super::common::*;
+use crate::tokenizer::renderers::TrainOnWhat;
+use crate::wasm::convert::{datum_to_js, model_input_to_js};
+use crate::wasm::errors::{input_error, type_error};
+use crate::wasm::params::declare_params;
+use crate::wasm::tokenizer::JsTokenizer;
+
+declare_params! {
+    ts = COOKBOOK_TS;
+
+    /// `supervised.train`'s config: tinker-cookbook's `supervised.train.Config`, its
+    /// names and defaults.
+    SupervisedConfig("supervised.train config") {
+        /// The base model to fine-tune, e.g. "Qwen/Qwen3-8B".
+        model_name: String => ": string",
+        /// Where the run keeps checkpoints.jsonl and metrics.jsonl (a folder in Node).
+        log_path: String => "?: string",
+        /// A name for the run (kept for the cookbook's configs; not sent).
+        recipe_name: String => "?: string",
+        /// The dataset: `new supervised.FromConversationFileBuilder({...})`.
+        dataset_builder: JsValue => ": FromConversationFileBuilderParams",
+        /// Weights to start from (`tinker://…/weights/…`); a resume from log_path wins.
+        load_checkpoint_path: String => "?: string",
+        /// The renderer (default: the dataset's `common_config.renderer_name`).
+        renderer_name: String => "?: string",
+        /// Base learning rate (default 1e-4).
+        learning_rate: f64 => "?: number",
+        /// "linear" (default), "cosine" or "constant".
+        lr_schedule: String => "?: 'linear' | 'cosine' | 'constant'",
+        /// Epochs over the data (default 1).
+        num_epochs: u64 => "?: number",
+        /// LoRA rank (default 32).
+        lora_rank: u32 => "?: number",
+        /// Save every this many steps (default 20; 0: never).
+        save_every: u64 => "?: number",
+        /// Save every this many trained tokens (default 0: never).
+        save_every_tokens: u64 => "?: number",
+        /// Save every this many seconds (default 0: never).
+        save_every_seconds: f64 => "?: number",
+        /// Evaluate every this many steps (default 10): the held-out NLL when the dataset has a test split.
+        eval_every: u64 => "?: number",
+        /// Run the infrequent evaluators every this many steps (default 100).
+        infrequent_eval_every: u64 => "?: number",
+        /// Time to live of periodic saves in seconds (default 604800; null: kept).
+        ttl_seconds: JsValue => "?: number | null",
+        /// A state-only save every this many steps, replacing the previous one (default 0).
+        rolling_save_every: u64 => "?: number",
+        /// Time to live of rolling saves (default 7200).
+        rolling_ttl_seconds: u64 => "?: number",
+        /// Adam's beta1 (default 0.9).
+        adam_beta1: f64 => "?: number",
+        /// Adam's beta2 (default 0.95).
+        adam_beta2: f64 => "?: number",
+        /// Adam's epsilon (default 1e-8).
+        adam_eps: f64 => "?: number",
+        /// Stop after this many steps in all.
+        max_steps: u64 => "?: number",
+        /// Steps submitted before the oldest one's results are awaited (default 1).
+        submit_ahead: u64 => "?: number",
+    }
+
+    /// `supervised.FromConversationFileBuilder`: a JSONL file, one `{"messages": [...]}` per line.
+    FromConversationFileBuilderParams("FromConversationFileBuilder") {
+        /// The file (a path in Node; elsewhere give `text` or `conversations`).
+        file_path: String => "?: string",
+        /// The file's contents (text or UTF-8 bytes), in place of file_path.
+        text: JsValue => "?: string | Uint8Array",
+        /// The conversations themselves, in place of a file: an array or (async) iterable of `{ messages }`.
+        conversations: JsValue => "?: Iterable<{ messages: ChatMessage[] }> | AsyncIterable<{ messages: ChatMessage[] }>",
+        /// Rows held out for evaluation (default 0).
+        test_size: u64 => "?: number",
+        /// The seed of the shuffle before the split (default 0).
+        shuffle_seed: u64 => "?: number",
+        /// The renderer and batching.
+        common_config: ChatDatasetBuilderCommonConfig => ": ChatDatasetBuilderCommonConfig",
+    }
+
+    /// `ChatDatasetBuilderCommonConfig`.
+    ChatDatasetBuilderCommonConfig("common_config") {
+        /// The renderer, e.g. "qwen3".
+        renderer_name: String => ": string",
+        /// Conversations per step.
+        batch_size: u64 => ": number",
+        /// Longest datum in tokens (longer ones are cut).
+        max_length: u64 => "?: number | null",
+        /// Which tokens are trained on (default "all_assistant_messages").
+        train_on_what: String => "?: string",
+        /// The model whose tokenizer renders (default: the config's model_name).
+        model_name_for_tokenizer: String => "?: string",
+    }
+}
+
+
+/// A supervised run (pkg/cookbook/cookbook.js's `supervised.train` drives it; the
+/// protocol is `tinker_cookbook::sft`'s).
+#[wasm_bindgen(js_name = __CookbookSft, skip_typescript)]
+pub struct CookbookSft {
+    sft: Sft,
+    save: Option<SaveOrder>,
+}
+
+#[wasm_bindgen(js_class = __CookbookSft)]
+impl CookbookSft {
+    /// The run of `config` over the conversation file's `text`, resuming from the text of
+    /// its `checkpoints.jsonl` (empty for none). Bad input throws here.
+    #[wasm_bindgen(constructor)]
+    pub fn new(config: JsValue, text: &str, checkpoints: &str, now: f64) -> Result<CookbookSft, JsValue> {
+        let c = SupervisedConfig::read(&config)?;
+        let b = FromConversationFileBuilderParams::read_as(c.dataset_builder.as_ref().unwrap_or(&JsValue::UNDEFINED), "dataset_builder")?;
+        let cfg = sft_config(&c, &b)?;
+        let rows = tinker_cookbook::data::parse_conversations(text).map_err(|e| input_error(&e.within("dataset_builder")))?;
+        let sft = Sft::new(cfg, rows, checkpoints, now).map_err(|e| input_error(&e))?;
+        Ok(CookbookSft { sft, save: None })
+    }
+
+    /// How to create the training client: `{ base_model, rank }` or `{ path, with_optimizer }`,
+    /// with `user_metadata`.
+    pub fn start(&self) -> JsValue {
+        let o: JsValue = Object::new().into();
+        match self.sft.start() {
+            Start::Lora { base_model, rank } => {
+                set(&o, "base_model", &base_model.into());
+                set(&o, "rank", &rank.into());
+            }
+            Start::FromState { path, with_optimizer } => {
+                set(&o, "path", &path.into());
+                set(&o, "with_optimizer", &with_optimizer.into());
+            }
+        }
+        let meta: JsValue = Object::new().into();
+        let (k, v) = self.sft.user_metadata();
+        set(&meta, k, &v.into());
+        set(&o, "user_metadata", &meta);
+        o
+    }
+
+    /// `[backup name, kept text]` when a resumed run drops metrics rows, else undefined.
+    #[wasm_bindgen(js_name = truncateMetrics)]
+    pub fn truncate_metrics(&self, text: &str) -> JsValue {
+        match self.sft.truncate_metrics(text) {
+            Some((backup, kept)) => Array::of2(&backup.into(), &kept.into()).into(),
+            None => JsValue::UNDEFINED,
+        }
+    }
+
+    /// The model's tokenizer (from the training client).
+    #[wasm_bindgen(js_name = setTokenizer)]
+    pub fn set_tokenizer(&mut self, tokenizer: &JsTokenizer) -> Result<(), JsValue> {
+        self.sft.set_tokenizer(tokenizer.shared()).map_err(|e| input_error(&e))
+    }
+
+    /// Stops the run before its next step.
+    pub fn stop(&mut self) {
+        self.sft.stop();
+    }
+
+    /// The step a stopped run stopped before, or undefined.
+    #[wasm_bindgen(getter, js_name = stoppedAt)]
+    pub fn stopped_at(&self) -> Option<f64> {
+        self.sft.stopped_at().map(|s| s as f64)
+    }
+
+    /// Whether the oldest step in flight is to be finished before the next is sent.
+    #[wasm_bindgen(getter, js_name = mustFinish)]
+    pub fn must_finish(&self) -> bool {
+        self.sft.must_finish()
+    }
+
+    /// Steps sent whose results are not read yet.
+    #[wasm_bindgen(getter, js_name = inFlight)]
+    pub fn in_flight(&self) -> usize {
+        self.sft.in_flight()
+    }
+
+    /// The next step, `{ step, data, adam, eval }`, or undefined when none is left.
+    pub fn next(&mut self) -> Result<JsValue, JsValue> {
+        let Some(o) = self.sft.next().map_err(|e| input_error(&e))? else {
+            return Ok(JsValue::UNDEFINED);
+        };
+        let r: JsValue = Object::new().into();
+        set(&r, "step", &(o.step as f64).into());
+        set(&r, "data", &o.data.iter().map(datum_to_js).collect::<Array>());
+        let adam: JsValue = Object::new().into();
+        for (k, v) in [("learning_rate", o.adam.learning_rate), ("beta1", o.adam.beta1), ("beta2", o.adam.beta2), ("eps", o.adam.eps), ("weight_decay", o.adam.weight_decay), ("grad_clip_norm", o.adam.grad_clip_norm)] {
+            set(&adam, k, &v.into());
+        }
+        set(&r, "adam", &adam);
+        set(&r, "eval", &o.eval.into());
+        Ok(r)
+    }
+
+    /// The held-out prompts to score (ModelInputs).
+    #[wasm_bindgen(js_name = testPrompts)]
+    pub fn test_prompts(&self) -> Array {
+        self.sft.test_prompts().iter().map(model_input_to_js).collect()
+    }
+
+    /// The sampler's logprobs of the test prompts (`(number | null)[]` each) for `step`.
+    #[wasm_bindgen(js_name = recordEval)]
+    pub fn record_eval(&mut self, step: f64, logprobs: Array) {
+        let lp: Vec<Vec<Option<f32>>> = logprobs
+            .iter()
+            .map(|l| Array::from(&l).iter().map(|x| x.as_f64().map(|x| x as f32)).collect())
+            .collect();
+        self.sft.record_eval(step as u64, &lp);
+    }
+
+    /// The save due before the oldest step's results are read: `{ name, ttl_seconds, both }` or undefined.
+    #[wasm_bindgen(js_name = finishBegin)]
+    pub fn finish_begin(&mut self, now: f64) -> JsValue {
+        self.save = self.sft.finish_begin(now);
+        self.pending_save()
+    }
+
+    /// The oldest step's results: its forward_backward output and optim_step's metrics.
+    /// Returns `[metrics.jsonl line, metrics]`.
+    #[wasm_bindgen(js_name = finishEnd)]
+    pub fn finish_end(&mut self, output: JsValue, optim_metrics: JsValue) -> Result<Array, JsValue> {
+        let logprobs: Vec<Vec<f32>> = Array::from(&get(&output, "loss_fn_outputs"))
+            .iter()
+            .map(|o| Float32Array::from(get(&get(&o, "logprobs"), "data")).to_vec())
+            .collect();
+        let text = js_sys::JSON::stringify(&optim_metrics).ok().and_then(|t| t.as_string()).unwrap_or_default();
+        let metrics = serde_json::from_str(&text).unwrap_or_default();
+        let (line, m) = self.sft.finish_end(&logprobs, metrics).ok_or_else(|| type_error("finishEnd", "no step in flight"))?;
+        let obj = js_sys::JSON::parse(&serde_json::Value::Object(m).to_string())?;
+        Ok(Array::of2(&line.into(), &obj))
+    }
+
+    /// The last save (`final`, or where a stopped run stopped), or undefined.
+    #[wasm_bindgen(js_name = endSave)]
+    pub fn end_save(&mut self) -> JsValue {
+        self.save = self.sft.end_save();
+        self.pending_save()
+    }
+
+    /// The pending save is done: its `checkpoints.jsonl` line.
+    pub fn saved(&mut self, state_path: Option<String>, sampler_path: Option<String>, now: f64) -> Result<String, JsValue> {
+        let order = self.save.take().ok_or_else(|| type_error("saved", "no save pending"))?;
+        Ok(self.sft.saved(&order, state_path.as_deref(), sampler_path.as_deref(), now))
+    }
+
+    fn pending_save(&self) -> JsValue {
+        let Some(o) = &self.save else {
+            return JsValue::UNDEFINED;
+        };
+        let r: JsValue = Object::new().into();
+        set(&r, "name", &o.name.as_str().into());
+        let ttl = o.ttl_seconds.map_or(JsValue::UNDEFINED, |t| (t as f64).into());
+        set(&r, "ttl_seconds", &ttl);
+        set(&r, "both", &o.both.into());
+        r
+    }
+}
+
+/// The crate's config from the JS one (defaults are the crate's).
+fn sft_config(c: &SupervisedConfig, b: &FromConversationFileBuilderParams) -> Result<SftConfig, JsValue> {
+    let common = b.common_config.as_ref().ok_or_else(|| type_error("dataset_builder.common_config", "is required"))?;
+    let renderer = c.renderer_name.clone().or_else(|| common.renderer_name.clone()).unwrap_or_default();
+    let model = c.model_name.clone().ok_or_else(|| type_error("model_name", "is required"))?;
+    let mut s = SftConfig::new(&model, &renderer, common.batch_size.unwrap_or(0) as usize);
+    let p = &mut s.plan;
+    p.learning_rate = c.learning_rate.unwrap_or(p.learning_rate);
+    if let Some(name) = &c.lr_schedule {
+        p.lr_schedule = LrSchedule::parse(name).map_err(|e| input_error(&e))?;
+    }
+    p.num_epochs = c.num_epochs.unwrap_or(p.num_epochs);
+    p.max_steps = c.max_steps;
+    p.eval_every = c.eval_every.unwrap_or(p.eval_every);
+    p.infrequent_eval_every = c.infrequent_eval_every.unwrap_or(p.infrequent_eval_every);
+    p.save_every = c.save_every.unwrap_or(p.save_every);
+    p.save_every_tokens = c.save_every_tokens.unwrap_or(p.save_every_tokens);
+    p.save_every_seconds = c.save_every_seconds.unwrap_or(p.save_every_seconds);
+    p.rolling_save_every = c.rolling_save_every.unwrap_or(p.rolling_save_every);
+    s.load_checkpoint_path = c.load_checkpoint_path.clone();
+    s.lora_rank = c.lora_rank.unwrap_or(s.lora_rank);
+    s.ttl_seconds = ttl(c.ttl_seconds.as_ref(), s.ttl_seconds)?;
+    s.rolling_ttl_seconds = c.rolling_ttl_seconds.unwrap_or(s.rolling_ttl_seconds);
+    s.adam_beta1 = c.adam_beta1.unwrap_or(s.adam_beta1);
+    s.adam_beta2 = c.adam_beta2.unwrap_or(s.adam_beta2);
+    s.adam_eps = c.adam_eps.unwrap_or(s.adam_eps);
+    s.submit_ahead = c.submit_ahead.unwrap_or(s.submit_ahead);
+    s.max_length = common.max_length.map(|m| m as usize);
+    if let Some(t) = &common.train_on_what {
+        s.train_on_what = TrainOnWhat::parse(t, "dataset_builder.common_config.train_on_what").map_err(|e| input_error(&e))?;
+    }
+    s.test_size = b.test_size.unwrap_or(0) as usize;
+    s.shuffle_seed = b.shuffle_seed.unwrap_or(0);
+    Ok(s)
+}
+
+/// `ttl_seconds`: absent is the default, null keeps the checkpoints.
+fn ttl(v: Option<&JsValue>, default: Option<u64>) -> Result<Option<u64>, JsValue> {
+    match v {
+        None => Ok(default),
+        Some(v) if v.is_null() => Ok(None),
+        Some(v) => match v.as_f64() {
+            Some(x) if x >= 0.0 && x.fract() == 0.0 => Ok(Some(x as u64)),
+            _ => Err(type_error("ttl_seconds", "must be a whole number of seconds or null")),
+        },
+    }
+}
+
+
+/// `hyperparams.getLr(model_name, is_lora)`.
+#[wasm_bindgen(js_name = __cookbookGetLr, skip_typescript)]
+pub fn get_lr(model_name: &str, is_lora: bool) -> Result<f64, JsValue> {
+    tinker_cookbook::get_lr(model_name, is_lora).map_err(|e| js_sys::Error::new(&e.to_string()).into())
+}
+
+/// `checkpoints.getLastCheckpoint`'s record (as JSON text, or undefined) from the text of
+/// a `checkpoints.jsonl`.
+#[wasm_bindgen(js_name = __cookbookLastCheckpoint, skip_typescript)]
+pub fn last_checkpoint(text: &str, required_key: &str) -> Result<Option<String>, JsValue> {
+    let records = tinker_cookbook::checkpoints::parse_records(text).map_err(|e| input_error(&e))?;
+    Ok(tinker_cookbook::checkpoints::last_checkpoint(&records, required_key).map(|r| serde_json::Value::Object(r).to_string()))
+}
