@@ -29,7 +29,7 @@ demo: build sim
 lint: setup
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	cargo clippy --target wasm32-unknown-unknown -p tinker-wasm -p tinker-support -p tinker-core -p tinker-tokenizer -p tinker-renderers -p tinker-tokenizer-general --lib -- -D warnings
+	cargo clippy --target wasm32-unknown-unknown -p tinker-wasm -p tinker-support -p tinker-core -p tinker-tokenizer -p tinker-renderers -p tinker-cookbook -p tinker-tokenizer-general --lib -- -D warnings
 	cargo clippy --target wasm32-unknown-unknown --lib --no-default-features -- -D warnings
 
 typecheck: wasm
@@ -125,13 +125,12 @@ renderer-tokenizers: setup
 # The cookbook's logic (crates/cookbook) against tinker-cookbook 0.6.1 and numpy themselves:
 # seeded data orders, learning-rate schedules, recommended learning rates, bit for bit.
 # Then supervised fine-tuning as a differential: the cookbook's own supervised.train.main and
-# crates/cookbook's loop (natively), each against its own tinker-sim, their training calls,
+# tinker-wasm/cookbook's supervised.train in Node, each against its own tinker-sim, their training calls,
 # checkpoints.jsonl and metrics.jsonl compared (tests/cookbook/sft_differential.py).
-test-cookbook: setup sim renderer-tokenizers
+test-cookbook: setup sim renderer-tokenizers wasm
 	@mkdir -p target/cookbook
 	tests/conformance/.venv/bin/python tests/cookbook/oracle.py target/cookbook/expected.json
 	cargo run -q -p tinker-cookbook --example parity -- target/cookbook/expected.json
-	cargo build -q -p tinker-cookbook --example sft
 	tests/conformance/.venv/bin/python tests/cookbook/sft_differential.py
 
 # The whole lineup through the official SDK against tinker-sim: all 46 models end to end,

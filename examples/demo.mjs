@@ -1,7 +1,13 @@
 // `make demo`: the SDK's main job end to end against a local Tinker simulator —
-// fine-tune a LoRA adapter on a few chat examples with pipelined steps, then sample
-// from it before and after, and look at the checkpoints through the REST client.
+// fine-tune a LoRA adapter on a few chat examples with tinker-cookbook's supervised
+// loop (tinker-wasm/cookbook: schedule, pipelined steps, held-out evaluation,
+// checkpoints), sample from the model before and after, and look at the checkpoints
+// through the REST client.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import * as tinker from 'tinker-wasm';
+import { supervised, checkpoints } from 'tinker-wasm/cookbook';
 import { startSim } from '../tests/js/sim.mjs';
 
 const sim = await startSim(['--seed', '1']);
@@ -21,47 +27,59 @@ try {
   console.log(`tinker-wasm ${tinker.version()} · simulator at ${sim.url}\n`);
   // An instruct model (its renderer has no thinking block), on the Qwen3 tokenizer.
   const baseModel = 'Qwen/Qwen3-4B-Instruct-2507';
-  const training = await service.createLoraTrainingClient({ base_model: baseModel, rank: 16, seed: 0 });
-  console.log(`training run ${training.modelId} (${baseModel})`);
-  const tokenizer = await training.getTokenizer();
+  const base = await service.createSamplingClient({ base_model: baseModel });
+  const tokenizer = await base.getTokenizer();
   const renderer = tinker.Renderer.forModel(baseModel, tokenizer);
 
-  // One fact, several phrasings. The simulator's base model writes English from word
+  // One fact, several phrasings, as the cookbook's conversation JSONL rows; one is held
+  // out for the evaluation. The simulator's base model writes English from word
   // statistics of Moby-Dick (it has read nothing else); its adapter learns what follows
   // each token, not long-range context.
-  const examples = [
-    ['What is the capital of France?', 'Paris is the capital of France.'],
-    ['Which city is the French capital?', 'Paris is the capital of France.'],
-    ['Name the capital city of France.', 'Paris is the capital of France.'],
-    ['France has which capital?', 'Paris is the capital of France.'],
-  ];
-  const data = examples.map(([q, a]) =>
-    tinker.conversationToDatum([{ role: 'user', content: q }, { role: 'assistant', content: a }], renderer, { train_on_what: 'all_assistant_messages', reduction: 'none' }),
-  );
+  const fact = 'Paris is the capital of France.';
+  const questions = ['What is the capital of France?', 'Which city is the French capital?', 'Name the capital city of France.', 'France has which capital?', 'Tell me the capital of France.'];
+  const conversations = questions.map((q) => ({ messages: [{ role: 'user', content: q }, { role: 'assistant', content: fact }] }));
 
-  const prompt = renderer.buildGenerationPrompt([{ role: 'user', content: 'What is the capital of France?' }]);
+  const prompt = renderer.buildGenerationPrompt([{ role: 'user', content: questions[0] }]);
   const ask = async (sampler) => {
     const r = await sampler.sample({ prompt, num_samples: 2, sampling_params: { max_tokens: 40, temperature: 0.8, seed: 1, stop: renderer.stopSequences } });
     return r.sequences.map((s) => `  ${JSON.stringify(tokenizer.decode(s.tokens, { skip_special_tokens: true }))}`).join('\n');
   };
-  console.log(`What is the capital of France?\nbefore:\n${await ask(await training.saveWeightsAndGetSamplingClient())}\n`);
+  console.log(`${questions[0]}\nbefore:\n${await ask(base)}\n`);
 
-  for (let step = 1; step <= 12; step++) {
-    // Both requests go out before either result is awaited: one server step.
-    const fb = training.forwardBackward(data, 'cross_entropy');
-    const opt = training.optimStep({ learning_rate: 0.1 });
-    const [out] = await Promise.all([fb, opt]);
-    const tokens = data.reduce((n, d) => n + d.loss_fn_inputs.weights.data.reduce((a, w) => a + w, 0), 0);
-    console.log(`step ${String(step).padStart(2)}  loss per token ${(out.metrics['loss:sum'] / tokens).toFixed(3)}`);
-  }
+  const logPath = mkdtempSync(path.join(tmpdir(), 'tinker-demo-'));
+  const config = {
+    model_name: baseModel,
+    log_path: logPath,
+    dataset_builder: new supervised.FromConversationFileBuilder({
+      conversations,
+      test_size: 1,
+      common_config: { renderer_name: renderer.name, batch_size: 4 },
+    }),
+    learning_rate: 0.5,
+    lr_schedule: 'linear',
+    num_epochs: 12,
+    lora_rank: 16,
+    eval_every: 4,
+    save_every: 6,
+  };
+  console.log(`supervised.train: ${config.num_epochs} steps, learning rate ${config.learning_rate} decaying linearly, run files in ${logPath}`);
+  await supervised.train(config, {
+    service,
+    onMetrics: (m) => {
+      const evalNote = m['test/nll'] === undefined ? '' : `  held-out loss ${m['test/nll'].toFixed(3)}`;
+      console.log(`step ${String(m.step + 1).padStart(2)}  loss per token ${m.train_mean_nll.toFixed(3)}  lr ${m.learning_rate.toExponential(2)}${evalNote}`);
+    },
+  });
 
-  const { path } = await training.saveWeightsForSampler('demo-final');
-  const sampler = await service.createSamplingClient({ model_path: path });
-  console.log(`\nafter (${path}):\n${await ask(sampler)}`);
+  const last = await checkpoints.getLastCheckpoint(logPath);
+  const runId = /^tinker:\/\/([^/]+)\//.exec(last.sampler_path)[1];
+  console.log(`\ntraining run ${runId} (${baseModel})`);
+  const sampler = await service.createSamplingClient({ model_path: last.sampler_path });
+  console.log(`after (${last.sampler_path}):\n${await ask(sampler)}`);
 
   const rest = service.restClient();
   console.log('\ncheckpoints:');
-  for (const c of (await rest.listCheckpoints(training.modelId)).checkpoints) console.log(`  ${c.checkpoint_type.padEnd(8)} ${c.tinker_path}`);
+  for (const c of (await rest.listCheckpoints(runId)).checkpoints) console.log(`  ${c.checkpoint_type.padEnd(8)} ${c.tinker_path}`);
   await service.close({ status: 'success' });
 } finally {
   await sim.stop();

@@ -4,12 +4,10 @@
 //! and `checkpoints.getLastCheckpoint`. Nothing here decides: it converts.
 
 use js_sys::{Array, Float32Array, Object};
-use tinker_cookbook::sft::{SaveOrder, Sft, SftConfig, Start};
-use tinker_cookbook::LrSchedule;
+use tinker_cookbook::sft::{SaveOrder, Sft, Start};
 use wasm_bindgen::prelude::*;
 
 use super::common::*;
-use crate::tokenizer::renderers::TrainOnWhat;
 use crate::wasm::convert::{datum_to_js, model_input_to_js};
 use crate::wasm::errors::{input_error, type_error};
 use crate::wasm::params::declare_params;
@@ -100,6 +98,42 @@ declare_params! {
     }
 }
 
+// The TypeScript above and the crate's reader (tinker_cookbook::config) name the same
+// keys in the same order: checked when the module is built.
+const _: () = assert!(same_keys(
+    SupervisedConfig::KEYS,
+    tinker_cookbook::config::CONFIG_KEYS
+));
+const _: () = assert!(same_keys(
+    FromConversationFileBuilderParams::KEYS,
+    tinker_cookbook::config::BUILDER_KEYS
+));
+const _: () = assert!(same_keys(
+    ChatDatasetBuilderCommonConfig::KEYS,
+    tinker_cookbook::config::COMMON_KEYS
+));
+
+const fn same_keys(a: &[&str], b: &[&str]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        let (x, y) = (a[i].as_bytes(), b[i].as_bytes());
+        if x.len() != y.len() {
+            return false;
+        }
+        let mut j = 0;
+        while j < x.len() {
+            if x[j] != y[j] {
+                return false;
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    true
+}
 
 /// A supervised run (pkg/cookbook/cookbook.js's `supervised.train` drives it; the
 /// protocol is `tinker_cookbook::sft`'s).
@@ -111,14 +145,21 @@ pub struct CookbookSft {
 
 #[wasm_bindgen(js_class = __CookbookSft)]
 impl CookbookSft {
-    /// The run of `config` over the conversation file's `text`, resuming from the text of
-    /// its `checkpoints.jsonl` (empty for none). Bad input throws here.
+    /// The run of `config` (a `SupervisedConfig` as JSON text: the crate reads it, with
+    /// its defaults) over the conversation file's `text`, resuming from the text of its
+    /// `checkpoints.jsonl` (empty for none). Bad input throws here.
     #[wasm_bindgen(constructor)]
-    pub fn new(config: JsValue, text: &str, checkpoints: &str, now: f64) -> Result<CookbookSft, JsValue> {
-        let c = SupervisedConfig::read(&config)?;
-        let b = FromConversationFileBuilderParams::read_as(c.dataset_builder.as_ref().unwrap_or(&JsValue::UNDEFINED), "dataset_builder")?;
-        let cfg = sft_config(&c, &b)?;
-        let rows = tinker_cookbook::data::parse_conversations(text).map_err(|e| input_error(&e.within("dataset_builder")))?;
+    pub fn new(
+        config: &str,
+        text: &str,
+        checkpoints: &str,
+        now: f64,
+    ) -> Result<CookbookSft, JsValue> {
+        let json: serde_json::Value =
+            serde_json::from_str(config).map_err(|e| type_error("config", e.to_string()))?;
+        let cfg = tinker_cookbook::config::sft_config(&json).map_err(|e| input_error(&e))?;
+        let rows = tinker_cookbook::data::parse_conversations(text)
+            .map_err(|e| input_error(&e.within("dataset_builder")))?;
         let sft = Sft::new(cfg, rows, checkpoints, now).map_err(|e| input_error(&e))?;
         Ok(CookbookSft { sft, save: None })
     }
@@ -132,7 +173,10 @@ impl CookbookSft {
                 set(&o, "base_model", &base_model.into());
                 set(&o, "rank", &rank.into());
             }
-            Start::FromState { path, with_optimizer } => {
+            Start::FromState {
+                path,
+                with_optimizer,
+            } => {
                 set(&o, "path", &path.into());
                 set(&o, "with_optimizer", &with_optimizer.into());
             }
@@ -156,7 +200,9 @@ impl CookbookSft {
     /// The model's tokenizer (from the training client).
     #[wasm_bindgen(js_name = setTokenizer)]
     pub fn set_tokenizer(&mut self, tokenizer: &JsTokenizer) -> Result<(), JsValue> {
-        self.sft.set_tokenizer(tokenizer.shared()).map_err(|e| input_error(&e))
+        self.sft
+            .set_tokenizer(tokenizer.shared())
+            .map_err(|e| input_error(&e))
     }
 
     /// Stops the run before its next step.
@@ -183,15 +229,27 @@ impl CookbookSft {
     }
 
     /// The next step, `{ step, data, adam, eval }`, or undefined when none is left.
-    pub fn next(&mut self) -> Result<JsValue, JsValue> {
-        let Some(o) = self.sft.next().map_err(|e| input_error(&e))? else {
+    #[wasm_bindgen(js_name = nextStep)]
+    pub fn next_step(&mut self) -> Result<JsValue, JsValue> {
+        let Some(o) = self.sft.next_step().map_err(|e| input_error(&e))? else {
             return Ok(JsValue::UNDEFINED);
         };
         let r: JsValue = Object::new().into();
         set(&r, "step", &(o.step as f64).into());
-        set(&r, "data", &o.data.iter().map(datum_to_js).collect::<Array>());
+        set(
+            &r,
+            "data",
+            &o.data.iter().map(datum_to_js).collect::<Array>(),
+        );
         let adam: JsValue = Object::new().into();
-        for (k, v) in [("learning_rate", o.adam.learning_rate), ("beta1", o.adam.beta1), ("beta2", o.adam.beta2), ("eps", o.adam.eps), ("weight_decay", o.adam.weight_decay), ("grad_clip_norm", o.adam.grad_clip_norm)] {
+        for (k, v) in [
+            ("learning_rate", o.adam.learning_rate),
+            ("beta1", o.adam.beta1),
+            ("beta2", o.adam.beta2),
+            ("eps", o.adam.eps),
+            ("weight_decay", o.adam.weight_decay),
+            ("grad_clip_norm", o.adam.grad_clip_norm),
+        ] {
             set(&adam, k, &v.into());
         }
         set(&r, "adam", &adam);
@@ -202,7 +260,11 @@ impl CookbookSft {
     /// The held-out prompts to score (ModelInputs).
     #[wasm_bindgen(js_name = testPrompts)]
     pub fn test_prompts(&self) -> Array {
-        self.sft.test_prompts().iter().map(model_input_to_js).collect()
+        self.sft
+            .test_prompts()
+            .iter()
+            .map(model_input_to_js)
+            .collect()
     }
 
     /// The sampler's logprobs of the test prompts (`(number | null)[]` each) for `step`.
@@ -210,7 +272,12 @@ impl CookbookSft {
     pub fn record_eval(&mut self, step: f64, logprobs: Array) {
         let lp: Vec<Vec<Option<f32>>> = logprobs
             .iter()
-            .map(|l| Array::from(&l).iter().map(|x| x.as_f64().map(|x| x as f32)).collect())
+            .map(|l| {
+                Array::from(&l)
+                    .iter()
+                    .map(|x| x.as_f64().map(|x| x as f32))
+                    .collect()
+            })
             .collect();
         self.sft.record_eval(step as u64, &lp);
     }
@@ -225,14 +292,24 @@ impl CookbookSft {
     /// The oldest step's results: its forward_backward output and optim_step's metrics.
     /// Returns `[metrics.jsonl line, metrics]`.
     #[wasm_bindgen(js_name = finishEnd)]
-    pub fn finish_end(&mut self, output: JsValue, optim_metrics: JsValue) -> Result<Array, JsValue> {
+    pub fn finish_end(
+        &mut self,
+        output: JsValue,
+        optim_metrics: JsValue,
+    ) -> Result<Array, JsValue> {
         let logprobs: Vec<Vec<f32>> = Array::from(&get(&output, "loss_fn_outputs"))
             .iter()
             .map(|o| Float32Array::from(get(&get(&o, "logprobs"), "data")).to_vec())
             .collect();
-        let text = js_sys::JSON::stringify(&optim_metrics).ok().and_then(|t| t.as_string()).unwrap_or_default();
+        let text = js_sys::JSON::stringify(&optim_metrics)
+            .ok()
+            .and_then(|t| t.as_string())
+            .unwrap_or_default();
         let metrics = serde_json::from_str(&text).unwrap_or_default();
-        let (line, m) = self.sft.finish_end(&logprobs, metrics).ok_or_else(|| type_error("finishEnd", "no step in flight"))?;
+        let (line, m) = self
+            .sft
+            .finish_end(&logprobs, metrics)
+            .ok_or_else(|| type_error("finishEnd", "no step in flight"))?;
         let obj = js_sys::JSON::parse(&serde_json::Value::Object(m).to_string())?;
         Ok(Array::of2(&line.into(), &obj))
     }
@@ -245,9 +322,19 @@ impl CookbookSft {
     }
 
     /// The pending save is done: its `checkpoints.jsonl` line.
-    pub fn saved(&mut self, state_path: Option<String>, sampler_path: Option<String>, now: f64) -> Result<String, JsValue> {
-        let order = self.save.take().ok_or_else(|| type_error("saved", "no save pending"))?;
-        Ok(self.sft.saved(&order, state_path.as_deref(), sampler_path.as_deref(), now))
+    pub fn saved(
+        &mut self,
+        state_path: Option<String>,
+        sampler_path: Option<String>,
+        now: f64,
+    ) -> Result<String, JsValue> {
+        let order = self
+            .save
+            .take()
+            .ok_or_else(|| type_error("saved", "no save pending"))?;
+        Ok(self
+            .sft
+            .saved(&order, state_path.as_deref(), sampler_path.as_deref(), now))
     }
 
     fn pending_save(&self) -> JsValue {
@@ -256,66 +343,20 @@ impl CookbookSft {
         };
         let r: JsValue = Object::new().into();
         set(&r, "name", &o.name.as_str().into());
-        let ttl = o.ttl_seconds.map_or(JsValue::UNDEFINED, |t| (t as f64).into());
+        let ttl = o
+            .ttl_seconds
+            .map_or(JsValue::UNDEFINED, |t| (t as f64).into());
         set(&r, "ttl_seconds", &ttl);
         set(&r, "both", &o.both.into());
         r
     }
 }
 
-/// The crate's config from the JS one (defaults are the crate's).
-fn sft_config(c: &SupervisedConfig, b: &FromConversationFileBuilderParams) -> Result<SftConfig, JsValue> {
-    let common = b.common_config.as_ref().ok_or_else(|| type_error("dataset_builder.common_config", "is required"))?;
-    let renderer = c.renderer_name.clone().or_else(|| common.renderer_name.clone()).unwrap_or_default();
-    let model = c.model_name.clone().ok_or_else(|| type_error("model_name", "is required"))?;
-    let mut s = SftConfig::new(&model, &renderer, common.batch_size.unwrap_or(0) as usize);
-    let p = &mut s.plan;
-    p.learning_rate = c.learning_rate.unwrap_or(p.learning_rate);
-    if let Some(name) = &c.lr_schedule {
-        p.lr_schedule = LrSchedule::parse(name).map_err(|e| input_error(&e))?;
-    }
-    p.num_epochs = c.num_epochs.unwrap_or(p.num_epochs);
-    p.max_steps = c.max_steps;
-    p.eval_every = c.eval_every.unwrap_or(p.eval_every);
-    p.infrequent_eval_every = c.infrequent_eval_every.unwrap_or(p.infrequent_eval_every);
-    p.save_every = c.save_every.unwrap_or(p.save_every);
-    p.save_every_tokens = c.save_every_tokens.unwrap_or(p.save_every_tokens);
-    p.save_every_seconds = c.save_every_seconds.unwrap_or(p.save_every_seconds);
-    p.rolling_save_every = c.rolling_save_every.unwrap_or(p.rolling_save_every);
-    s.load_checkpoint_path = c.load_checkpoint_path.clone();
-    s.lora_rank = c.lora_rank.unwrap_or(s.lora_rank);
-    s.ttl_seconds = ttl(c.ttl_seconds.as_ref(), s.ttl_seconds)?;
-    s.rolling_ttl_seconds = c.rolling_ttl_seconds.unwrap_or(s.rolling_ttl_seconds);
-    s.adam_beta1 = c.adam_beta1.unwrap_or(s.adam_beta1);
-    s.adam_beta2 = c.adam_beta2.unwrap_or(s.adam_beta2);
-    s.adam_eps = c.adam_eps.unwrap_or(s.adam_eps);
-    s.submit_ahead = c.submit_ahead.unwrap_or(s.submit_ahead);
-    s.max_length = common.max_length.map(|m| m as usize);
-    if let Some(t) = &common.train_on_what {
-        s.train_on_what = TrainOnWhat::parse(t, "dataset_builder.common_config.train_on_what").map_err(|e| input_error(&e))?;
-    }
-    s.test_size = b.test_size.unwrap_or(0) as usize;
-    s.shuffle_seed = b.shuffle_seed.unwrap_or(0);
-    Ok(s)
-}
-
-/// `ttl_seconds`: absent is the default, null keeps the checkpoints.
-fn ttl(v: Option<&JsValue>, default: Option<u64>) -> Result<Option<u64>, JsValue> {
-    match v {
-        None => Ok(default),
-        Some(v) if v.is_null() => Ok(None),
-        Some(v) => match v.as_f64() {
-            Some(x) if x >= 0.0 && x.fract() == 0.0 => Ok(Some(x as u64)),
-            _ => Err(type_error("ttl_seconds", "must be a whole number of seconds or null")),
-        },
-    }
-}
-
-
 /// `hyperparams.getLr(model_name, is_lora)`.
 #[wasm_bindgen(js_name = __cookbookGetLr, skip_typescript)]
 pub fn get_lr(model_name: &str, is_lora: bool) -> Result<f64, JsValue> {
-    tinker_cookbook::get_lr(model_name, is_lora).map_err(|e| js_sys::Error::new(&e.to_string()).into())
+    tinker_cookbook::get_lr(model_name, is_lora)
+        .map_err(|e| js_sys::Error::new(&e.to_string()).into())
 }
 
 /// `checkpoints.getLastCheckpoint`'s record (as JSON text, or undefined) from the text of
@@ -323,5 +364,8 @@ pub fn get_lr(model_name: &str, is_lora: bool) -> Result<f64, JsValue> {
 #[wasm_bindgen(js_name = __cookbookLastCheckpoint, skip_typescript)]
 pub fn last_checkpoint(text: &str, required_key: &str) -> Result<Option<String>, JsValue> {
     let records = tinker_cookbook::checkpoints::parse_records(text).map_err(|e| input_error(&e))?;
-    Ok(tinker_cookbook::checkpoints::last_checkpoint(&records, required_key).map(|r| serde_json::Value::Object(r).to_string()))
+    Ok(
+        tinker_cookbook::checkpoints::last_checkpoint(&records, required_key)
+            .map(|r| serde_json::Value::Object(r).to_string()),
+    )
 }

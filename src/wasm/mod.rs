@@ -5,6 +5,8 @@ mod builders;
 mod client_options;
 mod common;
 mod convert;
+#[cfg(feature = "tokenizer")]
+mod cookbook;
 mod errors;
 #[cfg(feature = "tokenizer")]
 mod general;

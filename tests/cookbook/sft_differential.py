@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Supervised fine-tuning, differential (issue 33): tinker-cookbook 0.6.1's own
-`supervised.train.main` (tests/cookbook/run_sft.py) and ours (crates/cookbook's `sft::train`,
-natively through its example `sft`) run the same JSONL and config, each against its own fresh
+`supervised.train.main` (tests/cookbook/run_sft.py) and ours (tinker-wasm/cookbook's
+`supervised.train` in Node, tests/cookbook/run_sft.mjs, over crates/cookbook's state machine)
+run the same JSONL and config, each against its own fresh
 tinker-sim with --request-log. Compared, in order: the training calls (create_model,
 forward_backward bodies, optim_step's Adam parameters, save_weights and
 save_weights_for_sampler with their names and TTLs); then checkpoints.jsonl (paths aside) and
 metrics.jsonl's keys and values for what is compared today (see COMPARED_METRICS).
 
-    tests/conformance/.venv/bin/python tests/cookbook/sft_differential.py [--keep DIR]
+    tests/conformance/.venv/bin/python tests/cookbook/sft_differential.py [--keep DIR] [--only NAME]
 
 With a held-out set (test_size > 0) the cookbook's own SamplerNLLEvaluator runs, and so does ours:
 its sampler requests are compared too. Not compared: the time/* metrics (wall-clock durations;
@@ -28,7 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 SIM = ROOT / "target/debug/tinker-sim"
-OURS = ROOT / "target/debug/examples/sft"
+OURS = ["node", str(HERE / "run_sft.mjs")]
 PY = ROOT / "tests/conformance/.venv/bin/python"
 TOKENIZER = ROOT / "target/renderer-parity/tokenizers/qwen3"
 
@@ -162,12 +163,12 @@ def compare_metrics(py: list[dict], ours: list[dict], problems: list[str]) -> No
                 problems.append(f"metrics step {a.get('step')}: {k} {x!r} (cookbook) against {y!r} (ours)")
 
 
-def one(name: str, extra: list[str], tmp: Path, data: Path) -> list[str]:
+def one(name: str, extra: list[str], tmp: Path, data: Path, ours: list[str]) -> list[str]:
     resume = RESUMED.get(name)
     args = ["--jsonl", str(data), "--tokenizer-dir", str(TOKENIZER)] + COMMON + extra
     py_dir, our_dir = tmp / f"{name}-cookbook", tmp / f"{name}-ours"
     run_side([str(PY), str(HERE / "run_sft.py"), "--log-path", str(py_dir)] + args, tmp / f"{name}-cookbook.requests.jsonl", tmp, f"{name}-cookbook", resume)
-    run_side([str(OURS), "--log-path", str(our_dir)] + args, tmp / f"{name}-ours.requests.jsonl", tmp, f"{name}-ours", resume)
+    run_side(ours + ["--log-path", str(our_dir)] + args, tmp / f"{name}-ours.requests.jsonl", tmp, f"{name}-ours", resume)
     problems: list[str] = []
     a, b = calls(tmp / f"{name}-cookbook.requests.jsonl"), calls(tmp / f"{name}-ours.requests.jsonl")
     for i, (x, y) in enumerate(zip(a, b)):
@@ -201,7 +202,7 @@ def main() -> int:
     for name, extra in CONFIGS:
         if args.only and args.only != name:
             continue
-        for p in one(name, extra, tmp, data):
+        for p in one(name, extra, tmp, data, OURS):
             problems.append(f"{name}: {p}")
     for p in problems:
         print("DIFF", p)

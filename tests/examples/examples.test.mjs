@@ -4,7 +4,7 @@
 // Needs the wasm package and tinker-sim built (`make wasm sim`) and the renderer oracle's
 // target/renderer-parity/expected.json (`make renderer-expected`).
 import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,6 +35,7 @@ const show = (r) => `exit ${r.code}\n--- stdout\n${r.stdout.slice(-3000)}\n--- s
 // One runner per file in examples/: a new example without one fails the first test.
 const runners = {
   'demo.mjs': demo,
+  'sft.mjs': sft,
   'renderer_parity.rs': rendererParity,
   'tokenizer_profile.rs': tokenizerProfile,
 };
@@ -46,7 +47,7 @@ test('every file in examples/ has a runner here', () => {
 
 for (const [file, fn] of Object.entries(runners)) test(`examples/${file}`, fn);
 
-/** `make demo`'s script: a fine-tune that learns its one fact, before and after. */
+/** `make demo`'s script: a fine-tune through supervised.train that learns its one fact, before and after. */
 async function demo() {
   // The very command of the Makefile's `demo` target.
   const recipe = execFileSync('make', ['-n', '--no-print-directory', 'demo'], { cwd: root, encoding: 'utf8' })
@@ -57,13 +58,21 @@ async function demo() {
   assert.equal(r.code, 0, show(r));
   const out = r.stdout;
 
-  const losses = [...out.matchAll(/^step +(\d+) +loss per token (\d+\.\d+)$/gm)].map((m) => [Number(m[1]), Number(m[2])]);
+  // supervised.train's metrics, one line per step: the loss, the linear schedule, and the
+  // held-out loss of the evaluations every fourth step.
+  const rows = [...out.matchAll(/^step +(\d+) +loss per token (\d+\.\d+) +lr (\S+)(?: +held-out loss (\d+\.\d+))?$/gm)];
+  const losses = rows.map((m) => [Number(m[1]), Number(m[2])]);
   assert.deepEqual(losses.map(([s]) => s), [...Array(12).keys()].map((i) => i + 1), `twelve steps printed:\n${out}`);
   const values = losses.map(([, l]) => l);
   assert.ok(values.every(Number.isFinite) && values[0] > 0, `losses: ${values}`);
   // The loss falls: the last step is well under the first, and no later half-run undoes it.
   assert.ok(values.at(-1) < values[0] / 2, `loss per token falls by half: ${values}`);
   assert.ok(Math.max(...values.slice(6)) < values[0], `the second half stays below the first step: ${values}`);
+  const lrs = rows.map((m) => Number(m[3]));
+  assert.ok(lrs.every((lr, i) => i === 0 || lr < lrs[i - 1]), `the learning rate decays: ${lrs}`);
+  const evals = rows.filter((m) => m[4] !== undefined).map((m) => [Number(m[1]), Number(m[4])]);
+  assert.deepEqual(evals.map(([s]) => s), [1, 5, 9], `held-out evaluations every fourth step:\n${out}`);
+  assert.ok(evals[2][1] < evals[0][1], `the held-out loss falls: ${JSON.stringify(evals)}`);
 
   const answers = (label) => {
     const m = new RegExp(`^${label}.*:\\n((?:  ".*"\\n?)+)`, 'm').exec(out);
@@ -81,9 +90,37 @@ async function demo() {
   const trainingRun = /^training run (\S+) \(Qwen\/Qwen3-4B-Instruct-2507\)$/m.exec(out);
   assert.ok(trainingRun, out);
   const afterPath = /^after \((tinker:\/\/\S+)\):$/m.exec(out)?.[1];
-  assert.ok(afterPath?.startsWith(`tinker://${trainingRun[1]}/sampler_weights/demo-final`), out);
+  assert.ok(afterPath?.startsWith(`tinker://${trainingRun[1]}/sampler_weights/final`), out);
   const checkpoints = out.split('\ncheckpoints:\n')[1]?.trim().split('\n') ?? [];
   assert.ok(checkpoints.some((l) => l.trim() === `sampler  ${afterPath}`), `the final checkpoint is listed:\n${out}`);
+  assert.equal(r.stderr.trim(), '', 'nothing on stderr');
+}
+
+/** examples/sft.mjs: a JSONL file through supervised.train, its metrics and checkpoints, a sample after. */
+async function sft(t) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'tinker-sft-example-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const r = await run('node', ['examples/sft.mjs', dir]);
+  assert.equal(r.code, 0, show(r));
+  const out = r.stdout;
+  // 6 rows, 2 held out, batches of 2, 5 epochs: steps 0-9 under a cosine schedule.
+  const rows = [...out.matchAll(/^step +(\d+) +epoch (\d) +lr (\S+) +train_mean_nll (\d+\.\d+)(?: +test\/nll (\d+\.\d+))?$/gm)];
+  assert.deepEqual(rows.map((m) => Number(m[1])), [...Array(10).keys()], out);
+  assert.deepEqual(rows.map((m) => Number(m[2])), [0, 0, 1, 1, 2, 2, 3, 3, 4, 4], out);
+  const lrs = rows.map((m) => Number(m[3]));
+  assert.ok(lrs.every((lr, i) => i === 0 || lr < lrs[i - 1]) && lrs[0] === 0.5, `a cosine decay from 0.5: ${lrs}`);
+  const nll = rows.map((m) => Number(m[4]));
+  assert.ok(nll.at(-1) < nll[0] / 2, `the training loss falls by half: ${nll}`);
+  assert.deepEqual(rows.filter((m) => m[5] !== undefined).map((m) => Number(m[1])), [0, 5], 'evaluations at steps 0 and 5');
+  const last = /^done \(stopped: false\); last checkpoint final: (tinker:\/\/\S+\/sampler_weights\/final)$/m.exec(out);
+  assert.ok(last, out);
+  assert.match(out, /^sample: ".*sky is blue.*"$/m);
+  // The cookbook's files, as its tools read them.
+  const records = readFileSync(path.join(dir, 'checkpoints.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(records.map((c) => c.name), ['000005', 'final']);
+  assert.equal(records[1].sampler_path, last[1]);
+  const metrics = readFileSync(path.join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(metrics.map((m) => m.step), [...Array(10).keys()]);
   assert.equal(r.stderr.trim(), '', 'nothing on stderr');
 }
 

@@ -63,7 +63,7 @@ const browserEntry = (sub) => `/pkg/${(pkgJson.exports[sub].browser ?? pkgJson.e
 
 /** The import map of a page testing `module` (tests/js/matrix.js): `tinker-wasm` is mapped to it. */
 export const importMap = (module) => ({
-  imports: { 'tinker-wasm': browserEntry(module === 'lite' ? './lite' : '.'), 'tinker-wasm/lite': browserEntry('./lite') },
+  imports: { 'tinker-wasm': browserEntry(module === 'lite' ? './lite' : '.'), 'tinker-wasm/lite': browserEntry('./lite'), 'tinker-wasm/cookbook': browserEntry('./cookbook') },
 });
 
 const page = (env, filter, module) => `<!doctype html><meta charset="utf-8"><title>tinker-wasm tests</title>

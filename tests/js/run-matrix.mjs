@@ -137,7 +137,7 @@ function cellCommand({ runtime, module }, cfg) {
   const spec = (sub) => `npm:tinker-wasm@${version}${sub}`;
   writeFileSync(
     path.join(cellDir, 'deno.json'),
-    JSON.stringify({ nodeModulesDir: 'auto', links: [packed], imports: { 'tinker-wasm': spec(module === 'lite' ? '/lite' : ''), 'tinker-wasm/lite': spec('/lite') } }, null, 2),
+    JSON.stringify({ nodeModulesDir: 'auto', links: [packed], imports: { 'tinker-wasm': spec(module === 'lite' ? '/lite' : ''), 'tinker-wasm/lite': spec('/lite'), 'tinker-wasm/cookbook': spec('/cookbook') } }, null, 2),
   );
   const packageDir = path.join(cellDir, `node_modules/.deno/tinker-wasm@${version}/node_modules/tinker-wasm`);
   return { cmd: DENO, args: ['run', '--config', path.join(cellDir, 'deno.json'), ...denoPermissions({ packageDir, extraDir: downloadDir }), RUN_CASES, config()], cwd: cellDir };

@@ -153,3 +153,35 @@ async function clientUsage(): Promise<void> {
   void [loss, lp, restored, tokens, plp, when, bytes];
 }
 export { clientUsage };
+
+// tinker-wasm/cookbook (issue 33): the cookbook's names and defaults, options last.
+import { ServiceClient as CookbookService } from 'tinker-wasm';
+import { supervised, hyperparams, checkpoints, memoryStore, indexedDbStore } from 'tinker-wasm/cookbook';
+import type { SupervisedConfig, TrainResult, CheckpointRecord, RunStore } from 'tinker-wasm/cookbook';
+
+async function cookbookUsage(service: CookbookService, signal: AbortSignal): Promise<void> {
+  const config: SupervisedConfig = {
+    model_name: 'Qwen/Qwen3-8B',
+    log_path: '/tmp/run',
+    dataset_builder: new supervised.FromConversationFileBuilder({
+      file_path: 'conversations.jsonl',
+      test_size: 10,
+      common_config: { renderer_name: 'qwen3', batch_size: 8, max_length: 2048 },
+    }),
+    learning_rate: hyperparams.getLr('Qwen/Qwen3-8B'),
+    lr_schedule: 'cosine',
+    num_epochs: 2,
+    ttl_seconds: null,
+  };
+  const store: RunStore = memoryStore();
+  const result: TrainResult = await supervised.train(config, { service, signal, store, onMetrics: (m) => void m.train_mean_nll });
+  const stoppedAt: number | null = result.stopped_at_step;
+  const last: CheckpointRecord | null = await checkpoints.getLastCheckpoint(store);
+  const browserStore: RunStore = indexedDbStore('run');
+  // @ts-expect-error lr_schedule is one of the cookbook's three
+  await supervised.train({ ...config, lr_schedule: 'step' }, { service });
+  // @ts-expect-error the service is required
+  await supervised.train(config, {});
+  void [stoppedAt, last, browserStore];
+}
+export { cookbookUsage };

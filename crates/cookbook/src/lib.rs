@@ -5,12 +5,14 @@
 //! Today: the learning-rate schedules ([`schedule`]), the recommended learning rates
 //! ([`hyperparams`]), numpy's seeded permutation that orders the cookbook's data
 //! ([`rng`]), conversation files and their split and epoch order ([`data`]), a supervised
-//! run's steps, rates, evaluations and saves ([`plan`]) and its checkpoint records
-//! ([`checkpoints`]). The schedules, rates and permutations are compared with the
+//! run's steps, rates, evaluations and saves ([`plan`]), its checkpoint records
+//! ([`checkpoints`]), its config as a caller gives it ([`config`]) and the state machine of
+//! the whole run ([`sft`]). The schedules, rates and permutations are compared with the
 //! cookbook and numpy themselves by `tests/cookbook/oracle.py` (`make test-cookbook`).
 #![warn(missing_docs)]
 
 pub mod checkpoints;
+pub mod config;
 pub mod data;
 pub mod hyperparams;
 pub mod nll;

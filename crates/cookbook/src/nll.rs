@@ -2,8 +2,6 @@
 //! mean NLL, bits per byte, and the held-out set's NLL through a sampler
 //! (`SamplerNLLEvaluator`).
 
-use std::collections::HashSet;
-
 use tinker_core::types::{Datum, ModelInput, ModelInputChunk, TensorValues};
 use tinker_tokenizer::Tokenizer;
 
@@ -40,8 +38,8 @@ pub fn mean_nll(logprobs: &[Vec<f32>], data: &[Datum]) -> f64 {
 }
 
 /// `tokenizer.all_special_ids`: the ids of the bos, eos, unk, pad and additional special
-/// tokens.
-fn special_ids(tok: &Tokenizer) -> HashSet<u32> {
+/// tokens (a handful: a list, not a hash set).
+fn special_ids(tok: &Tokenizer) -> Vec<u32> {
     let s = tok.special_tokens();
     [&s.bos, &s.eos, &s.unk, &s.pad]
         .into_iter()

@@ -1,23 +1,34 @@
-//! `supervised.train.main` over a conversation file: the cookbook's loop, as it orders
-//! its requests (submit ahead, saves before a step's results are awaited), its
-//! `checkpoints.jsonl` and `metrics.jsonl`, and resume from its log folder.
+//! `supervised.train.main` over a conversation file, as a state machine: [`Sft`] decides
+//! everything the cookbook's loop decides (the client to create, each step's data and
+//! Adam parameters, when to evaluate and save, the `metrics.jsonl` and
+//! `checkpoints.jsonl` lines, where a resumed run starts) and its driver only sends what
+//! it is told, in the cookbook's order:
+//!
+//! ```text
+//! start → [truncate metrics] → set_tokenizer →
+//!   loop: next_step → [evaluate: test_prompts → record_eval] → forward_backward + optim_step sent
+//!         once more than `submit_ahead` steps are in flight, for the oldest:
+//!           finish_begin → [save → saved] → await its results → finish_end
+//!   end_save → [save → saved]
+//! ```
+//!
+//! The driver is JS (pkg/cookbook/cookbook.js), where the datasets, stores, signals and
+//! callbacks live; the differential with the cookbook's own run is
+//! tests/cookbook/sft_differential.py.
 //!
 //! With a held-out set, `SamplerNLLEvaluator` runs before every `eval_every`-th step.
 //! Not yet here: user evaluators, the `time/*` metrics, rolling saves in the background
-//! (they are awaited in line).
+//! (the driver awaits them in line).
+//!
+//! A run can be stopped ([`Sft::stop`], an `AbortSignal` in JS): the cookbook has no such
+//! hook (a Python run is killed); ours finishes the steps in flight and saves where it
+//! stopped, as a periodic save would, so the run resumes from the next step.
 
 use std::collections::VecDeque;
+use std::rc::Rc;
 
-use futures_util::future::{FutureExt, LocalBoxFuture};
 use serde_json::{json, Map, Value as Json};
-use tinker_core::call::CallOptions;
-use tinker_core::error::Error as ClientError;
-use tinker_core::proto::ForwardBackwardOutput;
-use tinker_core::sampling::SamplingOptions;
-use tinker_core::service::{FromStateOptions, LoraOptions, ServiceClient};
-use tinker_core::training::{OptimParams, TrainingClient};
-use tinker_core::types::{AdamParams, Datum, LoraConfig, TensorValues};
-use tinker_core::{StrMap, Value};
+use tinker_core::types::{AdamParams, Datum, ModelInput};
 use tinker_renderers::{conversation_to_datum, Message, Reduction, Renderer, TrainOnWhat};
 use tinker_support::input::InputError;
 use tinker_tokenizer::Tokenizer;
@@ -90,146 +101,458 @@ impl SftConfig {
     }
 }
 
-/// Where a run keeps its files (the cookbook's `log_path`): a folder in Node, a store
-/// elsewhere. Names are `checkpoints.jsonl` and `metrics.jsonl`.
-pub trait RunFiles {
-    /// The file's text (`None`: no such file).
-    fn read(&self, name: &str) -> LocalBoxFuture<'_, Result<Option<String>, String>>;
-    /// Appends to the file (creating it).
-    fn append(&self, name: &str, text: String) -> LocalBoxFuture<'_, Result<(), String>>;
-    /// Replaces the file.
-    fn write(&self, name: &str, text: String) -> LocalBoxFuture<'_, Result<(), String>>;
+/// How the run's training client is created: from the resumed state with its
+/// optimizer, else from `load_checkpoint_path`'s weights, else a new LoRA run. Every
+/// way carries `{"renderer_name": …}` as its user metadata.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Start {
+    /// `create_lora_training_client(base_model, rank)`.
+    Lora {
+        /// `model_name`.
+        base_model: String,
+        /// `lora_rank`.
+        rank: u32,
+    },
+    /// `create_training_client_from_state(path)` (`with_optimizer`: the `…_with_optimizer` call).
+    FromState {
+        /// The checkpoint.
+        path: String,
+        /// Whether the optimizer state is restored too (a resume).
+        with_optimizer: bool,
+    },
 }
 
-/// What a run needs besides its config.
-pub struct SftRun<'a> {
-    /// The client to train with.
-    pub service: &'a ServiceClient,
-    /// The conversation file's rows ([`crate::data::parse_conversations`]).
-    pub rows: &'a [Json],
-    /// The model's tokenizer and the config's renderer.
-    pub tokenizer: &'a Tokenizer,
-    /// See `tokenizer`.
-    pub renderer: &'a Renderer,
-    /// The run's files.
-    pub files: &'a dyn RunFiles,
-    /// Called with each step's metrics line (after it is written).
-    pub on_metrics: &'a dyn Fn(&Map<String, Json>),
-    /// Seconds on a monotonic clock (for `save_every_seconds`).
-    pub now: &'a dyn Fn() -> f64,
+/// A step to send: its data and Adam parameters, after its evaluation if `eval`.
+#[derive(Debug, Clone)]
+pub struct StepOrder {
+    /// The step's global index.
+    pub step: u64,
+    /// The batch's datums.
+    pub data: Vec<Datum>,
+    /// `optim_step`'s parameters (the scheduled learning rate).
+    pub adam: AdamParams,
+    /// Whether the held-out NLL is evaluated before the step is sent.
+    pub eval: bool,
 }
 
-/// Why a run stopped.
-#[derive(Debug)]
-pub enum SftError {
-    /// Bad config or data, before anything was sent.
-    Input(InputError),
-    /// A call failed.
-    Client(ClientError),
-    /// The run's files could not be read or written.
-    Files(String),
-}
-
-impl From<InputError> for SftError {
-    fn from(e: InputError) -> Self {
-        SftError::Input(e)
-    }
-}
-
-impl From<ClientError> for SftError {
-    fn from(e: ClientError) -> Self {
-        SftError::Client(e)
-    }
-}
-
-impl std::fmt::Display for SftError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SftError::Input(e) => e.fmt(f),
-            SftError::Client(e) => e.fmt(f),
-            SftError::Files(e) => f.write_str(e),
-        }
-    }
-}
-
-type Result<T, E = SftError> = std::result::Result<T, E>;
-
-/// The run's place and counters.
-struct Trainer<'a> {
-    run: SftRun<'a>,
-    cfg: SftConfig,
-    client: TrainingClient,
-    train_rows: Vec<usize>,
-    test_data: Vec<Datum>,
-    order: (u64, Vec<usize>),
-    elapsed_tokens: u64,
-    last_saved: (u64, f64),
-    rolling_path: Option<String>,
+/// A save to make: `save_state(name, ttl)` and, if `both`, `save_weights_for_sampler(name, ttl)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SaveOrder {
+    /// The checkpoint's name.
+    pub name: String,
+    /// Its time to live (`None`: kept).
+    pub ttl_seconds: Option<u64>,
+    /// Whether the sampler weights are saved too.
+    pub both: bool,
+    state: Map<String, Json>,
+    periodic: bool,
 }
 
 /// A step whose requests are sent and whose results are not yet read.
-struct Submitted {
+struct InFlight {
     at: Step,
     metrics: Map<String, Json>,
     data: Vec<Datum>,
     num_tokens: u64,
-    fwd: LocalBoxFuture<'static, std::result::Result<ForwardBackwardOutput, ClientError>>,
-    opt: LocalBoxFuture<'static, std::result::Result<Value, ClientError>>,
-    evals: Option<Map<String, Json>>,
+    evals: Map<String, Json>,
 }
 
-/// Runs `supervised.train.main`: trains on `run.rows` with `cfg`, resuming from the
-/// last checkpoint in `run.files` if there is one.
-pub async fn train(run: SftRun<'_>, mut cfg: SftConfig) -> Result<()> {
-    let records = read_records(run.files).await?;
-    let resume = last_checkpoint(&records, "state_path");
-    let (start_epoch, start_batch, resumed_tokens) = resume_point(resume.as_ref());
-    let rows = split(run.rows.len(), cfg.test_size, cfg.shuffle_seed);
-    cfg.plan.n_batches = batches_per_epoch(rows.train.len(), cfg.batch_size) as u64;
-    check(&cfg, rows.train.len())?;
-    let client = create_client(run.service, &cfg, resume.as_ref()).await?;
-    if resume.is_some() {
-        truncate_metrics(run.files, start_epoch * cfg.plan.n_batches + start_batch).await?;
+/// A supervised run's state (see the module's documentation for its protocol).
+pub struct Sft {
+    cfg: SftConfig,
+    plan: SftPlan,
+    rows: Vec<Json>,
+    renderer: Renderer,
+    tokenizer: Option<Rc<Tokenizer>>,
+    train_rows: Vec<usize>,
+    test_rows: Vec<usize>,
+    test_data: Vec<Datum>,
+    resume: Option<Map<String, Json>>,
+    start: (u64, u64),
+    steps: VecDeque<Step>,
+    order: (u64, Vec<usize>),
+    in_flight: VecDeque<InFlight>,
+    elapsed_tokens: u64,
+    last_saved: (u64, f64),
+    stopped_at: Option<Step>,
+}
+
+impl Sft {
+    /// A run of `cfg` over `rows` (the conversation file's, [`crate::data::parse_conversations`]),
+    /// resuming from the last record of `checkpoints` (the text of `checkpoints.jsonl`,
+    /// empty for none); `now` is the clock of `save_every_seconds`. Bad config or data
+    /// is refused here, before anything is sent.
+    pub fn new(
+        mut cfg: SftConfig,
+        rows: Vec<Json>,
+        checkpoints: &str,
+        now: f64,
+    ) -> Result<Self, InputError> {
+        let resume = last_checkpoint(&parse_records(checkpoints)?, "state_path");
+        let n = |k: &str| {
+            resume
+                .as_ref()
+                .and_then(|r| r.get(k))
+                .and_then(Json::as_u64)
+        };
+        let (start, tokens) = (
+            (n("epoch").unwrap_or(0), n("batch").unwrap_or(0)),
+            n("elapsed_tokens"),
+        );
+        let split = split(rows.len(), cfg.test_size, cfg.shuffle_seed);
+        cfg.plan.n_batches = batches_per_epoch(split.train.len(), cfg.batch_size) as u64;
+        check(&cfg, split.train.len())?;
+        let renderer = Renderer::new(&cfg.renderer_name, &Default::default())
+            .map_err(|e| InputError::type_error("renderer_name", e.to_string()))?;
+        let plan = cfg.plan.clone();
+        Ok(Sft {
+            steps: plan.steps(start.0, start.1).collect(),
+            plan,
+            cfg,
+            rows,
+            renderer,
+            tokenizer: None,
+            train_rows: split.train,
+            test_rows: split.test,
+            test_data: Vec::new(),
+            resume,
+            start,
+            order: (u64::MAX, Vec::new()),
+            in_flight: VecDeque::new(),
+            elapsed_tokens: tokens.unwrap_or(0),
+            last_saved: (tokens.unwrap_or(0), now),
+            stopped_at: None,
+        })
     }
-    let now = (run.now)();
-    let mut t = Trainer {
-        run,
-        cfg,
-        client,
-        train_rows: rows.train,
-        test_data: Vec::new(),
-        order: (u64::MAX, Vec::new()),
-        elapsed_tokens: resumed_tokens,
-        last_saved: (resumed_tokens, now),
-        rolling_path: None,
-    };
-    t.test_data = rows
-        .test
-        .iter()
-        .map(|&r| t.datum(r))
-        .collect::<Result<_, _>>()?;
-    let plan = t.cfg.plan.clone();
-    let mut pending = VecDeque::new();
-    for step in plan.steps(start_epoch, start_batch) {
-        pending.push_back(t.submit(step).await?);
-        if pending.len() as u64 > t.cfg.submit_ahead {
-            t.finish(pending.pop_front().expect("a pending step"))
-                .await?;
+
+    /// How to create the training client.
+    pub fn start(&self) -> Start {
+        match (&self.resume, &self.cfg.load_checkpoint_path) {
+            (Some(r), _) => Start::FromState {
+                path: r["state_path"].as_str().unwrap_or_default().into(),
+                with_optimizer: true,
+            },
+            (None, Some(path)) => Start::FromState {
+                path: path.clone(),
+                with_optimizer: false,
+            },
+            (None, None) => Start::Lora {
+                base_model: self.cfg.model_name.clone(),
+                rank: self.cfg.lora_rank,
+            },
         }
     }
-    while let Some(s) = pending.pop_front() {
-        t.finish(s).await?;
+
+    /// The training client's user metadata: `{"renderer_name": …}`.
+    pub fn user_metadata(&self) -> (&'static str, &str) {
+        ("renderer_name", &self.cfg.renderer_name)
     }
-    if plan.trains_from(start_epoch, start_batch) {
-        let state =
-            json!({"epoch": plan.num_epochs, "batch": 0, "elapsed_tokens": t.elapsed_tokens});
-        t.save("final", &state, true, None).await?;
+
+    /// `store.truncate_metrics(step)` of a resumed run, given the text of
+    /// `metrics.jsonl`: `(backup name, kept text)` when rows at or after the resumed step
+    /// are dropped (the old file is kept as `metrics.jsonl.pre_resume_{step:06d}`).
+    pub fn truncate_metrics(&self, text: &str) -> Option<(String, String)> {
+        self.resume.as_ref()?;
+        let step = self.start.0 * self.plan.n_batches + self.start.1;
+        let keep = |line: &&str| {
+            serde_json::from_str::<Json>(line)
+                .ok()
+                .and_then(|v| v.get("step").and_then(Json::as_u64))
+                .is_none_or(|s| s < step)
+        };
+        let kept: Vec<&str> = text.lines().filter(keep).collect();
+        if kept.len() == text.lines().count() {
+            return None;
+        }
+        let body = kept.iter().map(|l| format!("{l}\n")).collect();
+        Some((format!("metrics.jsonl.pre_resume_{step:06}"), body))
     }
-    Ok(())
+
+    /// The model's tokenizer, once the client is there: builds the held-out datums.
+    pub fn set_tokenizer(&mut self, tokenizer: Rc<Tokenizer>) -> Result<(), InputError> {
+        self.tokenizer = Some(tokenizer);
+        self.test_data = self
+            .test_rows
+            .iter()
+            .map(|&r| self.datum(r))
+            .collect::<Result<_, _>>()?;
+        Ok(())
+    }
+
+    /// Stops the run before its next step (see the module's documentation).
+    pub fn stop(&mut self) {
+        if self.stopped_at.is_none() {
+            self.stopped_at = self.steps.front().copied();
+            self.steps.clear();
+        }
+    }
+
+    /// The step a stopped run stopped before.
+    pub fn stopped_at(&self) -> Option<u64> {
+        self.stopped_at.map(|s| s.step)
+    }
+
+    /// Steps in flight (sent, results not yet read).
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Whether the oldest step in flight is to be finished before the next is sent.
+    pub fn must_finish(&self) -> bool {
+        self.in_flight.len() as u64 > self.cfg.submit_ahead
+    }
+
+    /// `submit_batch`: the next step to send (`None`: none is left).
+    pub fn next_step(&mut self) -> Result<Option<StepOrder>, InputError> {
+        let Some(at) = self.steps.pop_front() else {
+            return Ok(None);
+        };
+        let lr = self.plan.learning_rate(at.step)?;
+        let mut metrics = Map::new();
+        metrics.insert("epoch".into(), at.epoch.into());
+        metrics.insert("progress".into(), json!(self.plan.progress(at.step).0));
+        metrics.insert("learning_rate".into(), json!(lr));
+        let adam = AdamParams {
+            learning_rate: lr,
+            beta1: self.cfg.adam_beta1,
+            beta2: self.cfg.adam_beta2,
+            eps: self.cfg.adam_eps,
+            ..AdamParams::default()
+        };
+        let data = self.batch_data(at)?;
+        let num_tokens = data
+            .iter()
+            .map(|d| d.model_input.length().unwrap_or(0) as u64)
+            .sum();
+        let eval = self.plan.evals(at.step).0 && !self.test_data.is_empty();
+        self.in_flight.push_back(InFlight {
+            at,
+            metrics,
+            data: data.clone(),
+            num_tokens,
+            evals: Map::new(),
+        });
+        Ok(Some(StepOrder {
+            step: at.step,
+            data,
+            adam,
+            eval,
+        }))
+    }
+
+    /// The prompts `SamplerNLLEvaluator` scores, one per held-out datum.
+    pub fn test_prompts(&self) -> Vec<ModelInput> {
+        self.test_data.iter().map(scored_prompt).collect()
+    }
+
+    /// The evaluation of `step` from the sampler's logprobs of [`Sft::test_prompts`]
+    /// (`test/nll`, `test/bpb`), added to that step's metrics.
+    pub fn record_eval(&mut self, step: u64, logprobs: &[Vec<Option<f32>>]) {
+        let lp: Vec<Vec<f32>> = logprobs
+            .iter()
+            .map(|l| l.iter().skip(1).map(|x| x.unwrap_or(f32::NAN)).collect())
+            .collect();
+        let tok = self
+            .tokenizer
+            .as_deref()
+            .expect("set_tokenizer before evaluating");
+        let (nll, bpb) = (
+            mean_nll(&lp, &self.test_data),
+            bpb(&lp, &self.test_data, tok),
+        );
+        if let Some(s) = self.in_flight.iter_mut().find(|s| s.at.step == step) {
+            s.evals.insert("test/nll".into(), json!(nll));
+            s.evals.insert("test/bpb".into(), json!(bpb));
+        }
+    }
+
+    /// `finish_batch`, first half, for the oldest step in flight: its progress and
+    /// tokens, and the save that is due (`CheckpointManager.maybe_save_async`), made
+    /// before the step's results are awaited.
+    pub fn finish_begin(&mut self, now: f64) -> Option<SaveOrder> {
+        let s = self.in_flight.front_mut()?;
+        let at = s.at;
+        s.metrics
+            .insert("progress".into(), json!(self.plan.progress(at.step).1));
+        self.elapsed_tokens += s.num_tokens;
+        let since = (
+            self.elapsed_tokens - self.last_saved.0,
+            now - self.last_saved.1,
+        );
+        let state = self.loop_state(at.epoch, at.batch);
+        let name = checkpoint_name(at.step);
+        match self.plan.save(at.step, since.0, since.1) {
+            Save::Periodic => Some(self.save_order(name, state, true, true)),
+            Save::Rolling => {
+                let mut state = state;
+                state.insert("rolling".into(), true.into());
+                let mut o = self.save_order(name, state, false, false);
+                o.ttl_seconds = Some(self.cfg.rolling_ttl_seconds);
+                Some(o)
+            }
+            Save::None => None,
+        }
+    }
+
+    /// `finish_batch`, second half: the oldest step's metrics from its forward_backward
+    /// logprobs (one list per datum) and `optim_step`'s metrics (read as floats, as the
+    /// Python SDK's type has them). Returns its
+    /// `metrics.jsonl` line (Python's `json.dumps`, with its newline) and the metrics.
+    pub fn finish_end(
+        &mut self,
+        logprobs: &[Vec<f32>],
+        optim_metrics: Map<String, Json>,
+    ) -> Option<(String, Map<String, Json>)> {
+        let s = self.in_flight.pop_front()?;
+        let mut m = s.metrics;
+        // `OptimStepResponse.metrics` is `Dict[str, float]`: numbers as floats (2.0).
+        m.extend(optim_metrics.into_iter().map(|(k, v)| match v.as_f64() {
+            Some(x) => (k, json!(x)),
+            None => (k, v),
+        }));
+        let loss_tokens: f64 = s
+            .data
+            .iter()
+            .map(|d| {
+                floats(d, "weights")
+                    .iter()
+                    .map(|&w| f64::from(w))
+                    .sum::<f64>()
+            })
+            .sum();
+        let tok = self
+            .tokenizer
+            .as_deref()
+            .expect("set_tokenizer before finishing");
+        for (k, v) in [
+            ("num_sequences", json!(s.data.len())),
+            ("num_tokens", json!(s.num_tokens)),
+            ("num_loss_tokens", json!(loss_tokens)),
+            ("train_mean_nll", json!(mean_nll(logprobs, &s.data))),
+            ("tokens/sampled", json!(0)),
+            ("tokens/prefill_cached", json!(0)),
+            ("tokens/prefill_uncached", json!(0)),
+            ("tokens/trained", json!(s.num_tokens)),
+            ("tokens/cumulative/sampled", json!(0)),
+            ("tokens/cumulative/prefill_cached", json!(0)),
+            ("tokens/cumulative/prefill_uncached", json!(0)),
+            ("tokens/cumulative/trained", json!(self.elapsed_tokens)),
+            ("train_mean_bpb", json!(bpb(logprobs, &s.data, tok))),
+        ] {
+            m.insert(k.into(), v);
+        }
+        m.extend(s.evals);
+        let mut line = Map::new();
+        line.insert("step".into(), s.at.step.into());
+        line.extend(m);
+        Some((dumps(&line), line))
+    }
+
+    /// The last save: `final` after the last step (none when the run had nothing left to
+    /// train), or, for a stopped run, a save named after the step it stopped before,
+    /// whose loop state resumes there.
+    pub fn end_save(&self) -> Option<SaveOrder> {
+        let (plan, start) = (&self.plan, self.start);
+        match self.stopped_at {
+            Some(at) if at.step > start.0 * plan.n_batches + start.1 => {
+                let state = self.loop_state(at.epoch, at.batch);
+                Some(self.save_order(checkpoint_name(at.step), state, true, true))
+            }
+            Some(_) => None,
+            None if plan.trains_from(start.0, start.1) => {
+                let state = self.loop_state(plan.num_epochs, 0);
+                let mut o = self.save_order("final".into(), state, true, false);
+                o.ttl_seconds = None;
+                Some(o)
+            }
+            None => None,
+        }
+    }
+
+    /// A save is done: its `checkpoints.jsonl` line (with its newline), from the paths
+    /// the calls returned.
+    pub fn saved(
+        &mut self,
+        order: &SaveOrder,
+        state_path: Option<&str>,
+        sampler_path: Option<&str>,
+        now: f64,
+    ) -> String {
+        if order.periodic {
+            self.last_saved = (self.elapsed_tokens, now);
+        }
+        let mut paths = Map::new();
+        paths.insert("state_path".into(), json!(state_path));
+        if order.both {
+            paths.insert("sampler_path".into(), json!(sampler_path));
+        }
+        dumps(&record(&order.name, &order.state, &paths))
+    }
+
+    fn loop_state(&self, epoch: u64, batch: u64) -> Map<String, Json> {
+        let v = json!({"epoch": epoch, "batch": batch, "elapsed_tokens": self.elapsed_tokens});
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    fn save_order(
+        &self,
+        name: String,
+        state: Map<String, Json>,
+        both: bool,
+        periodic: bool,
+    ) -> SaveOrder {
+        SaveOrder {
+            name,
+            ttl_seconds: self.cfg.ttl_seconds,
+            both,
+            state,
+            periodic,
+        }
+    }
+
+    /// The datums of a step's batch, in the epoch's order.
+    fn batch_data(&mut self, at: Step) -> Result<Vec<Datum>, InputError> {
+        if self.order.0 != at.epoch {
+            self.order = (at.epoch, epoch_order(&self.train_rows, at.epoch));
+        }
+        let rows = batch(&self.order.1, self.cfg.batch_size, at.batch as usize);
+        rows.iter().map(|&r| self.datum(r)).collect()
+    }
+
+    /// Row `r` of the file as a datum (`conversation_to_datum` with mean reduction).
+    fn datum(&self, r: usize) -> Result<Datum, InputError> {
+        let at = format!("rows[{r}]");
+        let messages =
+            Message::list_from_json(&self.rows[r]["messages"]).map_err(|e| e.within(&at))?;
+        let tok = self
+            .tokenizer
+            .as_deref()
+            .expect("set_tokenizer before the first step");
+        conversation_to_datum(
+            &self.renderer,
+            tok,
+            &messages,
+            self.cfg.max_length,
+            self.cfg.train_on_what,
+            Reduction::Mean,
+        )
+        .map_err(|e| InputError::type_error(at + ".messages", e.to_string()))
+    }
+}
+
+/// A `.jsonl` line as the cookbook writes it (`json.dumps`, then a newline).
+fn dumps(v: &Map<String, Json>) -> String {
+    let text = tinker_tokenizer::chat::py_json_dumps_with(
+        &Json::Object(v.clone()),
+        (", ", ": "),
+        true,
+        None,
+    );
+    text + "\n"
 }
 
 /// Refuses a config that cannot train before anything is sent.
-fn check(cfg: &SftConfig, train_rows: usize) -> std::result::Result<(), InputError> {
+fn check(cfg: &SftConfig, train_rows: usize) -> Result<(), InputError> {
     if cfg.batch_size == 0 {
         return Err(InputError::range_error(
             "batch_size",
@@ -248,366 +571,95 @@ fn check(cfg: &SftConfig, train_rows: usize) -> std::result::Result<(), InputErr
     Ok(())
 }
 
-async fn read_records(files: &dyn RunFiles) -> Result<Vec<Map<String, Json>>> {
-    let text = files
-        .read("checkpoints.jsonl")
-        .await
-        .map_err(SftError::Files)?;
-    Ok(parse_records(text.as_deref().unwrap_or(""))?)
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// `(start_epoch, start_batch, elapsed_tokens)` of the record a run resumes from.
-fn resume_point(rec: Option<&Map<String, Json>>) -> (u64, u64, u64) {
-    let n = |k: &str| {
-        rec.and_then(|r| r.get(k))
-            .and_then(Json::as_u64)
-            .unwrap_or(0)
-    };
-    (n("epoch"), n("batch"), n("elapsed_tokens"))
-}
-
-/// The training client: from the resumed state with its optimizer, else from
-/// `load_checkpoint_path`'s weights, else a new LoRA run.
-async fn create_client(
-    service: &ServiceClient,
-    cfg: &SftConfig,
-    resume: Option<&Map<String, Json>>,
-) -> Result<TrainingClient> {
-    let mut meta = StrMap::new();
-    meta.insert("renderer_name", cfg.renderer_name.clone());
-    let from = |path: &str, with_optimizer| FromStateOptions {
-        path: path.into(),
-        with_optimizer,
-        user_metadata: Some(meta.clone()),
-        ..FromStateOptions::default()
-    };
-    let call = CallOptions::default();
-    let fut = match (resume, &cfg.load_checkpoint_path) {
-        (Some(r), _) => {
-            let path = r["state_path"].as_str().unwrap_or_default();
-            service.create_training_client_from_state(from(path, true), call)?
-        }
-        (None, Some(path)) => service.create_training_client_from_state(from(path, false), call)?,
-        (None, None) => service.create_lora_training_client(
-            LoraOptions {
-                base_model: cfg.model_name.clone(),
-                lora: LoraConfig::new(cfg.lora_rank),
-                user_metadata: Some(meta.clone()),
-                optimizer: None,
-            },
-            call,
-        )?,
-    };
-    Ok(fut.await?)
-}
-
-/// `store.truncate_metrics(step)`: drops the metrics rows at or after the resumed step,
-/// keeping the old file as `metrics.jsonl.pre_resume_{step:06d}` when any is dropped.
-async fn truncate_metrics(files: &dyn RunFiles, step: u64) -> Result<()> {
-    let Some(text) = files.read("metrics.jsonl").await.map_err(SftError::Files)? else {
-        return Ok(());
-    };
-    let keep = |line: &&str| {
-        serde_json::from_str::<Json>(line)
-            .ok()
-            .and_then(|v| v.get("step").and_then(Json::as_u64))
-            .is_none_or(|s| s < step)
-    };
-    let kept: Vec<&str> = text.lines().filter(keep).collect();
-    if kept.len() == text.lines().count() {
-        return Ok(());
+    fn rows(n: usize) -> Vec<Json> {
+        (0..n)
+            .map(|i| json!({"messages": [{"role": "user", "content": format!("q{i}")}]}))
+            .collect()
     }
-    let backup = format!("metrics.jsonl.pre_resume_{step:06}");
-    files
-        .write(&backup, text.clone())
-        .await
-        .map_err(SftError::Files)?;
-    let body: String = kept.iter().map(|l| format!("{l}\n")).collect();
-    files
-        .write("metrics.jsonl", body)
-        .await
-        .map_err(SftError::Files)
-}
 
-impl Trainer<'_> {
-    /// `submit_batch`: the step's data, its evaluation if one is due, then its
-    /// forward_backward and optim_step.
-    async fn submit(&mut self, at: Step) -> Result<Submitted> {
-        let plan = &self.cfg.plan;
-        let lr = plan.learning_rate(at.step)?;
-        let mut metrics = Map::new();
-        metrics.insert("epoch".into(), at.epoch.into());
-        metrics.insert("progress".into(), json!(plan.progress(at.step).0));
-        metrics.insert("learning_rate".into(), json!(lr));
-        let adam = AdamParams {
-            learning_rate: lr,
-            beta1: self.cfg.adam_beta1,
-            beta2: self.cfg.adam_beta2,
-            eps: self.cfg.adam_eps,
-            ..AdamParams::default()
+    fn run(checkpoints: &str, edit: impl FnOnce(&mut SftConfig)) -> Result<Sft, InputError> {
+        let mut cfg = SftConfig::new("Qwen/Qwen3-8B", "qwen3", 2);
+        cfg.plan.num_epochs = 2;
+        edit(&mut cfg);
+        Sft::new(cfg, rows(6), checkpoints, 0.0)
+    }
+
+    const SAVED: &str = r#"{"name": "000002", "batch": 2, "epoch": 0, "state_path": "tinker://r/weights/000002", "elapsed_tokens": 40}"#;
+
+    #[test]
+    fn a_run_starts_new_from_weights_or_resumes_from_its_last_state() {
+        let fresh = run("", |_| {}).unwrap();
+        let lora = Start::Lora {
+            base_model: "Qwen/Qwen3-8B".into(),
+            rank: 32,
         };
-        let data = self.batch_data(at)?;
-        let evals = if self.cfg.plan.evals(at.step).0 && !self.test_data.is_empty() {
-            Some(self.evaluate().await?)
-        } else {
-            None
-        };
-        let num_tokens = data
-            .iter()
-            .map(|d| d.model_input.length().unwrap_or(0) as u64)
-            .sum();
-        let call = CallOptions::default;
-        let fwd = self
-            .client
-            .forward_backward(data.clone(), "cross_entropy", None, call())?;
-        let opt = self.client.optim_step(OptimParams::Adam(adam), call())?;
-        let (fwd, opt) = (self.eager(fwd), self.eager(opt));
-        Ok(Submitted {
-            at,
-            metrics,
-            data,
-            num_tokens,
-            fwd,
-            opt,
-            evals,
+        assert_eq!(fresh.start(), lora);
+        let from = run("", |c| {
+            c.load_checkpoint_path = Some("tinker://x/weights/w".into())
         })
+        .unwrap();
+        let weights = Start::FromState {
+            path: "tinker://x/weights/w".into(),
+            with_optimizer: false,
+        };
+        assert_eq!(from.start(), weights);
+        let resumed = run(SAVED, |c| c.load_checkpoint_path = Some("ignored".into())).unwrap();
+        let state = Start::FromState {
+            path: "tinker://r/weights/000002".into(),
+            with_optimizer: true,
+        };
+        assert_eq!(resumed.start(), state);
+        assert_eq!(resumed.user_metadata(), ("renderer_name", "qwen3"));
     }
 
-    /// `SamplerNLLEvaluator(test, name="test")`: the held-out rows scored by a sampler of
-    /// the current weights (`test/nll`, `test/bpb`).
-    async fn evaluate(&self) -> Result<Map<String, Json>> {
-        let call = CallOptions::default;
-        let sampler = self
-            .client
-            .save_weights_and_get_sampling_client("snapshot", SamplingOptions::default(), call())?
-            .await?;
-        let mut pending = Vec::new();
-        for d in &self.test_data {
-            pending.push(self.eager(sampler.compute_logprobs(scored_prompt(d), None, call())?));
-        }
-        let mut logprobs = Vec::new();
-        for p in pending {
-            let lp = p.await?;
-            logprobs.push(
-                lp.iter()
-                    .skip(1)
-                    .map(|x| x.unwrap_or(f32::NAN))
-                    .collect::<Vec<f32>>(),
-            );
-        }
-        let mut m = Map::new();
-        m.insert(
-            "test/nll".into(),
-            json!(mean_nll(&logprobs, &self.test_data)),
+    #[test]
+    fn a_resumed_run_drops_the_metrics_rows_from_its_step_on() {
+        let metrics = "{\"step\": 0}\n{\"step\": 1}\n{\"step\": 2}\n{\"step\": 3}\n";
+        assert_eq!(run("", |_| {}).unwrap().truncate_metrics(metrics), None);
+        let cut = run(SAVED, |_| {}).unwrap().truncate_metrics(metrics);
+        let kept = "{\"step\": 0}\n{\"step\": 1}\n".to_string();
+        assert_eq!(cut, Some(("metrics.jsonl.pre_resume_000002".into(), kept)));
+        let none_dropped = run(SAVED, |_| {})
+            .unwrap()
+            .truncate_metrics("{\"step\": 1}\n");
+        assert_eq!(none_dropped, None);
+    }
+
+    #[test]
+    fn the_last_save_is_final_or_where_a_stopped_run_stopped() {
+        let done = run("", |_| {}).unwrap();
+        let last = done.end_save().unwrap();
+        assert_eq!(
+            (last.name.as_str(), last.ttl_seconds, last.both),
+            ("final", None, true)
         );
-        m.insert(
-            "test/bpb".into(),
-            json!(bpb(&logprobs, &self.test_data, self.run.tokenizer)),
-        );
-        Ok(m)
+        // Stopped before its first step: nothing trained, nothing saved.
+        let mut stopped = run("", |_| {}).unwrap();
+        stopped.stop();
+        assert_eq!((stopped.stopped_at(), stopped.end_save()), (Some(0), None));
+        // Resumed at step 2 and stopped at once: nothing new to save either.
+        let mut again = run(SAVED, |_| {}).unwrap();
+        again.stop();
+        assert_eq!((again.stopped_at(), again.end_save()), (Some(2), None));
+        // A finished run resumed: nothing left to train, no final save.
+        let finished = r#"{"name": "final", "epoch": 2, "batch": 0, "state_path": "tinker://r/weights/final"}"#;
+        assert_eq!(run(finished, |_| {}).unwrap().end_save(), None);
     }
 
-    /// Sends a call now, as the cookbook's `*_async` calls do (a call's future only sends
-    /// its request when polled, and later calls wait for its turn in the model's order).
-    fn eager<T: 'static>(&self, fut: LocalBoxFuture<'static, T>) -> LocalBoxFuture<'static, T> {
-        let (remote, handle) = fut.remote_handle();
-        self.client.holder().env().spawn(Box::pin(remote));
-        Box::pin(handle)
-    }
-
-    /// The datums of a step's batch, in the epoch's order.
-    fn batch_data(&mut self, at: Step) -> Result<Vec<Datum>> {
-        if self.order.0 != at.epoch {
-            self.order = (at.epoch, epoch_order(&self.train_rows, at.epoch));
-        }
-        let rows = batch(&self.order.1, self.cfg.batch_size, at.batch as usize);
-        rows.iter()
-            .map(|&r| self.datum(r))
-            .collect::<std::result::Result<_, _>>()
-            .map_err(SftError::Input)
-    }
-
-    /// Row `r` of the file as a datum (`conversation_to_datum` with mean reduction).
-    fn datum(&self, r: usize) -> std::result::Result<Datum, InputError> {
-        let at = format!("rows[{r}].messages");
-        let messages: Vec<Message> = self.run.rows[r]["messages"]
-            .as_array()
-            .map(|m| {
-                m.iter()
-                    .enumerate()
-                    .map(|(i, v)| Message::from_json(v, &format!("{at}[{i}]")))
-                    .collect()
-            })
-            .unwrap_or(Ok(Vec::new()))?;
-        conversation_to_datum(
-            self.run.renderer,
-            self.run.tokenizer,
-            &messages,
-            self.cfg.max_length,
-            self.cfg.train_on_what,
-            Reduction::Mean,
-        )
-        .map_err(|e| InputError::type_error(at, e.to_string()))
-    }
-
-    /// `finish_batch`: a due save, then the step's results and its metrics line.
-    async fn finish(&mut self, s: Submitted) -> Result<()> {
-        let mut metrics = s.metrics;
-        metrics.insert(
-            "progress".into(),
-            json!(self.cfg.plan.progress(s.at.step).1),
-        );
-        self.elapsed_tokens += s.num_tokens;
-        self.maybe_save(s.at).await?;
-        let out = s.fwd.await?;
-        let opt = s.opt.await?;
-        if let Some(m) = opt.get("metrics").and_then(Value::as_object) {
-            for (k, v) in m.iter() {
-                metrics.insert(
-                    k.clone(),
-                    serde_json::from_slice(&v.to_vec()).unwrap_or(Json::Null),
-                );
-            }
-        }
-        let trained = self.elapsed_tokens;
-        let loss_tokens: f64 = s
-            .data
-            .iter()
-            .map(|d| {
-                floats(d, "weights")
-                    .iter()
-                    .map(|&w| f64::from(w))
-                    .sum::<f64>()
-            })
-            .sum();
-        let logprobs: Vec<Vec<f32>> = out
-            .loss_fn_outputs
-            .iter()
-            .map(|o| match o.get("logprobs").map(|t| &t.values) {
-                Some(TensorValues::Float32(v)) => v.clone(),
-                _ => Vec::new(),
-            })
-            .collect();
-        for (k, v) in [
-            ("num_sequences", json!(s.data.len())),
-            ("num_tokens", json!(s.num_tokens)),
-            ("num_loss_tokens", json!(loss_tokens)),
-            ("train_mean_nll", json!(mean_nll(&logprobs, &s.data))),
-            ("tokens/sampled", json!(0)),
-            ("tokens/prefill_cached", json!(0)),
-            ("tokens/prefill_uncached", json!(0)),
-            ("tokens/trained", json!(s.num_tokens)),
-            ("tokens/cumulative/sampled", json!(0)),
-            ("tokens/cumulative/prefill_cached", json!(0)),
-            ("tokens/cumulative/prefill_uncached", json!(0)),
-            ("tokens/cumulative/trained", json!(trained)),
-            (
-                "train_mean_bpb",
-                json!(bpb(&logprobs, &s.data, self.run.tokenizer)),
-            ),
-        ] {
-            metrics.insert(k.into(), v);
-        }
-        metrics.extend(s.evals.unwrap_or_default());
-        self.log(s.at.step, metrics).await
-    }
-
-    /// Appends `{"step": step, **metrics}` to `metrics.jsonl` as Python's `json.dumps`.
-    async fn log(&self, step: u64, metrics: Map<String, Json>) -> Result<()> {
-        let mut line = Map::new();
-        line.insert("step".into(), step.into());
-        line.extend(metrics);
-        let text = tinker_tokenizer::chat::py_json_dumps_with(
-            &Json::Object(line.clone()),
-            (", ", ": "),
-            true,
-            None,
-        );
-        self.run
-            .files
-            .append("metrics.jsonl", text + "\n")
-            .await
-            .map_err(SftError::Files)?;
-        (self.run.on_metrics)(&line);
-        Ok(())
-    }
-
-    /// `CheckpointManager.maybe_save_async`.
-    async fn maybe_save(&mut self, at: Step) -> Result<()> {
-        let since = (
-            self.elapsed_tokens - self.last_saved.0,
-            (self.run.now)() - self.last_saved.1,
-        );
-        let state =
-            json!({"epoch": at.epoch, "batch": at.batch, "elapsed_tokens": self.elapsed_tokens});
-        match self.cfg.plan.save(at.step, since.0, since.1) {
-            Save::Periodic => {
-                let ttl = self.cfg.ttl_seconds;
-                self.save(&checkpoint_name(at.step), &state, true, ttl)
-                    .await?;
-                self.last_saved = (self.elapsed_tokens, (self.run.now)());
-            }
-            Save::Rolling => {
-                let mut state = state;
-                state["rolling"] = true.into();
-                let ttl = Some(self.cfg.rolling_ttl_seconds);
-                let path = self
-                    .save(&checkpoint_name(at.step), &state, false, ttl)
-                    .await?;
-                self.rolling_path = path;
-            }
-            Save::None => {}
-        }
-        Ok(())
-    }
-
-    /// `save_checkpoint_async`: the state (and the sampler weights if `both`), then its
-    /// record in `checkpoints.jsonl`. Returns the state's path.
-    async fn save(
-        &self,
-        name: &str,
-        state: &Json,
-        both: bool,
-        ttl: Option<u64>,
-    ) -> Result<Option<String>> {
-        let call = CallOptions::default;
-        let st = self.eager(self.client.save_state(name, ttl, false, None, call())?);
-        let sampler = both
-            .then(|| {
-                self.client
-                    .save_weights_for_sampler(name, ttl, None, call())
-            })
-            .transpose()?
-            .map(|f| self.eager(f));
-        let mut paths = Map::new();
-        let state_path = st
-            .await?
-            .get("path")
-            .and_then(Value::as_str)
-            .map(String::from);
-        paths.insert("state_path".into(), json!(state_path));
-        if let Some(s) = sampler {
-            paths.insert(
-                "sampler_path".into(),
-                json!(s.await?.get("path").and_then(Value::as_str)),
-            );
-        }
-        let rec = record(
-            name,
-            state.as_object().expect("a loop state object"),
-            &paths,
-        );
-        let line = tinker_tokenizer::chat::py_json_dumps_with(
-            &Json::Object(rec),
-            (", ", ": "),
-            true,
-            None,
-        );
-        self.run
-            .files
-            .append("checkpoints.jsonl", line + "\n")
-            .await
-            .map_err(SftError::Files)?;
-        Ok(state_path)
+    #[test]
+    fn bad_config_is_refused_before_anything_is_sent() {
+        let big = run("", |c| c.batch_size = 7).err().unwrap().to_string();
+        assert!(big.contains("6 rows make no batch of 7"), "{big}");
+        let zero = run("", |c| c.batch_size = 0).err().unwrap().to_string();
+        assert!(zero.contains("batch_size"), "{zero}");
+        let renderer = run("", |c| c.renderer_name = "qwen9".into())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(renderer.contains("renderer_name"), "{renderer}");
     }
 }

@@ -1,5 +1,6 @@
 //! The cookbook crate's shape (tinker-structure's rules): the numbers the cookbook
-//! computes (data orders, rates), then a run's data, plan and records.
+//! computes (data orders, rates), then a run's data, plan and records, the run's state
+//! machine, and the config a caller gives it.
 
 use tinker_structure::Crate;
 
@@ -11,6 +12,7 @@ fn the_cookbook_crate_keeps_its_layers() {
             ("numbers", &["rng.rs", "schedule.rs", "hyperparams.rs"]),
             ("runs", &["data.rs", "plan.rs", "checkpoints.rs", "nll.rs"]),
             ("loops", &["sft.rs"]),
+            ("configs", &["config.rs"]),
         ],
     )
     .check();

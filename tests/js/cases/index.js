@@ -9,6 +9,7 @@ import sampling from './sampling.js';
 import rest from './rest.js';
 import surface, { tokenizerSurface } from './surface.js';
 import tokenizer from './tokenizer.js';
+import cookbook from './cookbook.js';
 import panic from './panic.js';
 
-export default { smoke, 'client-input': clientInput, 'bad-input': badInput, 'data-lanes': dataLanes, training, 'get-tokenizer': tokenizerCases, sampling, rest, surface, 'surface-tokenizer': tokenizerSurface, tokenizer, panic };
+export default { smoke, 'client-input': clientInput, 'bad-input': badInput, 'data-lanes': dataLanes, training, 'get-tokenizer': tokenizerCases, sampling, rest, surface, 'surface-tokenizer': tokenizerSurface, tokenizer, cookbook, panic };

@@ -1,0 +1,286 @@
+// tinker-wasm/cookbook: tinker-cookbook's training methods over the full module. The
+// logic (schedules, shuffling, batching, datums, metrics, checkpoint records, resume, the
+// order of the calls) is the Rust crate's state machine (crates/cookbook's sft::Sft,
+// through the skin's __CookbookSft); this file sends what it says, in the order it says,
+// and holds what a user passes in: the dataset's source, the run's store, the signal and
+// the metrics callback.
+
+/**
+ * A run's files (`checkpoints.jsonl`, `metrics.jsonl`): a folder in Node, any object with
+ * these three methods elsewhere.
+ * @typedef {{
+ *   read(name: string): Promise<string | undefined> | string | undefined,
+ *   append(name: string, text: string): Promise<void> | void,
+ *   write(name: string, text: string): Promise<void> | void,
+ * }} RunStore
+ */
+
+/** A store in memory (the default when a run has no `log_path`). @returns {RunStore & { files: Map<string, string> }} */
+export function memoryStore() {
+  /** @type {Map<string, string>} */
+  const files = new Map();
+  return {
+    files,
+    read: (name) => files.get(name),
+    append: (name, text) => void files.set(name, (files.get(name) ?? '') + text),
+    write: (name, text) => void files.set(name, text),
+  };
+}
+
+/**
+ * A store in a browser's IndexedDB: one object store of file texts in the database `name`.
+ * @param {string} name
+ * @returns {RunStore}
+ */
+export function indexedDbStore(name) {
+  if (typeof indexedDB === 'undefined') throw new TypeError('indexedDbStore: this runtime has no indexedDB');
+  /** @type {Promise<IDBDatabase>} */
+  const db = new Promise((resolve, reject) => {
+    const req = indexedDB.open(name, 1);
+    req.onupgradeneeded = () => req.result.createObjectStore('files');
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+  });
+  /** @param {IDBTransactionMode} mode @param {(s: IDBObjectStore) => IDBRequest} f */
+  const run = async (mode, f) => {
+    const tx = (await db).transaction('files', mode);
+    const req = f(tx.objectStore('files'));
+    return new Promise((resolve, reject) => {
+      tx.oncomplete = () => resolve(req.result);
+      tx.onerror = tx.onabort = () => reject(tx.error);
+    });
+  };
+  /** @type {RunStore} */
+  const store = {
+    read: (file) => run('readonly', (s) => s.get(file)),
+    write: async (file, text) => void (await run('readwrite', (s) => s.put(text, file))),
+    append: async (file, text) => store.write(file, ((await store.read(file)) ?? '') + text),
+  };
+  return store;
+}
+
+/**
+ * A store over a folder (Node, Bun, Deno).
+ * @param {string} dir
+ * @param {any} fs node:fs
+ * @param {any} path node:path
+ * @returns {RunStore}
+ */
+export function folderStore(dir, fs, path) {
+  const at = (/** @type {string} */ name) => path.join(dir, name);
+  return {
+    read: async (name) => {
+      try {
+        return await fs.promises.readFile(at(name), 'utf8');
+      } catch (e) {
+        if (/** @type {any} */ (e).code === 'ENOENT') return undefined;
+        throw e;
+      }
+    },
+    append: async (name, text) => {
+      await fs.promises.mkdir(dir, { recursive: true });
+      await fs.promises.appendFile(at(name), text);
+    },
+    write: async (name, text) => {
+      await fs.promises.mkdir(dir, { recursive: true });
+      await fs.promises.writeFile(at(name), text);
+    },
+  };
+}
+
+/** `supervised.FromConversationFileBuilder`: the cookbook's conversation JSONL. */
+export class FromConversationFileBuilder {
+  /** @param {Record<string, unknown>} params */
+  constructor(params) {
+    if (params === null || typeof params !== 'object') {
+      throw new TypeError(`FromConversationFileBuilder: params must be an object, got ${params === null ? 'null' : typeof params}`);
+    }
+    Object.assign(this, params);
+  }
+}
+
+/**
+ * The dataset's JSONL text: the file (a path needs `fs`), its text or bytes, or the
+ * conversations themselves.
+ * @param {any} b the builder
+ * @param {any} fs
+ */
+async function datasetText(b, fs) {
+  if (b === null || typeof b !== 'object') {
+    throw new TypeError(`dataset_builder: must be a supervised.FromConversationFileBuilder, got ${b === null ? 'null' : typeof b}`);
+  }
+  const given = ['file_path', 'text', 'conversations'].filter((k) => b[k] !== undefined);
+  if (given.length !== 1) {
+    throw new TypeError(`dataset_builder: give exactly one of file_path, text and conversations, got ${given.length ? given.join(', ') : 'none'}`);
+  }
+  if (b.text !== undefined) {
+    if (typeof b.text === 'string') return b.text;
+    if (b.text instanceof Uint8Array) return new TextDecoder().decode(b.text);
+    throw new TypeError(`dataset_builder.text: must be a string or a Uint8Array, got ${typeof b.text}`);
+  }
+  if (b.file_path !== undefined) {
+    if (!fs) throw new TypeError('dataset_builder.file_path: this runtime has no file system; give text or conversations');
+    return fs.promises.readFile(b.file_path, 'utf8');
+  }
+  const lines = [];
+  for await (const c of b.conversations) lines.push(JSON.stringify(c));
+  return lines.join('\n');
+}
+
+/** The dataset builder's params without its source (the skin reads those). @param {any} b */
+function builderParams(b) {
+  const { text: _t, conversations: _c, ...rest } = b;
+  return rest;
+}
+
+/**
+ * The cookbook namespaces over an entry's exports.
+ * @param {any} tinker the runtime entry (`tinker-wasm` for that runtime)
+ * @param {{ fs?: any, path?: any }} [host] node:fs and node:path where the runtime has them
+ */
+export function cookbook(tinker, host = {}) {
+  const { fs, path } = host;
+
+  /**
+   * `supervised.train(config, { service, signal, onMetrics, store })`.
+   * @param {any} config
+   * @param {{ service?: any, signal?: AbortSignal, onMetrics?: (m: Record<string, unknown>) => void, store?: RunStore }} [options]
+   */
+  async function train(config, options = {}) {
+    if (config === null || typeof config !== 'object') {
+      throw new TypeError(`supervised.train config: must be an object, got ${config === null ? 'null' : typeof config}`);
+    }
+    const { service, signal, onMetrics, store } = options;
+    if (!(service instanceof tinker.ServiceClient)) {
+      throw new TypeError('supervised.train options.service: must be a ServiceClient');
+    }
+    if (onMetrics !== undefined && typeof onMetrics !== 'function') {
+      throw new TypeError(`supervised.train options.onMetrics: must be a function, got ${typeof onMetrics}`);
+    }
+    const files = store ?? runStore(config.log_path);
+    const text = await datasetText(config.dataset_builder, fs);
+    const cfg = { ...config, dataset_builder: builderParams(config.dataset_builder) };
+    const now = () => Date.now() / 1000;
+    // The crate reads the config (its defaults, its errors): as JSON, non-finite numbers
+    // kept as their names so that they are refused rather than read as null.
+    const json = JSON.stringify(cfg, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v));
+    const run = new tinker.__CookbookSft(json, text, (await files.read('checkpoints.jsonl')) ?? '', now());
+    try {
+      const tc = await createClient(service, run.start());
+      const metricsText = (await files.read('metrics.jsonl')) ?? '';
+      const cut = run.truncateMetrics(metricsText);
+      if (cut) {
+        await files.write(cut[0], metricsText);
+        await files.write('metrics.jsonl', cut[1]);
+      }
+      run.setTokenizer(await tokenizerOf(service, tc, cfg));
+      await loop(run, tc, files, { signal, onMetrics, now });
+      return { stopped: run.stoppedAt !== undefined, stopped_at_step: run.stoppedAt ?? null };
+    } finally {
+      run.free();
+    }
+  }
+
+  /**
+   * The renderer's tokenizer: the training model's, or `common_config.model_name_for_tokenizer`'s
+   * when that names another model (through a sampling client of it: the service's loader).
+   * @param {any} service @param {any} tc @param {any} cfg
+   */
+  async function tokenizerOf(service, tc, cfg) {
+    const other = cfg.dataset_builder?.common_config?.model_name_for_tokenizer;
+    if (other === undefined || other === null || other === cfg.model_name) return tc.getTokenizer();
+    return (await service.createSamplingClient({ base_model: other })).getTokenizer();
+  }
+
+  /** The training client the run starts from. @param {any} service @param {any} s */
+  function createClient(service, s) {
+    return s.base_model !== undefined
+      ? service.createLoraTrainingClient({ base_model: s.base_model, rank: s.rank, user_metadata: s.user_metadata })
+      : s.with_optimizer
+        ? service.createTrainingClientFromStateWithOptimizer(s.path, { user_metadata: s.user_metadata })
+        : service.createTrainingClientFromState(s.path, { user_metadata: s.user_metadata });
+  }
+
+  /**
+   * The steps, as the cookbook sends them: each step's evaluation, then its
+   * forward_backward and optim_step, the oldest finished once too many are in flight.
+   * @param {any} run @param {any} tc @param {RunStore} files
+   * @param {{ signal?: AbortSignal, onMetrics?: (m: any) => void, now: () => number }} o
+   */
+  async function loop(run, tc, files, { signal, onMetrics, now }) {
+    const inFlight = [];
+    for (;;) {
+      if (signal?.aborted) run.stop();
+      const step = run.nextStep();
+      if (step === undefined) break;
+      if (step.eval) await evaluate(run, tc, step.step);
+      inFlight.push([tc.forwardBackward(step.data, 'cross_entropy'), tc.optimStep(step.adam)]);
+      if (run.mustFinish) await finish(run, tc, files, inFlight.shift(), onMetrics, now);
+    }
+    while (inFlight.length) await finish(run, tc, files, inFlight.shift(), onMetrics, now);
+    const last = run.endSave();
+    if (last !== undefined) await save(run, tc, files, last, now);
+  }
+
+  /** `SamplerNLLEvaluator` on a sampler of the current weights. @param {any} run @param {any} tc @param {number} step */
+  async function evaluate(run, tc, step) {
+    const sampler = await tc.saveWeightsAndGetSamplingClient();
+    const logprobs = await Promise.all(run.testPrompts().map((/** @type {any} */ p) => sampler.computeLogprobs(p)));
+    run.recordEval(step, logprobs);
+  }
+
+  /** `finish_batch`: the due save, then the step's results and its metrics line. */
+  async function finish(/** @type {any} */ run, /** @type {any} */ tc, /** @type {RunStore} */ files, /** @type {any[]} */ [fwd, opt], /** @type {any} */ onMetrics, /** @type {() => number} */ now) {
+    const due = run.finishBegin(now());
+    if (due !== undefined) await save(run, tc, files, due, now);
+    const out = await fwd;
+    const optimized = await opt;
+    const [line, metrics] = run.finishEnd(out, optimized?.metrics ?? {});
+    await files.append('metrics.jsonl', line);
+    onMetrics?.(metrics);
+  }
+
+  /** A save: the state (and the sampler weights), then its record. */
+  async function save(/** @type {any} */ run, /** @type {any} */ tc, /** @type {RunStore} */ files, /** @type {any} */ order, /** @type {() => number} */ now) {
+    const params = order.ttl_seconds === undefined ? {} : { ttl_seconds: order.ttl_seconds };
+    const state = tc.saveState(order.name, params);
+    const sampler = order.both ? tc.saveWeightsForSampler(order.name, params) : undefined;
+    const statePath = (await state).path;
+    const samplerPath = sampler && (await sampler).path;
+    await files.append('checkpoints.jsonl', run.saved(statePath, samplerPath, now()));
+  }
+
+  /** @param {unknown} logPath @returns {RunStore} */
+  function runStore(logPath) {
+    if (logPath === undefined) return memoryStore();
+    if (typeof logPath !== 'string' || logPath === '') {
+      throw new TypeError(`log_path: must be a folder's path, got ${JSON.stringify(logPath)}`);
+    }
+    if (!fs) throw new TypeError('log_path: this runtime has no file system; pass { store } (e.g. indexedDbStore(name)) instead');
+    return folderStore(logPath, fs, path);
+  }
+
+  /**
+   * `checkpoint_utils.get_last_checkpoint(log_path, required_key)`: the last record of the
+   * run's `checkpoints.jsonl` that has `required_key`, or null.
+   * @param {string | RunStore} logPathOrStore
+   * @param {string} [requiredKey]
+   */
+  async function getLastCheckpoint(logPathOrStore, requiredKey = 'state_path') {
+    const s = typeof logPathOrStore === 'string' ? runStore(logPathOrStore) : logPathOrStore;
+    const text = (await s.read('checkpoints.jsonl')) ?? '';
+    const rec = tinker.__cookbookLastCheckpoint(text, requiredKey);
+    return rec === undefined ? null : JSON.parse(rec);
+  }
+
+  return {
+    supervised: { train, FromConversationFileBuilder },
+    hyperparams: {
+      /** `hyperparam_utils.get_lr(model_name, is_lora=True)`. @param {string} modelName @param {boolean} [isLora] */
+      getLr: (modelName, isLora = true) => tinker.__cookbookGetLr(modelName, isLora),
+    },
+    checkpoints: { getLastCheckpoint },
+    memoryStore,
+    indexedDbStore,
+  };
+}

@@ -1,0 +1,7 @@
+// tinker-wasm/cookbook for Deno: the cookbook's methods over this runtime's entry.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as tinker from '../deno.js';
+import { cookbook } from './cookbook.js';
+
+export const { supervised, hyperparams, checkpoints, memoryStore, indexedDbStore } = cookbook(tinker, { fs, path });

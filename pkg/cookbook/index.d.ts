@@ -1,0 +1,75 @@
+// Type declarations for tinker-wasm/cookbook: tinker-cookbook's training methods. Every
+// runtime entry point exports the same API.
+import type {
+  ServiceClient,
+  SupervisedConfig,
+  FromConversationFileBuilderParams,
+} from '../gen/full/tinker_wasm.js';
+
+export type { SupervisedConfig, FromConversationFileBuilderParams, ChatDatasetBuilderCommonConfig } from '../gen/full/tinker_wasm.js';
+
+/** A run's files (`checkpoints.jsonl`, `metrics.jsonl`): a folder in Node (`log_path`), a store elsewhere. */
+export interface RunStore {
+  /** The file's text, or undefined when there is no such file. */
+  read(name: string): Promise<string | undefined> | string | undefined;
+  /** Appends to the file, creating it. */
+  append(name: string, text: string): Promise<void> | void;
+  /** Replaces the file. */
+  write(name: string, text: string): Promise<void> | void;
+}
+
+/** A method's per-call options. */
+export interface CookbookRunOptions {
+  /** The client to train with (its options carry the key, base URL and tokenizer loading). */
+  service: ServiceClient;
+  /** Stops the run cleanly: the steps in flight finish, then a checkpoint is saved where it stopped. */
+  signal?: AbortSignal;
+  /** Receives each step's metrics line (the cookbook's names), after it is written. */
+  onMetrics?: (metrics: Record<string, number>) => void;
+  /** Where the run's files live when not in a `log_path` folder (browsers, Workers). */
+  store?: RunStore;
+}
+
+/** How a run ended. */
+export interface TrainResult {
+  /** Whether the signal stopped it before its last step. */
+  stopped: boolean;
+  /** The step it stopped before (a restart on the same files resumes there), or null. */
+  stopped_at_step: number | null;
+}
+
+/** A checkpoint record of `checkpoints.jsonl` (`checkpoint_utils.CheckpointRecord`). */
+export interface CheckpointRecord {
+  name: string;
+  batch?: number;
+  epoch?: number;
+  final?: boolean;
+  state_path?: string;
+  sampler_path?: string;
+  [key: string]: unknown;
+}
+
+export declare const supervised: {
+  /**
+   * `supervised.train.main(config)`: tinker-cookbook's supervised fine-tuning loop
+   * (schedules, epochs, pipelining, evaluation, checkpoints, resume from the run's files).
+   */
+  train(config: SupervisedConfig, options: CookbookRunOptions): Promise<TrainResult>;
+  /** The cookbook's conversation JSONL: `{"messages": [...]}` per line. */
+  FromConversationFileBuilder: new (params: FromConversationFileBuilderParams) => FromConversationFileBuilderParams;
+};
+
+export declare const hyperparams: {
+  /** `hyperparam_utils.get_lr(model_name, is_lora)`: the recommended learning rate; throws for families it does not cover. */
+  getLr(modelName: string, isLora?: boolean): number;
+};
+
+export declare const checkpoints: {
+  /** `checkpoint_utils.get_last_checkpoint`: the last record with `requiredKey` (default "state_path"), or null. */
+  getLastCheckpoint(logPathOrStore: string | RunStore, requiredKey?: string): Promise<CheckpointRecord | null>;
+};
+
+/** A store in memory (the default when a run has no `log_path`). */
+export declare function memoryStore(): RunStore & { files: Map<string, string> };
+/** A store in a browser's IndexedDB database `name`. */
+export declare function indexedDbStore(name: string): RunStore;

@@ -1,0 +1,5 @@
+// tinker-wasm/cookbook for Cloudflare Workers: the cookbook's methods over this runtime's entry.
+import * as tinker from '../workerd.js';
+import { cookbook } from './cookbook.js';
+
+export const { supervised, hyperparams, checkpoints, memoryStore, indexedDbStore } = cookbook(tinker);

