@@ -4,13 +4,13 @@
 // plain-HTTP floors. Prints one table with absolute figures and ratios, and writes it, the
 // details, the machine and the versions to BENCHMARKS.md (between the bench:run markers).
 //   node tests/bench/run.mjs [--quick] [--only a,b] [--no-write] [--python PATH]
-// Sections: size encode sample sft cold cli memory tokenizer. --quick: smaller counts (a smoke
+// Sections: size encode sample sft cookbook cold cli memory tokenizer. --quick: smaller counts (a smoke
 // run; the figures are noisier). BENCHMARKS.md is written by full runs only (or with --write).
 // Every client measurement runs in its own process against its own simulator process
 // (`--future-delay-ms 0`), so "client CPU" is the client process's user + system time only.
 // These are benchmarks, not tests: nothing here fails on a timing.
 import { spawn, spawnSync, execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { readFileSync, writeFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
@@ -29,7 +29,7 @@ if (flag('--help')) {
 }
 const QUICK = flag('--quick');
 const WRITE = flag('--write') || (!QUICK && !flag('--only') && !flag('--no-write'));
-const ALL = ['size', 'encode', 'sample', 'sft', 'cold', 'cli', 'memory', 'tokenizer'];
+const ALL = ['size', 'encode', 'sample', 'sft', 'cookbook', 'cold', 'cli', 'memory', 'tokenizer'];
 const ONLY = opt('--only', ALL.join(',')).split(',');
 const PY = opt('--python', path.join(root, 'tests/conformance/.venv/bin/python'));
 const DRIVER = path.join(here, 'driver.mjs');
@@ -212,6 +212,29 @@ if (section('sft')) {
   row(`SFT step (${batch} × ${len} tokens, forward_backward + optim_step): wall`, ms(ours.wall_s / steps), `Python: ${ms(pyr.wall_s / steps)}`, `${f(pyr.wall_s / ours.wall_s, 2)}× faster`, '—');
   row(`SFT step: client CPU`, ms(ours.cpu_s / steps), `Python: ${ms(pyr.cpu_s / steps)}`, `${f(pyr.cpu_s / ours.cpu_s, 1)}× less`, '—');
   details.push(['SFT steps', `${steps} pipelined steps (\`forwardBackward\` and \`optimStep\` submitted together, both awaited) after one warm-up step, ${batch} sequences × ${len} tokens with weights on the second half, AdamW lr 1e-3, LoRA rank 8, fresh simulator each. Wall time per step is mostly the simulator's compute (the same for both); the difference and the CPU are the client's. Same workload on both sides: losses ${same ? 'identical' : 'DIFFER'} (first ${ours.first_loss} / ${pyr.first_loss}, last ${ours.last_loss} / ${pyr.last_loss}).\n\n| client | wall / step | client CPU / step |\n|---|---:|---:|\n| tinker-wasm (Node) | ${ms(ours.wall_s / steps)} | ${ms(ours.cpu_s / steps)} |\n| Python SDK 0.38.0 | ${ms(pyr.wall_s / steps)} | ${ms(pyr.cpu_s / steps)} |`]);
+}
+
+// ---------------------------------------------------------------------------------------
+// tinker-wasm/cookbook's supervised.train against tinker-cookbook's own loop (issue 33)
+if (section('cookbook')) {
+  const [rows_, batch, epochs] = QUICK ? [32, 8, 1] : [128, 8, 2];
+  log(`cookbook supervised.train: ${rows_} conversations, batches of ${batch}, ${epochs} epochs`);
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tinker-bench-cookbook-'));
+  const jsonl = path.join(dir, 'data.jsonl');
+  const facts = Array.from({ length: rows_ }, (_, i) => ({
+    messages: [
+      { role: 'user', content: `Question ${i}: what is ${i} times ${i + 3}, and why does it matter for the ${i % 7}th example of this set?` },
+      { role: 'assistant', content: `${i} times ${i + 3} is ${i * (i + 3)}. It matters because example ${i % 7} checks multiplication of consecutive-ish numbers, which is a common arithmetic drill.` },
+    ],
+  }));
+  writeFileSync(jsonl, facts.map((r) => JSON.stringify(r)).join('\n') + '\n');
+  const args = (side) => ['--jsonl', jsonl, '--tokenizer-dir', path.join(root, 'target/renderer-parity/tokenizers/qwen3'), '--batch-size', batch, '--epochs', epochs, '--save-every', 0, '--eval-every', 0, '--log-path', path.join(dir, side), '--cpu-report'].map(String);
+  const ours = await withSim((url) => run(process.execPath, [path.join(root, 'tests/cookbook/run_sft.mjs'), ...args('ours'), '--base-url', url]));
+  const cb = await withSim((url) => run(PY, [path.join(root, 'tests/cookbook/run_sft.py'), ...args('cookbook'), '--base-url', url], { env: { HF_HUB_OFFLINE: '1', TINKER_API_KEY: 'tml-bench' } }));
+  rmSync(dir, { recursive: true, force: true });
+  const per = (r) => r.cpu_s / (r.steps - 1);
+  row('supervised.train step (tinker-wasm/cookbook vs tinker-cookbook): client CPU', ms(per(ours)), `tinker-cookbook 0.6.1: ${ms(per(cb))}`, `${f(per(cb) / per(ours), 1)}× less`, '≥ 5× less', per(cb) / per(ours) >= 5);
+  details.push(['supervised.train', `tinker-wasm/cookbook's \`supervised.train\` in Node (tests/cookbook/run_sft.mjs) and tinker-cookbook 0.6.1's own \`supervised.train.main\` (tests/cookbook/run_sft.py, its tokenizer registered from local files), the same ${rows_}-conversation JSONL, batches of ${batch}, ${epochs} epochs (${ours.steps} steps each), no saves or evaluation, each against its own simulator. Client CPU: the process's user + system time from the first step's metrics line to the last, over the steps between (start-up, imports and the first step left out): reading rows, rendering and tokenizing them into datums, building and encoding the requests, reading the results and writing the metrics.`]);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -10,8 +10,12 @@ import { ServiceClient, Tokenizer } from '../../pkg/index.js';
 import { supervised } from '../../pkg/cookbook/index.js';
 
 const argv = process.argv.slice(2);
+// --cpu-report (make bench): the client CPU between the first and the last step's metrics.
+const cpuReport = argv.includes('--cpu-report');
+if (cpuReport) argv.splice(argv.indexOf('--cpu-report'), 1);
 const a = new Map();
 for (let i = 0; i < argv.length; i += 2) a.set(argv[i].replace(/^--/, ''), argv[i + 1]);
+const cpuMarks = [];
 const num = (k, d) => (a.has(k) ? Number(a.get(k)) : d);
 const tokDir = a.get('tokenizer-dir');
 const model = a.get('model') ?? 'Qwen/Qwen3-8B';
@@ -51,8 +55,15 @@ const config = {
 try {
   await supervised.train(config, {
     service,
-    onMetrics: (m) => console.error(`step ${m.step}: train_mean_nll ${m.train_mean_nll}`),
+    onMetrics: (m) => {
+      if (cpuReport) {
+        const u = process.cpuUsage();
+        cpuMarks.push((u.user + u.system) / 1e6);
+      }
+      console.error(`step ${m.step}: train_mean_nll ${m.train_mean_nll}`);
+    },
   });
+  if (cpuReport) console.log(JSON.stringify({ steps: cpuMarks.length, cpu_s: cpuMarks.length > 1 ? cpuMarks.at(-1) - cpuMarks[0] : null }));
 } finally {
   await service.close();
 }

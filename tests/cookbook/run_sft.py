@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import json
 import os
 import sys
 import time
@@ -48,6 +49,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--max-length", type=int, default=None, help="omit for None (no truncation)")
     p.add_argument("--max-steps", type=int, default=None)
     p.add_argument("--lora-rank", type=int, default=32)
+    p.add_argument("--cpu-report", action="store_true", help="print the client CPU between the first and last step (make bench)")
     return p.parse_args()
 
 
@@ -104,10 +106,39 @@ def main() -> int:
         wandb_project=None,
         wandb_name=None,
     )
+    if args.cpu_report:
+        _report_cpu_per_step()
     t0 = time.perf_counter()
     asyncio.run(train.main(config))
     print(f"run_sft: train.main finished in {time.perf_counter() - t0:.2f}s", file=sys.stderr)
+    if args.cpu_report:
+        marks = CPU_MARKS
+        print(json.dumps({"steps": len(marks), "cpu_s": marks[-1] - marks[0] if len(marks) > 1 else None}))
     return 0
+
+
+CPU_MARKS: list[float] = []
+
+
+def _report_cpu_per_step() -> None:
+    """`--cpu-report` (make bench): the process's CPU time at each step's metrics line, so
+    that the client CPU of the steps between the first and the last can be reported."""
+    from tinker_cookbook.utils import ml_log
+
+    setup = ml_log.setup_logging
+
+    def setup_logging(*a, **k):
+        logger = setup(*a, **k)
+        log_metrics = logger.log_metrics
+
+        def wrapped(metrics, step=None, *rest, **kw):
+            CPU_MARKS.append(time.process_time())
+            return log_metrics(metrics, step, *rest, **kw)
+
+        logger.log_metrics = wrapped
+        return logger
+
+    ml_log.setup_logging = setup_logging
 
 
 if __name__ == "__main__":
