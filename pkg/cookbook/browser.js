@@ -2,4 +2,4 @@
 import * as tinker from '../browser.js';
 import { cookbook } from './cookbook.js';
 
-export const { supervised, hyperparams, checkpoints, memoryStore, indexedDbStore } = cookbook(tinker);
+export const { supervised, hyperparams, checkpoints, completers, evaluators, memoryStore, indexedDbStore } = cookbook(tinker);

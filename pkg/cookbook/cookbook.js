@@ -127,6 +127,155 @@ async function datasetText(b, fs) {
   return lines.join('\n');
 }
 
+/**
+ * `TokensWithLogprobs`: a sampled sequence, its logprobs (when the sampler returned them)
+ * and why it stopped.
+ */
+export class TokensWithLogprobs {
+  /** @param {{ tokens: number[], maybe_logprobs: number[] | null, stop_reason?: string, sequence_id?: string | null, prompt_cache_hit_tokens?: number }} f */
+  constructor({ tokens, maybe_logprobs, stop_reason = 'stop', sequence_id = null, prompt_cache_hit_tokens = 0 }) {
+    this.tokens = tokens;
+    this.maybe_logprobs = maybe_logprobs;
+    this.stop_reason = stop_reason;
+    this.sequence_id = sequence_id;
+    this.prompt_cache_hit_tokens = prompt_cache_hit_tokens;
+  }
+
+  /** The logprobs; throws when the sampler returned none. */
+  get logprobs() {
+    if (this.maybe_logprobs === null || this.maybe_logprobs === undefined) throw new Error('Logprobs are not available');
+    return this.maybe_logprobs;
+  }
+}
+
+/** `TokenCompleter`: extend it and implement `complete(model_input, stop, { max_tokens })`. */
+export class TokenCompleter {
+  /**
+   * @param {any} _modelInput the prompt (a ModelInput)
+   * @param {string[] | number[]} _stop stop strings or token ids
+   * @param {{ max_tokens?: number }} [_options]
+   * @returns {Promise<TokensWithLogprobs>}
+   */
+  async complete(_modelInput, _stop, _options) {
+    throw new Error(`${this.constructor.name}.complete is not implemented`);
+  }
+}
+
+/** `MessageCompleter`: extend it and implement `complete(messages)`. */
+export class MessageCompleter {
+  /** @param {any[]} _messages @returns {Promise<any>} */
+  async complete(_messages) {
+    throw new Error(`${this.constructor.name}.complete is not implemented`);
+  }
+}
+
+/** @param {unknown} v @param {string} what */
+function samplingClient(v, what) {
+  if (v === null || typeof v !== 'object' || typeof (/** @type {any} */ (v).sample) !== 'function') {
+    throw new TypeError(`${what}.sampling_client: must be a SamplingClient, got ${v === null ? 'null' : typeof v}`);
+  }
+  return /** @type {any} */ (v);
+}
+
+/**
+ * The completers over a runtime entry (their `max_tokens` rule is the crate's).
+ * @param {any} tinker
+ */
+function completers(tinker) {
+  /** `TinkerTokenCompleter({ sampling_client, max_tokens, temperature = 1, context_window })`. */
+  class TinkerTokenCompleter extends TokenCompleter {
+    /** @param {{ sampling_client: any, max_tokens: number, temperature?: number, context_window?: number | null }} p */
+    constructor({ sampling_client, max_tokens, temperature = 1.0, context_window = null }) {
+      super();
+      this.sampling_client = samplingClient(sampling_client, 'TinkerTokenCompleter');
+      tinker.__cookbookCompleterMaxTokens(max_tokens, undefined, undefined, undefined);
+      this.max_tokens = max_tokens;
+      this.temperature = temperature;
+      this.context_window = context_window;
+    }
+
+    /** @param {any} modelInput @param {string[] | number[]} stop @param {{ max_tokens?: number }} [options] */
+    async complete(modelInput, stop, options = {}) {
+      const max_tokens = tinker.__cookbookCompleterMaxTokens(this.max_tokens, options.max_tokens ?? undefined, this.context_window ?? undefined, modelInput);
+      const r = await this.sampling_client.sample({ prompt: modelInput, num_samples: 1, sampling_params: { stop, max_tokens, temperature: this.temperature } });
+      const seq = r.sequences[0];
+      if (!seq.logprobs) throw new Error('TinkerTokenCompleter: the sampler returned no logprobs');
+      return new TokensWithLogprobs({
+        tokens: Array.from(seq.tokens),
+        maybe_logprobs: Array.from(seq.logprobs),
+        stop_reason: seq.stop_reason,
+        sequence_id: seq.sequence_id ?? null,
+        prompt_cache_hit_tokens: r.prompt_cache_hit_tokens ?? 0,
+      });
+    }
+  }
+
+  /** `TinkerMessageCompleter({ sampling_client, renderer, max_tokens, stop_condition, temperature = 1 })`. */
+  class TinkerMessageCompleter extends MessageCompleter {
+    /** @param {{ sampling_client: any, renderer: any, max_tokens: number, stop_condition?: string[] | number[] | null, temperature?: number }} p */
+    constructor({ sampling_client, renderer, max_tokens, stop_condition = null, temperature = 1.0 }) {
+      super();
+      this.sampling_client = samplingClient(sampling_client, 'TinkerMessageCompleter');
+      if (renderer === null || typeof renderer !== 'object' || typeof renderer.buildGenerationPrompt !== 'function') {
+        throw new TypeError('TinkerMessageCompleter.renderer: must be a Renderer');
+      }
+      tinker.__cookbookCompleterMaxTokens(max_tokens, undefined, undefined, undefined);
+      this.renderer = renderer;
+      this.max_tokens = max_tokens;
+      this.stop_condition = stop_condition ?? renderer.stopSequences;
+      this.temperature = temperature;
+    }
+
+    /** The assistant's message (`content`, and `tool_calls` when it made some). @param {any[]} messages */
+    async complete(messages) {
+      const prompt = this.renderer.buildGenerationPrompt(messages);
+      const r = await this.sampling_client.sample({ prompt, num_samples: 1, sampling_params: { temperature: this.temperature, max_tokens: this.max_tokens, stop: this.stop_condition } });
+      const { message } = this.renderer.parseResponse(r.sequences[0].tokens);
+      /** @type {any} */
+      const out = { role: 'assistant', content: message.content };
+      if (message.tool_calls !== undefined) out.tool_calls = message.tool_calls;
+      return out;
+    }
+  }
+  return { TinkerTokenCompleter, TinkerMessageCompleter };
+}
+
+/** `TrainingClientEvaluator`: extend it and implement `evaluate(training_client)` → metrics. */
+export class TrainingClientEvaluator {
+  /** @param {any} _trainingClient @returns {Promise<Record<string, number>>} */
+  async evaluate(_trainingClient) {
+    throw new Error(`${this.constructor.name}.evaluate is not implemented`);
+  }
+}
+
+/** `SamplingClientEvaluator`: extend it and implement `evaluate(sampling_client)` → metrics. */
+export class SamplingClientEvaluator {
+  /** @param {any} _samplingClient @returns {Promise<Record<string, number>>} */
+  async evaluate(_samplingClient) {
+    throw new Error(`${this.constructor.name}.evaluate is not implemented`);
+  }
+}
+
+/** The held-out NLL evaluator's place in the list. */
+const NLL = Symbol('SamplerNLLEvaluator');
+
+/**
+ * The evaluators a config's `evaluator_builders` (or `infrequent_evaluator_builders`) build.
+ * @param {any} config @param {string} key
+ */
+function buildEvaluators(config, key) {
+  const builders = config[key] ?? [];
+  if (!Array.isArray(builders)) throw new TypeError(`${key}: must be an array of functions that build evaluators, got ${typeof builders}`);
+  return builders.map((b, i) => {
+    if (typeof b !== 'function') throw new TypeError(`${key}[${i}]: must be a function that builds an evaluator, got ${b === null ? 'null' : typeof b}`);
+    const e = b();
+    if (!(e instanceof TrainingClientEvaluator || e instanceof SamplingClientEvaluator)) {
+      throw new TypeError(`${key}[${i}]: must build a TrainingClientEvaluator or a SamplingClientEvaluator`);
+    }
+    return e;
+  });
+}
+
 /** The dataset builder's params without its source (the skin reads those). @param {any} b */
 function builderParams(b) {
   const { text: _t, conversations: _c, ...rest } = b;
@@ -159,7 +308,9 @@ export function cookbook(tinker, host = {}) {
     }
     const files = store ?? runStore(config.log_path);
     const text = await datasetText(config.dataset_builder, fs);
-    const cfg = { ...config, dataset_builder: builderParams(config.dataset_builder) };
+    const builtEvaluators = { frequent: buildEvaluators(config, 'evaluator_builders'), infrequent: buildEvaluators(config, 'infrequent_evaluator_builders') };
+    const { evaluator_builders: _e, infrequent_evaluator_builders: _i, ...rest } = config;
+    const cfg = { ...rest, dataset_builder: builderParams(config.dataset_builder) };
     const now = () => Date.now() / 1000;
     // The crate reads the config (its defaults, its errors): as JSON, non-finite numbers
     // kept as their names so that they are refused rather than read as null.
@@ -174,7 +325,7 @@ export function cookbook(tinker, host = {}) {
         await files.write('metrics.jsonl', cut[1]);
       }
       run.setTokenizer(await tokenizerOf(service, tc, cfg));
-      await loop(run, tc, files, { signal, onMetrics, now });
+      await loop(run, tc, files, { signal, onMetrics, now, evaluators: builtEvaluators });
       return { stopped: run.stoppedAt !== undefined, stopped_at_step: run.stoppedAt ?? null };
     } finally {
       run.free();
@@ -205,15 +356,16 @@ export function cookbook(tinker, host = {}) {
    * The steps, as the cookbook sends them: each step's evaluation, then its
    * forward_backward and optim_step, the oldest finished once too many are in flight.
    * @param {any} run @param {any} tc @param {RunStore} files
-   * @param {{ signal?: AbortSignal, onMetrics?: (m: any) => void, now: () => number }} o
+   * @param {{ signal?: AbortSignal, onMetrics?: (m: any) => void, now: () => number, evaluators: { frequent: any[], infrequent: any[] } }} o
    */
-  async function loop(run, tc, files, { signal, onMetrics, now }) {
+  async function loop(run, tc, files, { signal, onMetrics, now, evaluators }) {
     const inFlight = [];
     for (;;) {
       if (signal?.aborted) run.stop();
       const step = run.nextStep();
       if (step === undefined) break;
-      if (step.eval) await evaluate(run, tc, step.step);
+      if (step.eval) await runEvals(run, tc, step.step, [...evaluators.frequent, ...(run.hasTestData ? [NLL] : [])]);
+      if (step.infrequent) await runEvals(run, tc, step.step, evaluators.infrequent);
       inFlight.push([tc.forwardBackward(step.data, 'cross_entropy'), tc.optimStep(step.adam)]);
       if (run.mustFinish) await finish(run, tc, files, inFlight.shift(), onMetrics, now);
     }
@@ -222,11 +374,23 @@ export function cookbook(tinker, host = {}) {
     if (last !== undefined) await save(run, tc, files, last, now);
   }
 
-  /** `SamplerNLLEvaluator` on a sampler of the current weights. @param {any} run @param {any} tc @param {number} step */
-  async function evaluate(run, tc, step) {
-    const sampler = await tc.saveWeightsAndGetSamplingClient();
-    const logprobs = await Promise.all(run.testPrompts().map((/** @type {any} */ p) => sampler.computeLogprobs(p)));
-    run.recordEval(step, logprobs);
+  /**
+   * `run_evals`: the evaluators in order, sampling ones on one snapshot of the current
+   * weights (taken when the first needs it); their metrics go into the step's line.
+   * @param {any} run @param {any} tc @param {number} step @param {any[]} list
+   */
+  async function runEvals(run, tc, step, list) {
+    /** @type {any} */
+    let sampler = null;
+    for (const e of list) {
+      if (e === NLL || e instanceof SamplingClientEvaluator) sampler ??= await tc.saveWeightsAndGetSamplingClient();
+      if (e === NLL) {
+        const logprobs = await Promise.all(run.testPrompts().map((/** @type {any} */ p) => sampler.computeLogprobs(p)));
+        run.recordEval(step, logprobs);
+      } else {
+        run.recordMetrics(step, JSON.stringify(await e.evaluate(e instanceof SamplingClientEvaluator ? sampler : tc)));
+      }
+    }
   }
 
   /** `finish_batch`: the due save, then the step's results and its metrics line. */
@@ -280,6 +444,8 @@ export function cookbook(tinker, host = {}) {
       getLr: (modelName, isLora = true) => tinker.__cookbookGetLr(modelName, isLora),
     },
     checkpoints: { getLastCheckpoint },
+    completers: { TokenCompleter, MessageCompleter, TokensWithLogprobs, ...completers(tinker) },
+    evaluators: { TrainingClientEvaluator, SamplingClientEvaluator },
     memoryStore,
     indexedDbStore,
   };

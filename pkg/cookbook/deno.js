@@ -4,4 +4,4 @@ import * as path from 'node:path';
 import * as tinker from '../deno.js';
 import { cookbook } from './cookbook.js';
 
-export const { supervised, hyperparams, checkpoints, memoryStore, indexedDbStore } = cookbook(tinker, { fs, path });
+export const { supervised, hyperparams, checkpoints, completers, evaluators, memoryStore, indexedDbStore } = cookbook(tinker, { fs, path });

@@ -2,9 +2,15 @@
 // runtime entry point exports the same API.
 import type {
   ServiceClient,
+  SamplingClient,
+  TrainingClient,
   SupervisedConfig,
   FromConversationFileBuilderParams,
+  ModelInput,
+  ChatMessage,
+  Renderer,
 } from '../gen/full/tinker_wasm.js';
+import type { RendererLike } from '../renderers.js';
 
 export type { SupervisedConfig, FromConversationFileBuilderParams, ChatDatasetBuilderCommonConfig } from '../gen/full/tinker_wasm.js';
 
@@ -73,3 +79,51 @@ export declare const checkpoints: {
 export declare function memoryStore(): RunStore & { files: Map<string, string> };
 /** A store in a browser's IndexedDB database `name`. */
 export declare function indexedDbStore(name: string): RunStore;
+
+/** A sampled sequence (`TokensWithLogprobs`). */
+export declare class TokensWithLogprobs {
+  constructor(fields: { tokens: number[]; maybe_logprobs: number[] | null; stop_reason?: string; sequence_id?: string | null; prompt_cache_hit_tokens?: number });
+  tokens: number[];
+  maybe_logprobs: number[] | null;
+  stop_reason: string;
+  sequence_id: string | null;
+  prompt_cache_hit_tokens: number;
+  /** The logprobs; throws when the sampler returned none. */
+  readonly logprobs: number[];
+}
+
+/** `TokenCompleter`: extend it and implement `complete`. */
+export declare class TokenCompleter {
+  complete(modelInput: ModelInput, stop: string[] | number[], options?: { max_tokens?: number }): Promise<TokensWithLogprobs>;
+}
+
+/** `MessageCompleter`: extend it and implement `complete`. */
+export declare class MessageCompleter {
+  complete(messages: ChatMessage[]): Promise<ChatMessage>;
+}
+
+export declare const completers: {
+  TokenCompleter: typeof TokenCompleter;
+  MessageCompleter: typeof MessageCompleter;
+  TokensWithLogprobs: typeof TokensWithLogprobs;
+  /** `TinkerTokenCompleter`: one sample per call, `max_tokens` capped so that prompt and completion fit `context_window`. */
+  TinkerTokenCompleter: new (params: { sampling_client: SamplingClient; max_tokens: number; temperature?: number; context_window?: number | null }) => TokenCompleter;
+  /** `TinkerMessageCompleter`: render, sample, parse (tool calls kept). */
+  TinkerMessageCompleter: new (params: { sampling_client: SamplingClient; renderer: Renderer | RendererLike; max_tokens: number; stop_condition?: string[] | number[] | null; temperature?: number }) => MessageCompleter;
+};
+
+/** `TrainingClientEvaluator`: extend it; `evaluate` gets the training client and returns metrics. */
+export declare class TrainingClientEvaluator {
+  evaluate(trainingClient: TrainingClient): Promise<Record<string, number>>;
+}
+
+/** `SamplingClientEvaluator`: extend it; `evaluate` gets a sampling client of the current weights and returns metrics. */
+export declare class SamplingClientEvaluator {
+  evaluate(samplingClient: SamplingClient): Promise<Record<string, number>>;
+}
+
+/** Base classes of `evaluator_builders`' evaluators (run every `eval_every` steps, before the step). */
+export declare const evaluators: {
+  TrainingClientEvaluator: typeof TrainingClientEvaluator;
+  SamplingClientEvaluator: typeof SamplingClientEvaluator;
+};

@@ -65,6 +65,10 @@ declare_params! {
         max_steps: u64 => "?: number",
         /// Steps submitted before the oldest one's results are awaited (default 1).
         submit_ahead: u64 => "?: number",
+        /// Evaluators run every `eval_every` steps, before the step is sent: functions that build a `TrainingClientEvaluator` or `SamplingClientEvaluator` (the held-out NLL runs after them).
+        evaluator_builders: JsValue => "?: Array<() => { evaluate(client: never): Promise<Record<string, number>> }>",
+        /// Evaluators run every `infrequent_eval_every` steps.
+        infrequent_evaluator_builders: JsValue => "?: Array<() => { evaluate(client: never): Promise<Record<string, number>> }>",
     }
 
     /// `supervised.FromConversationFileBuilder`: a JSONL file, one `{"messages": [...]}` per line.
@@ -254,7 +258,28 @@ impl CookbookSft {
         }
         set(&r, "adam", &adam);
         set(&r, "eval", &o.eval.into());
+        set(&r, "infrequent", &o.infrequent.into());
         Ok(r)
+    }
+
+    /// Whether the data has a held-out split.
+    #[wasm_bindgen(getter, js_name = hasTestData)]
+    pub fn has_test_data(&self) -> bool {
+        self.sft.has_test_data()
+    }
+
+    /// An evaluator's metrics (JSON text of an object) for `step`.
+    #[wasm_bindgen(js_name = recordMetrics)]
+    pub fn record_metrics(&mut self, step: f64, metrics: &str) -> Result<(), JsValue> {
+        let m: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(metrics).map_err(|e| {
+                type_error(
+                    "evaluator metrics",
+                    format!("must be an object of numbers: {e}"),
+                )
+            })?;
+        self.sft.record_metrics(step as u64, m);
+        Ok(())
     }
 
     /// The held-out prompts to score (ModelInputs).
@@ -357,6 +382,42 @@ impl CookbookSft {
 pub fn get_lr(model_name: &str, is_lora: bool) -> Result<f64, JsValue> {
     tinker_cookbook::get_lr(model_name, is_lora)
         .map_err(|e| js_sys::Error::new(&e.to_string()).into())
+}
+
+/// `TinkerTokenCompleter`'s `max_tokens` for `model_input` (undefined: check `own` alone).
+#[wasm_bindgen(js_name = __cookbookCompleterMaxTokens, skip_typescript)]
+pub fn completer_max_tokens(
+    own: f64,
+    per_call: Option<f64>,
+    context_window: Option<f64>,
+    model_input: JsValue,
+) -> Result<f64, JsValue> {
+    let whole = |x: f64, field: &str| {
+        if x >= 0.0 && x.fract() == 0.0 && x <= 9.007_199_254_740_991e15 {
+            Ok(x as u64)
+        } else {
+            Err(crate::wasm::errors::range_error(
+                field,
+                format!("must be a whole number from 0, got {x}"),
+            ))
+        }
+    };
+    let own = whole(own, "max_tokens")?;
+    let per_call = per_call
+        .map(|x| whole(x, "options.max_tokens"))
+        .transpose()?;
+    let window = context_window
+        .map(|x| whole(x, "context_window"))
+        .transpose()?;
+    let length = if model_input.is_undefined() {
+        0
+    } else {
+        let m = crate::wasm::convert::model_input(&model_input, "model_input")
+            .map_err(|e| input_error(&e))?;
+        m.length().map_err(|e| input_error(&e))? as u64
+    };
+    let n = tinker_cookbook::completers::max_tokens(own, per_call, window, length);
+    n.map(|n| n as f64).map_err(|e| input_error(&e))
 }
 
 /// `checkpoints.getLastCheckpoint`'s record (as JSON text, or undefined) from the text of

@@ -156,10 +156,16 @@ export { clientUsage };
 
 // tinker-wasm/cookbook (issue 33): the cookbook's names and defaults, options last.
 import { ServiceClient as CookbookService } from 'tinker-wasm';
-import { supervised, hyperparams, checkpoints, memoryStore, indexedDbStore } from 'tinker-wasm/cookbook';
+import { supervised, hyperparams, checkpoints, completers, evaluators, memoryStore, indexedDbStore } from 'tinker-wasm/cookbook';
 import type { SupervisedConfig, TrainResult, CheckpointRecord, RunStore } from 'tinker-wasm/cookbook';
 
-async function cookbookUsage(service: CookbookService, signal: AbortSignal): Promise<void> {
+class Probe extends evaluators.SamplingClientEvaluator {
+  async evaluate(sampler: import('tinker-wasm').SamplingClient) {
+    return { 'probe/calls': (await sampler.computeLogprobs([1, 2, 3])).length };
+  }
+}
+
+async function cookbookUsage(service: CookbookService, signal: AbortSignal, prompt: import('tinker-wasm').ModelInput): Promise<void> {
   const config: SupervisedConfig = {
     model_name: 'Qwen/Qwen3-8B',
     log_path: '/tmp/run',
@@ -172,6 +178,7 @@ async function cookbookUsage(service: CookbookService, signal: AbortSignal): Pro
     lr_schedule: 'cosine',
     num_epochs: 2,
     ttl_seconds: null,
+    evaluator_builders: [() => new Probe()],
   };
   const store: RunStore = memoryStore();
   const result: TrainResult = await supervised.train(config, { service, signal, store, onMetrics: (m) => void m.train_mean_nll });
@@ -182,6 +189,14 @@ async function cookbookUsage(service: CookbookService, signal: AbortSignal): Pro
   await supervised.train({ ...config, lr_schedule: 'step' }, { service });
   // @ts-expect-error the service is required
   await supervised.train(config, {});
-  void [stoppedAt, last, browserStore];
+  const sampler = await service.createSamplingClient({ base_model: 'Qwen/Qwen3-8B' });
+  const tc = new completers.TinkerTokenCompleter({ sampling_client: sampler, max_tokens: 64, context_window: 4096 });
+  const toks: number[] = (await tc.complete(prompt, [])).tokens;
+  class Mine extends completers.MessageCompleter {
+    async complete() {
+      return { role: 'assistant', content: 'ok' };
+    }
+  }
+  void [stoppedAt, last, browserStore, toks, Mine];
 }
 export { cookbookUsage };

@@ -10,7 +10,8 @@ use tinker_support::input::InputError;
 use crate::schedule::LrSchedule;
 use crate::sft::SftConfig;
 
-/// `supervised.train.Config`'s keys (`log_path` and `recipe_name` are the caller's).
+/// `supervised.train.Config`'s keys (`log_path`, `recipe_name` and the evaluators are
+/// the caller's).
 pub const CONFIG_KEYS: &[&str] = &[
     "model_name",
     "log_path",
@@ -35,6 +36,8 @@ pub const CONFIG_KEYS: &[&str] = &[
     "adam_eps",
     "max_steps",
     "submit_ahead",
+    "evaluator_builders",
+    "infrequent_evaluator_builders",
 ];
 
 /// `FromConversationFileBuilder`'s keys (the file's source is the caller's).

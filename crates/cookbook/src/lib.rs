@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 pub mod checkpoints;
+pub mod completers;
 pub mod config;
 pub mod data;
 pub mod hyperparams;

