@@ -70,3 +70,30 @@ export function progressBar({ length, label, hidden = false, bytes = false, labe
     },
   };
 }
+
+/**
+ * A training run's progress line (tinker-wasm/cookbook in a Node terminal): step, loss and
+ * ETA, drawn on `out` only when it is a terminal, redrawn at each step's metrics.
+ * @param {{ isTTY?: boolean, columns?: number, write(s: string): unknown }} out
+ * @param {() => number} [now] milliseconds
+ * @returns {{ step(m: Record<string, any>): void, finish(): void }}
+ */
+export function stepProgress(out, now = Date.now) {
+  if (!out?.isTTY) return { step() {}, finish() {} };
+  const started = now();
+  let drawn = false;
+  return {
+    step(m) {
+      const frac = Math.min(Math.max(Number(m.progress) || 0, 0), 1);
+      const elapsed = (now() - started) / 1000;
+      const eta = frac > 0 ? Math.round((elapsed / frac) * (1 - frac)) : 0;
+      const hms = `${String(Math.floor(eta / 3600)).padStart(2, '0')}:${String(Math.floor(eta / 60) % 60).padStart(2, '0')}:${String(eta % 60).padStart(2, '0')}`;
+      const loss = typeof m.train_mean_nll === 'number' ? `  loss ${m.train_mean_nll.toFixed(4)}` : '';
+      out.write(`\r\x1b[K${fitLine(`step ${m.step + 1}${loss}`, frac, `${Math.floor(frac * 100)}%  ETA ${hms}`, out.columns)}`);
+      drawn = true;
+    },
+    finish() {
+      if (drawn) out.write('\n');
+    },
+  };
+}

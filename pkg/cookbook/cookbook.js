@@ -285,7 +285,8 @@ function builderParams(b) {
 /**
  * The cookbook namespaces over an entry's exports.
  * @param {any} tinker the runtime entry (`tinker-wasm` for that runtime)
- * @param {{ fs?: any, path?: any }} [host] node:fs and node:path where the runtime has them
+ * @param {{ fs?: any, path?: any, progress?: () => { step(m: any): void, finish(): void } }} [host]
+ *   node:fs and node:path where the runtime has them; a terminal's progress line (Node)
  */
 export function cookbook(tinker, host = {}) {
   const { fs, path } = host;
@@ -293,19 +294,21 @@ export function cookbook(tinker, host = {}) {
   /**
    * `supervised.train(config, { service, signal, onMetrics, store })`.
    * @param {any} config
-   * @param {{ service?: any, signal?: AbortSignal, onMetrics?: (m: Record<string, unknown>) => void, store?: RunStore }} [options]
+   * @param {{ service?: any, signal?: AbortSignal, onMetrics?: (m: Record<string, unknown>) => void, store?: RunStore, progress?: boolean }} [options]
    */
   async function train(config, options = {}) {
     if (config === null || typeof config !== 'object') {
       throw new TypeError(`supervised.train config: must be an object, got ${config === null ? 'null' : typeof config}`);
     }
-    const { service, signal, onMetrics, store } = options;
+    const { service, signal, onMetrics: userMetrics, store } = options;
     if (!(service instanceof tinker.ServiceClient)) {
       throw new TypeError('supervised.train options.service: must be a ServiceClient');
     }
-    if (onMetrics !== undefined && typeof onMetrics !== 'function') {
-      throw new TypeError(`supervised.train options.onMetrics: must be a function, got ${typeof onMetrics}`);
+    if (userMetrics !== undefined && typeof userMetrics !== 'function') {
+      throw new TypeError(`supervised.train options.onMetrics: must be a function, got ${typeof userMetrics}`);
     }
+    const bar = options.progress !== false && host.progress ? host.progress() : null;
+    const onMetrics = bar ? (/** @type {any} */ m) => (bar.step(m), userMetrics?.(m)) : userMetrics;
     const files = store ?? runStore(config.log_path);
     const text = await datasetText(config.dataset_builder, fs);
     const builtEvaluators = { frequent: buildEvaluators(config, 'evaluator_builders'), infrequent: buildEvaluators(config, 'infrequent_evaluator_builders') };
@@ -325,7 +328,11 @@ export function cookbook(tinker, host = {}) {
         await files.write('metrics.jsonl', cut[1]);
       }
       run.setTokenizer(await tokenizerOf(service, tc, cfg));
-      await loop(run, tc, files, { signal, onMetrics, now, evaluators: builtEvaluators });
+      try {
+        await loop(run, tc, files, { signal, onMetrics, now, evaluators: builtEvaluators });
+      } finally {
+        bar?.finish();
+      }
       return { stopped: run.stoppedAt !== undefined, stopped_at_step: run.stoppedAt ?? null };
     } finally {
       run.free();

@@ -34,6 +34,8 @@ export interface CookbookRunOptions {
   onMetrics?: (metrics: Record<string, number>) => void;
   /** Where the run's files live when not in a `log_path` folder (browsers, Workers). */
   store?: RunStore;
+  /** In a Node terminal, a progress line (step, loss, ETA) on stderr; `false` turns it off. */
+  progress?: boolean;
 }
 
 /** How a run ended. */

@@ -468,3 +468,29 @@ test('progress lines fit the terminal: the bar narrows, then the label is cut', 
     if (columns >= 200) assert.ok(last.startsWith(label) && last.includes(`[${'#'.repeat(36)}]`), `a wide terminal shows the whole label and bar: ${last}`);
   }
 });
+
+// A training run's progress in a terminal (tinker-wasm/cookbook, issue 33): step, loss and
+// ETA on one line redrawn per step, fitted to the terminal; nothing on a pipe.
+test('a training run draws step, loss and ETA on one line, only in a terminal', async () => {
+  const { stepProgress } = await import('../../pkg/cli/progress.js');
+  const writes = [];
+  let t = 0;
+  const bar = stepProgress({ isTTY: true, columns: 80, write: (s) => writes.push(s) }, () => t);
+  for (const [step, progress, nll] of [[0, 0.25, 2.5], [1, 0.5, 1.25], [2, 0.75, 0.5], [3, 1, 0.25]]) {
+    t += 2000;
+    bar.step({ step, progress, train_mean_nll: nll });
+  }
+  bar.finish();
+  const lines = writes.join('').split(/\r\x1b\[K|\n/).filter(Boolean);
+  assert.equal(lines.length, 4);
+  assert.match(lines[0], /^step 1 {2}loss 2\.5000 {2}\[#{9}-{27}\] {2}25% {2}ETA 00:00:06$/);
+  assert.match(lines[1], /^step 2 {2}loss 1\.2500 .* 50% {2}ETA 00:00:04$/);
+  assert.match(lines[3], /^step 4 {2}loss 0\.2500 {2}\[#{36}\] {2}100% {2}ETA 00:00:00$/);
+  assert.ok(writes.at(-1) === '\n');
+  for (const line of lines) assert.ok(line.length <= 79, line);
+  const piped = [];
+  const quiet = stepProgress({ isTTY: false, write: (s) => piped.push(s) });
+  quiet.step({ step: 0, progress: 0.5, train_mean_nll: 1 });
+  quiet.finish();
+  assert.deepEqual(piped, []);
+});
