@@ -216,6 +216,10 @@ pub struct Http {
     /// Each connection pool's budget of empty 400s to treat as connection errors
     /// (shared by every layer of one holder, as Python's pools are).
     budgets: Rc<[Cell<u32>; Pool::COUNT]>,
+    /// Set when the holder closes (its message): from then on every request but the
+    /// close's own and telemetry's fails at once, as Python's `aclient()` raises
+    /// "Internal client holder is closed" for calls still in flight.
+    closed: Rc<Cell<Option<&'static str>>>,
 }
 
 fn is_invalid_token(r: &HttpResponse) -> bool {
@@ -235,6 +239,33 @@ impl Http {
             budgets: Rc::new(std::array::from_fn(|_| {
                 Cell::new(MAX_CONNECTION_ERROR_RETRIES)
             })),
+            closed: Rc::new(Cell::new(None)),
+        }
+    }
+
+    /// Closes the layer (and every clone of it) for the holder's requests: `message` is
+    /// the error of the calls still in flight.
+    pub fn close_requests(&self, message: &'static str) {
+        self.closed.set(Some(message));
+    }
+
+    /// Fails `req` once the layer is closed, unless it is the close's own request,
+    /// telemetry's (Python's telemetry pool stays open) or the token exchange they need.
+    fn ensure_open(&self, req: &Req) -> Result<()> {
+        let exempt = req.endpoint.is_some_and(|e| {
+            [
+                &endpoints::FINISH_SESSION,
+                &endpoints::TELEMETRY,
+                &endpoints::AUTH_TOKEN,
+            ]
+            .iter()
+            .any(|x| std::ptr::eq(e, *x))
+        });
+        match self.closed.get() {
+            Some(message) if !exempt => Err(Error::Closed {
+                message: message.into(),
+            }),
+            _ => Ok(()),
         }
     }
 
@@ -245,6 +276,7 @@ impl Http {
             opts: self.opts.clone(),
             credential,
             budgets: self.budgets.clone(),
+            closed: self.closed.clone(),
         }
     }
 
@@ -353,6 +385,7 @@ impl Http {
         let idem = self.idempotency_key(&req);
         let mut retries_taken = 0u32;
         loop {
+            self.ensure_open(&req)?;
             let (token, result) = self.attempt(&req, retries_taken, idem.as_deref()).await?;
             if let Ok(r) = &result {
                 self.log_deprecation(r, &token);

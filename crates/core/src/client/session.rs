@@ -594,6 +594,8 @@ impl Holder {
         if self.life.closed.replace(true) {
             return Ok(());
         }
+        // Calls still in flight fail at their next request from here on, as Python's do.
+        self.http().close_requests(self.life.closed_message.get());
         let mut result = Ok(());
         if let Some(id) = self.session_id() {
             let body = json!({ "reason": { "type": status.as_str() }, "detail": detail });

@@ -352,3 +352,52 @@ fn holder_retries_back_off_within_the_window() {
         "gives up when 300 s have passed: {total}"
     );
 }
+
+/// A call still in flight when the client closes fails at its next request, as Python's
+/// do ("Internal client holder is closed"), instead of polling on for up to 300 s
+/// (issue 31, item 5). The close's own request still goes out.
+#[test]
+fn a_call_in_flight_at_close_fails_at_its_next_request() {
+    let mut pool = LocalPool::new();
+    let s = Scripted::new(
+        &pool,
+        server("{}", |r, _| {
+            if r.url.ends_with("retrieve_future") {
+                json(200, r#"{"type":"try_again","request_id":"req-1"}"#)
+            } else {
+                json(200, "{}")
+            }
+        }),
+    );
+    let h = connect(&mut pool, &s, true);
+    let gate = crate::sync::Event::new();
+    s.gates
+        .borrow_mut()
+        .push(("retrieve_future".into(), gate.clone()));
+    let result = Rc::new(RefCell::new(None));
+    let (h2, out) = (h.clone(), result.clone());
+    use futures_util::task::LocalSpawnExt;
+    pool.spawner()
+        .spawn_local(async move {
+            *out.borrow_mut() = Some(retrieve(&h2, poll(false)).await);
+        })
+        .unwrap();
+    pool.run_until_stalled();
+    assert_eq!(polls(&s).len(), 1, "the first poll is in flight");
+    pool.run_until(h.close(crate::session::FinishStatus::Success, None))
+        .unwrap();
+    gate.set(); // the poll in flight is answered "try again" after the close
+    pool.run_until_stalled();
+    match result.borrow_mut().take() {
+        Some(Err(Error::Closed { message })) => {
+            assert!(message.contains("closed"), "{message}")
+        }
+        other => panic!("expected the call to fail with Closed, got {other:?}"),
+    }
+    assert_eq!(polls(&s).len(), 1, "no poll after the close");
+    assert!(
+        s.paths().iter().any(|p| p.ends_with("/finish")),
+        "the close's own request went out: {:?}",
+        s.paths()
+    );
+}
