@@ -9,8 +9,9 @@
 //! were: objects keep insertion order (a repeated key replaces the value in place),
 //! integers stay exact as `u64`/`i64`, floats are written shortest-round-trip (the
 //! digits serde_json writes, `1.0` for whole floats, `null` for NaN and infinities),
-//! strings escape `"`, `\` and control characters only, and numbers parse with
-//! serde_json's default (non-`float_roundtrip`) algorithm ([`crate::float`] does the
+//! strings escape `"`, `\` and control characters only, and numbers parse as serde_json
+//! parses them, except that floats are correctly rounded (as Python and serde_json's
+//! `float_roundtrip` read them; its default can be an ulp off) ([`crate::float`] does the
 //! exact decimal work).
 //!
 //! `json!({ "model_id": m, "seq_id": 3 })` builds a body, `from_slice` parses one, and
@@ -1116,8 +1117,8 @@ impl Parser<'_> {
         self.i - start
     }
 
-    /// A number, with serde_json's (non-`float_roundtrip`) conversion: integers that fit
-    /// stay exact; otherwise significand × 10^exponent in `f64`.
+    /// A number, as serde_json converts it: integers that fit stay exact; otherwise
+    /// significand × 10^exponent, correctly rounded to `f64`.
     fn number(&mut self) -> Result<Number, Error> {
         let negative = self.peek() == Some(b'-');
         if negative {
@@ -1257,6 +1258,13 @@ fn decimal_to_number(
         };
     }
     let f = f64_from_parts(significand, exponent)?;
+    // Correctly rounded, as Python reads it (digits past u64 are dropped, as serde_json
+    // drops them: such a number keeps the one-operation result).
+    let f = if overflowed {
+        f
+    } else {
+        crate::float::nearest(significand, exponent, f)
+    };
     Some(Number::Float(if negative { -f } else { f }))
 }
 
