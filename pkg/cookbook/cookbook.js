@@ -329,7 +329,7 @@ export function cookbook(tinker, host = {}) {
       }
       run.setTokenizer(await tokenizerOf(service, tc, cfg));
       try {
-        await loop(run, tc, files, { signal, onMetrics, now, evaluators: builtEvaluators });
+        await loop(run, tc, files, { signal, onMetrics, now, evaluators: builtEvaluators, service });
       } finally {
         bar?.finish();
       }
@@ -363,9 +363,10 @@ export function cookbook(tinker, host = {}) {
    * The steps, as the cookbook sends them: each step's evaluation, then its
    * forward_backward and optim_step, the oldest finished once too many are in flight.
    * @param {any} run @param {any} tc @param {RunStore} files
-   * @param {{ signal?: AbortSignal, onMetrics?: (m: any) => void, now: () => number, evaluators: { frequent: any[], infrequent: any[] } }} o
+   * @param {{ signal?: AbortSignal, onMetrics?: (m: any) => void, now: () => number, evaluators: { frequent: any[], infrequent: any[] }, service: any }} o
    */
-  async function loop(run, tc, files, { signal, onMetrics, now, evaluators }) {
+  async function loop(run, tc, files, { signal, onMetrics, now, evaluators, service }) {
+    const c = { run, tc, files, now, service, rolling: Promise.resolve() };
     const inFlight = [];
     for (;;) {
       if (signal?.aborted) run.stop();
@@ -374,11 +375,16 @@ export function cookbook(tinker, host = {}) {
       if (step.eval) await runEvals(run, tc, step.step, [...evaluators.frequent, ...(run.hasTestData ? [NLL] : [])]);
       if (step.infrequent) await runEvals(run, tc, step.step, evaluators.infrequent);
       inFlight.push([tc.forwardBackward(step.data, 'cross_entropy'), tc.optimStep(step.adam)]);
-      if (run.mustFinish) await finish(run, tc, files, inFlight.shift(), onMetrics, now);
+      if (run.mustFinish) await finish(c, inFlight.shift(), onMetrics);
     }
-    while (inFlight.length) await finish(run, tc, files, inFlight.shift(), onMetrics, now);
+    while (inFlight.length) await finish(c, inFlight.shift(), onMetrics);
+    // `save_final_async`: the pending rolling save, the last save, then the last rolling
+    // checkpoint deleted.
+    await c.rolling;
     const last = run.endSave();
-    if (last !== undefined) await save(run, tc, files, last, now);
+    if (last !== undefined) await save(c, last);
+    const leftover = run.finalize();
+    if (leftover !== undefined) await deleteRolling(c, leftover);
   }
 
   /**
@@ -395,15 +401,22 @@ export function cookbook(tinker, host = {}) {
         const logprobs = await Promise.all(run.testPrompts().map((/** @type {any} */ p) => sampler.computeLogprobs(p)));
         run.recordEval(step, logprobs);
       } else {
-        run.recordMetrics(step, JSON.stringify(await e.evaluate(e instanceof SamplingClientEvaluator ? sampler : tc)));
+        run.recordMetrics(step, await e.evaluate(e instanceof SamplingClientEvaluator ? sampler : tc));
       }
     }
   }
 
   /** `finish_batch`: the due save, then the step's results and its metrics line. */
-  async function finish(/** @type {any} */ run, /** @type {any} */ tc, /** @type {RunStore} */ files, /** @type {any[]} */ [fwd, opt], /** @type {any} */ onMetrics, /** @type {() => number} */ now) {
+  async function finish(/** @type {any} */ c, /** @type {any[]} */ [fwd, opt], /** @type {any} */ onMetrics) {
+    const { run, files, now } = c;
+    // `maybe_save_async`: a periodic save in line; then the pending rolling save is
+    // awaited, and a due one starts in the background.
     const due = run.finishBegin(now());
-    if (due !== undefined) await save(run, tc, files, due, now);
+    if (due !== undefined && !due.rolling) await save(c, due);
+    await c.rolling;
+    if (due?.rolling) {
+      c.rolling = save(c, due).catch((/** @type {any} */ e) => console.warn(`tinker-wasm/cookbook: rolling checkpoint ${due.name} failed: ${e?.message ?? e}`));
+    }
     const out = await fwd;
     const optimized = await opt;
     const [line, metrics] = run.finishEnd(out, optimized?.metrics ?? {});
@@ -411,14 +424,26 @@ export function cookbook(tinker, host = {}) {
     onMetrics?.(metrics);
   }
 
-  /** A save: the state (and the sampler weights), then its record. */
-  async function save(/** @type {any} */ run, /** @type {any} */ tc, /** @type {RunStore} */ files, /** @type {any} */ order, /** @type {() => number} */ now) {
+  /** A save: the state (and the sampler weights), its record, then the rolling checkpoint it replaces deleted. */
+  async function save(/** @type {any} */ c, /** @type {any} */ order) {
+    const { run, tc, files, now } = c;
     const params = order.ttl_seconds === undefined ? {} : { ttl_seconds: order.ttl_seconds };
     const state = tc.saveState(order.name, params);
     const sampler = order.both ? tc.saveWeightsForSampler(order.name, params) : undefined;
     const statePath = (await state).path;
     const samplerPath = sampler && (await sampler).path;
-    await files.append('checkpoints.jsonl', run.saved(statePath, samplerPath, now()));
+    const [line, replaced] = run.saved(order.name, statePath, samplerPath, now());
+    await files.append('checkpoints.jsonl', line);
+    if (replaced !== undefined) await deleteRolling(c, replaced);
+  }
+
+  /** Deletes a rolling checkpoint; a failure is only a warning (its TTL cleans up). */
+  async function deleteRolling(/** @type {any} */ c, /** @type {string} */ path) {
+    try {
+      await c.service.restClient().deleteCheckpointFromTinkerPath(path);
+    } catch (e) {
+      console.warn(`tinker-wasm/cookbook: could not delete rolling checkpoint ${path} (its TTL will clean it up): ${/** @type {any} */ (e)?.message ?? e}`);
+    }
   }
 
   /** @param {unknown} logPath @returns {RunStore} */

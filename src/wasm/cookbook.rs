@@ -144,7 +144,7 @@ const fn same_keys(a: &[&str], b: &[&str]) -> bool {
 #[wasm_bindgen(js_name = __CookbookSft, skip_typescript)]
 pub struct CookbookSft {
     sft: Sft,
-    save: Option<SaveOrder>,
+    saves: Vec<SaveOrder>,
 }
 
 #[wasm_bindgen(js_class = __CookbookSft)]
@@ -165,7 +165,10 @@ impl CookbookSft {
         let rows = tinker_cookbook::data::parse_conversations(text)
             .map_err(|e| input_error(&e.within("dataset_builder")))?;
         let sft = Sft::new(cfg, rows, checkpoints, now).map_err(|e| input_error(&e))?;
-        Ok(CookbookSft { sft, save: None })
+        Ok(CookbookSft {
+            sft,
+            saves: Vec::new(),
+        })
     }
 
     /// How to create the training client: `{ base_model, rank }` or `{ path, with_optimizer }`,
@@ -270,14 +273,8 @@ impl CookbookSft {
 
     /// An evaluator's metrics (JSON text of an object) for `step`.
     #[wasm_bindgen(js_name = recordMetrics)]
-    pub fn record_metrics(&mut self, step: f64, metrics: &str) -> Result<(), JsValue> {
-        let m: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(metrics).map_err(|e| {
-                type_error(
-                    "evaluator metrics",
-                    format!("must be an object of numbers: {e}"),
-                )
-            })?;
+    pub fn record_metrics(&mut self, step: f64, metrics: JsValue) -> Result<(), JsValue> {
+        let m = metrics_of(&metrics, "evaluator metrics")?;
         self.sft.record_metrics(step as u64, m);
         Ok(())
     }
@@ -307,11 +304,12 @@ impl CookbookSft {
         self.sft.record_eval(step as u64, &lp);
     }
 
-    /// The save due before the oldest step's results are read: `{ name, ttl_seconds, both }` or undefined.
+    /// The save due before the oldest step's results are read: `{ name, ttl_seconds, both,
+    /// rolling }` or undefined.
     #[wasm_bindgen(js_name = finishBegin)]
     pub fn finish_begin(&mut self, now: f64) -> JsValue {
-        self.save = self.sft.finish_begin(now);
-        self.pending_save()
+        let order = self.sft.finish_begin(now);
+        self.pending(order)
     }
 
     /// The oldest step's results: its forward_backward output and optim_step's metrics.
@@ -326,11 +324,7 @@ impl CookbookSft {
             .iter()
             .map(|o| Float32Array::from(get(&get(&o, "logprobs"), "data")).to_vec())
             .collect();
-        let text = js_sys::JSON::stringify(&optim_metrics)
-            .ok()
-            .and_then(|t| t.as_string())
-            .unwrap_or_default();
-        let metrics = serde_json::from_str(&text).unwrap_or_default();
+        let metrics = metrics_of(&optim_metrics, "optim_step metrics")?;
         let (line, m) = self
             .sft
             .finish_end(&logprobs, metrics)
@@ -342,28 +336,41 @@ impl CookbookSft {
     /// The last save (`final`, or where a stopped run stopped), or undefined.
     #[wasm_bindgen(js_name = endSave)]
     pub fn end_save(&mut self) -> JsValue {
-        self.save = self.sft.end_save();
-        self.pending_save()
+        let order = self.sft.end_save();
+        self.pending(order)
     }
 
-    /// The pending save is done: its `checkpoints.jsonl` line.
+    /// The save named `name` is done: `[its checkpoints.jsonl line, the rolling checkpoint
+    /// to delete or undefined]`.
     pub fn saved(
         &mut self,
+        name: &str,
         state_path: Option<String>,
         sampler_path: Option<String>,
         now: f64,
-    ) -> Result<String, JsValue> {
-        let order = self
-            .save
-            .take()
-            .ok_or_else(|| type_error("saved", "no save pending"))?;
-        Ok(self
-            .sft
-            .saved(&order, state_path.as_deref(), sampler_path.as_deref(), now))
+    ) -> Result<Array, JsValue> {
+        let i = self
+            .saves
+            .iter()
+            .position(|o| o.name == name)
+            .ok_or_else(|| type_error("saved", format!("no save {name} pending")))?;
+        let order = self.saves.remove(i);
+        let (line, delete) =
+            self.sft
+                .saved(&order, state_path.as_deref(), sampler_path.as_deref(), now);
+        Ok(Array::of2(
+            &line.into(),
+            &delete.map_or(JsValue::UNDEFINED, JsValue::from),
+        ))
     }
 
-    fn pending_save(&self) -> JsValue {
-        let Some(o) = &self.save else {
+    /// The rolling checkpoint left to delete once the run is over, or undefined.
+    pub fn finalize(&mut self) -> Option<String> {
+        self.sft.finalize()
+    }
+
+    fn pending(&mut self, order: Option<SaveOrder>) -> JsValue {
+        let Some(o) = order else {
             return JsValue::UNDEFINED;
         };
         let r: JsValue = Object::new().into();
@@ -373,8 +380,43 @@ impl CookbookSft {
             .map_or(JsValue::UNDEFINED, |t| (t as f64).into());
         set(&r, "ttl_seconds", &ttl);
         set(&r, "both", &o.both.into());
+        set(&r, "rolling", &o.rolling.into());
+        self.saves.push(o);
         r
     }
+}
+
+/// A metrics object's entries, numbers as the exact doubles JS holds (not through JSON
+/// text, whose parsing could round the last digit), strings and booleans as they are.
+fn metrics_of(
+    v: &JsValue,
+    what: &str,
+) -> Result<serde_json::Map<String, serde_json::Value>, JsValue> {
+    use serde_json::Value as J;
+    if v.is_undefined() || v.is_null() {
+        return Ok(serde_json::Map::new());
+    }
+    if !v.is_object() {
+        return Err(type_error(what, "must be an object of numbers"));
+    }
+    let mut m = serde_json::Map::new();
+    for e in js_sys::Object::entries(v.unchecked_ref()).iter() {
+        let (k, x) = (get(&e, "0").as_string().unwrap_or_default(), get(&e, "1"));
+        let value = if let Some(f) = x.as_f64() {
+            serde_json::Number::from_f64(f).map_or(J::Null, J::Number)
+        } else if let Some(b) = x.as_bool() {
+            J::Bool(b)
+        } else if let Some(t) = x.as_string() {
+            J::String(t)
+        } else {
+            return Err(type_error(
+                &format!("{what}.{k}"),
+                "must be a number, a string or a boolean",
+            ));
+        };
+        m.insert(k, value);
+    }
+    Ok(m)
 }
 
 /// `hyperparams.getLr(model_name, is_lora)`.

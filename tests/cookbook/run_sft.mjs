@@ -48,6 +48,7 @@ const config = {
   num_epochs: num('epochs', 1),
   eval_every: num('eval-every', 10),
   save_every: num('save-every', 20),
+  rolling_save_every: num('rolling-save-every', 0),
   submit_ahead: num('submit-ahead', 1),
   lora_rank: num('lora-rank', 32),
   ...(a.has('max-steps') ? { max_steps: num('max-steps') } : {}),

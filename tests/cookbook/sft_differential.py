@@ -47,6 +47,9 @@ COMMON = ["--batch-size", "4", "--learning-rate", "2e-4"]
 # Configurations run twice on one log folder and simulator: first with these arguments added
 # (stopping early), then without, resuming from the last checkpoint the first run saved.
 RESUMED = {"resume": ["--max-steps", "3"]}
+# Rolling saves (state only, their TTL, each replacing the last: the previous one deleted
+# through the REST API once the next is saved, the last one after the final save).
+CONFIGS.append(("rolling", ["--epochs", "2", "--save-every", "3", "--rolling-save-every", "2", "--submit-ahead", "1"]))
 CONFIGS.append(("resume", ["--epochs", "2", "--save-every", "2", "--submit-ahead", "1", "--shuffle-seed", "2", "--test-size", "2", "--eval-every", "2"]))
 # Training calls: compared in order, bodies normalised (ids by order of appearance).
 CALLS = ("create_model", "forward_backward", "optim_step", "save_weights", "save_weights_for_sampler", "load_weights", "asample")
@@ -130,6 +133,16 @@ def calls(log: Path) -> list[dict]:
     return out
 
 
+def deletes(log: Path) -> list[str]:
+    """The checkpoints deleted through the REST API, in order, by name (run ids dropped)."""
+    out = []
+    for line in log.read_text().splitlines():
+        e = json.loads(line)
+        if e.get("method") == "DELETE" and "/checkpoints/" in e["path"]:
+            out.append(e["path"].split("/checkpoints/", 1)[1])
+    return out
+
+
 def records(path: Path) -> list[dict]:
     if not path.exists():
         return []
@@ -177,6 +190,9 @@ def one(name: str, extra: list[str], tmp: Path, data: Path, ours: list[str]) -> 
             break
     if len(a) != len(b):
         problems.append(f"{len(a)} training calls (cookbook) against {len(b)} (ours): " f"{[c['call'] for c in a]} / {[c['call'] for c in b]}")
+    da, db = deletes(tmp / f"{name}-cookbook.requests.jsonl"), deletes(tmp / f"{name}-ours.requests.jsonl")
+    if da != db:
+        problems.append(f"deleted checkpoints: {da} (cookbook) against {db} (ours)")
     if records(py_dir / "checkpoints.jsonl") != records(our_dir / "checkpoints.jsonl"):
         problems.append(f"checkpoints.jsonl: {records(py_dir / 'checkpoints.jsonl')} (cookbook) against {records(our_dir / 'checkpoints.jsonl')} (ours)")
     backups = lambda d: sorted(p.name for p in d.glob("metrics.jsonl.pre_resume_*"))  # noqa: E731
@@ -184,7 +200,7 @@ def one(name: str, extra: list[str], tmp: Path, data: Path, ours: list[str]) -> 
         problems.append(f"metrics backups on resume: {backups(py_dir)} (cookbook) against {backups(our_dir)} (ours)")
     load = lambda d: [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]  # noqa: E731
     compare_metrics(load(py_dir), load(our_dir), problems)
-    print(f"{name}: {len(a)} training calls, {len(records(py_dir / 'checkpoints.jsonl'))} checkpoints, {len(load(py_dir))} metrics rows: " + ("same" if not problems else f"{len(problems)} differences"))
+    print(f"{name}: {len(a)} training calls, {len(records(py_dir / 'checkpoints.jsonl'))} checkpoints, {len(da)} deleted, {len(load(py_dir))} metrics rows: " + ("same" if not problems else f"{len(problems)} differences"))
     return problems
 
 

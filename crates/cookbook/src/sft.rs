@@ -8,8 +8,9 @@
 //! start → [truncate metrics] → set_tokenizer →
 //!   loop: next_step → [evaluate: test_prompts → record_eval] → forward_backward + optim_step sent
 //!         once more than `submit_ahead` steps are in flight, for the oldest:
-//!           finish_begin → [save → saved] → await its results → finish_end
-//!   end_save → [save → saved]
+//!           finish_begin → [save → saved (a rolling save in the background, the previous
+//!           one awaited first; its predecessor deleted)] → await its results → finish_end
+//!   end_save → [save → saved] → finalize (the last rolling checkpoint deleted)
 //! ```
 //!
 //! The driver is JS (pkg/cookbook/cookbook.js), where the datasets, stores, signals and
@@ -17,8 +18,7 @@
 //! tests/cookbook/sft_differential.py.
 //!
 //! With a held-out set, `SamplerNLLEvaluator` runs before every `eval_every`-th step.
-//! Not yet here: user evaluators, the `time/*` metrics, rolling saves in the background
-//! (the driver awaits them in line).
+//! Not yet here: the `time/*` metrics.
 //!
 //! A run can be stopped ([`Sft::stop`], an `AbortSignal` in JS): the cookbook has no such
 //! hook (a Python run is killed); ours finishes the steps in flight and saves where it
@@ -147,6 +147,9 @@ pub struct SaveOrder {
     pub ttl_seconds: Option<u64>,
     /// Whether the sampler weights are saved too.
     pub both: bool,
+    /// A rolling save: made in the background (the driver awaits the previous one first,
+    /// at every step), and the previous rolling checkpoint is deleted once it is done.
+    pub rolling: bool,
     state: Map<String, Json>,
     periodic: bool,
 }
@@ -177,6 +180,7 @@ pub struct Sft {
     in_flight: VecDeque<InFlight>,
     elapsed_tokens: u64,
     last_saved: (u64, f64),
+    rolling_prev: Option<String>,
     stopped_at: Option<Step>,
 }
 
@@ -224,6 +228,7 @@ impl Sft {
             in_flight: VecDeque::new(),
             elapsed_tokens: tokens.unwrap_or(0),
             last_saved: (tokens.unwrap_or(0), now),
+            rolling_prev: None,
             stopped_at: None,
         })
     }
@@ -406,6 +411,7 @@ impl Sft {
                 state.insert("rolling".into(), true.into());
                 let mut o = self.save_order(name, state, false, false);
                 o.ttl_seconds = Some(self.cfg.rolling_ttl_seconds);
+                o.rolling = true;
                 Some(o)
             }
             Save::None => None,
@@ -488,14 +494,15 @@ impl Sft {
     }
 
     /// A save is done: its `checkpoints.jsonl` line (with its newline), from the paths
-    /// the calls returned.
+    /// the calls returned, and for a rolling save the previous rolling checkpoint, which
+    /// the driver deletes (`CheckpointManager._do_rolling_save_async`).
     pub fn saved(
         &mut self,
         order: &SaveOrder,
         state_path: Option<&str>,
         sampler_path: Option<&str>,
         now: f64,
-    ) -> String {
+    ) -> (String, Option<String>) {
         if order.periodic {
             self.last_saved = (self.elapsed_tokens, now);
         }
@@ -504,7 +511,18 @@ impl Sft {
         if order.both {
             paths.insert("sampler_path".into(), json!(sampler_path));
         }
-        dumps(&record(&order.name, &order.state, &paths))
+        let delete = if order.rolling {
+            std::mem::replace(&mut self.rolling_prev, state_path.map(String::from))
+        } else {
+            None
+        };
+        (dumps(&record(&order.name, &order.state, &paths)), delete)
+    }
+
+    /// The run is over (after its last save): the rolling checkpoint left to delete
+    /// (`CheckpointManager.finalize_async`).
+    pub fn finalize(&mut self) -> Option<String> {
+        self.rolling_prev.take()
     }
 
     fn loop_state(&self, epoch: u64, batch: u64) -> Map<String, Json> {
@@ -523,6 +541,7 @@ impl Sft {
             name,
             ttl_seconds: self.cfg.ttl_seconds,
             both,
+            rolling: false,
             state,
             periodic,
         }
