@@ -19,9 +19,8 @@ fuzz_target!(|data: &[u8]| {
             // Numbers: serde_json keeps the last of repeated keys, as we do; both write
             // floats with the same shortest digits.
             assert_eq!(v.to_string(), o.to_string(), "same value as serde_json");
-            // What we write is JSON that both parsers read alike. (Not always back to the
-            // same floats: serde_json's default number parsing, which we keep, can be one
-            // unit in the last place off for long decimals.)
+            // What we write is JSON that both parsers read alike (both read floats correctly
+            // rounded: serde_json with `float_roundtrip`, as Python does).
             let text = v.to_vec();
             let again = from_slice(&text).expect("our output parses");
             let oracle =

@@ -9,17 +9,18 @@
 //! `shortest(0.1, false)` is `([1], 0)` (0.1 = 0.1 × 10⁰), `shortest(123.0, false)` is
 //! `([1, 2, 3], 3)`, and `pow10(23)` is exactly `1e23` (the tests hold these and more).
 
-/// An unsigned integer of up to 40 × 32 bits (enough for every f64 and its bounds).
+/// An unsigned integer of up to 96 × 32 bits: every f64 and its bounds, and a decimal of
+/// up to 300 significant digits against a halfway point ([`nearest`]).
 #[derive(Clone, Copy)]
 struct Big {
-    limbs: [u32; 40],
+    limbs: [u32; 96],
     len: usize,
 }
 
 impl Big {
     fn from_u64(v: u64) -> Big {
         let mut b = Big {
-            limbs: [0; 40],
+            limbs: [0; 96],
             len: 0,
         };
         b.limbs[0] = v as u32;
@@ -57,7 +58,7 @@ impl Big {
         if self.len == 0 {
             return;
         }
-        let mut out = [0u32; 40];
+        let mut out = [0u32; 96];
         for i in 0..self.len {
             let v = u64::from(self.limbs[i]) << bits;
             out[i + words] |= v as u32;
@@ -238,20 +239,43 @@ pub fn pow10(n: u32) -> f64 {
     (mant + u64::from(round_up)) as f64 * 2f64.powi((shift + 11) as i32)
 }
 
-/// The `f64` nearest to `w × 10^e` (ties to even), given `approx`, a value within an ulp
-/// or two of it (one multiplication or division by a power of ten, as serde_json's default
-/// parser computes it): each neighbour's halfway point is compared with the decimal value
-/// exactly, on the bignum. Python reads JSON floats correctly rounded; this makes ours
-/// read the same double (a metric of `3.8296939763484716` read one ulp off printed as
-/// `3.829693976348472`). Values past the bignum's reach (|e| > 308) keep `approx`.
-pub fn nearest(w: u64, e: i32, approx: f64) -> f64 {
-    let exact_fast_path = w < 1 << 53 && e.unsigned_abs() <= 22;
-    if exact_fast_path || w == 0 || !approx.is_finite() || approx <= 0.0 || e.unsigned_abs() > 308 {
+/// The `f64` nearest to `digits × 10^e` (ties to even; `digits` the decimal significand's
+/// ASCII digits, all of them), given `approx`, a value within an ulp or two of it (one
+/// multiplication or division by a power of ten, as serde_json's default parser computes
+/// it): each neighbour's halfway point is compared with the decimal value exactly, on the
+/// bignum. Python reads JSON floats correctly rounded; this makes ours read the same
+/// double (a metric of `3.8296939763484716` read one ulp off printed as
+/// `3.829693976348472`). Past 300 significant digits the rest only breaks ties (a value
+/// that equals a halfway point in its first 300 digits and differs after them is the one
+/// case this can round the wrong way).
+pub fn nearest(digits: &[u8], e: i32, approx: f64) -> f64 {
+    const MAX: usize = 300;
+    let digits = match digits.iter().position(|&d| d != b'0') {
+        Some(i) => &digits[i..],
+        None => return approx,
+    };
+    let fast = digits.len() <= 15 && e.unsigned_abs() <= 22;
+    if fast || !approx.is_finite() || approx <= 0.0 {
         return approx;
     }
+    let (kept, rest) = digits.split_at(digits.len().min(MAX));
+    let e = e.saturating_add(rest.len() as i32);
+    let sticky = rest.iter().any(|&d| d != b'0');
+    if e.unsigned_abs() > 700 {
+        return approx;
+    }
+    let mut w = Big::from_u64(0);
+    for &d in kept {
+        w.mul_small(10);
+        w = w.add(&Big::from_u64(u64::from(d - b'0')));
+    }
+    let cmp = |x: f64| match cmp_halfway(&w, e, x) {
+        std::cmp::Ordering::Equal if sticky => std::cmp::Ordering::Greater,
+        o => o,
+    };
     let mut x = approx;
     for _ in 0..4 {
-        match cmp_halfway(w, e, x) {
+        match cmp(x) {
             std::cmp::Ordering::Greater => x = f64::from_bits(x.to_bits() + 1),
             std::cmp::Ordering::Equal => {
                 return if x.to_bits() & 1 == 1 {
@@ -262,7 +286,7 @@ pub fn nearest(w: u64, e: i32, approx: f64) -> f64 {
             }
             std::cmp::Ordering::Less => {
                 let below = f64::from_bits(x.to_bits() - 1);
-                match cmp_halfway(w, e, below) {
+                match cmp(below) {
                     std::cmp::Ordering::Less => x = below,
                     std::cmp::Ordering::Equal => {
                         return if x.to_bits() & 1 == 1 { below } else { x }
@@ -276,7 +300,7 @@ pub fn nearest(w: u64, e: i32, approx: f64) -> f64 {
 }
 
 /// `w × 10^e` against the halfway point between positive `x` and the next `f64` up.
-fn cmp_halfway(w: u64, e: i32, x: f64) -> std::cmp::Ordering {
+fn cmp_halfway(w: &Big, e: i32, x: f64) -> std::cmp::Ordering {
     let bits = x.to_bits();
     let (exp, frac) = ((bits >> 52) as i32, bits & ((1 << 52) - 1));
     let (m, q) = if exp == 0 {
@@ -285,7 +309,7 @@ fn cmp_halfway(w: u64, e: i32, x: f64) -> std::cmp::Ordering {
         (frac | 1 << 52, exp - 1075)
     };
     // halfway = (2m + 1) × 2^(q - 1)
-    let (mut a, mut b) = (Big::from_u64(w), Big::from_u64(2 * m + 1));
+    let (mut a, mut b) = (*w, Big::from_u64(2 * m + 1));
     if e >= 0 {
         a.mul_pow10(e as u32);
     } else {
@@ -426,7 +450,7 @@ mod tests {
             {
                 continue;
             }
-            assert_eq!(nearest(w, e, approx), want, "{text}");
+            assert_eq!(nearest(digits.as_bytes(), e, approx), want, "{text}");
         }
     }
 

@@ -1234,6 +1234,7 @@ fn decimal_to_number(
             None => overflowed = true,
         }
     }
+    let mut written_exponent: i32 = 0;
     if let Some((positive, digits)) = exp {
         let mut e: i32 = 0;
         for &d in digits {
@@ -1256,15 +1257,13 @@ fn decimal_to_number(
         } else {
             exponent.saturating_sub(e)
         };
+        written_exponent = if positive { e } else { -e };
     }
     let f = f64_from_parts(significand, exponent)?;
-    // Correctly rounded, as Python reads it (digits past u64 are dropped, as serde_json
-    // drops them: such a number keeps the one-operation result).
-    let f = if overflowed {
-        f
-    } else {
-        crate::float::nearest(significand, exponent, f)
-    };
+    // Correctly rounded from all the digits, as Python reads it.
+    let all: Vec<u8> = int.iter().chain(frac).copied().collect();
+    let e10 = written_exponent.saturating_sub(frac.len() as i32);
+    let f = crate::float::nearest(&all, e10, f);
     Some(Number::Float(if negative { -f } else { f }))
 }
 
