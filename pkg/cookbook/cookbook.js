@@ -366,7 +366,7 @@ export function cookbook(tinker, host = {}) {
    * @param {{ signal?: AbortSignal, onMetrics?: (m: any) => void, now: () => number, evaluators: { frequent: any[], infrequent: any[] }, service: any }} o
    */
   async function loop(run, tc, files, { signal, onMetrics, now, evaluators, service }) {
-    const c = { run, tc, files, now, service, rolling: Promise.resolve() };
+    const c = { run, tc, files, now, service, rolling: Promise.resolve(), periodic: Promise.resolve() };
     const inFlight = [];
     for (;;) {
       if (signal?.aborted) run.stop();
@@ -378,8 +378,9 @@ export function cookbook(tinker, host = {}) {
       if (run.mustFinish) await finish(c, inFlight.shift(), onMetrics);
     }
     while (inFlight.length) await finish(c, inFlight.shift(), onMetrics);
-    // `save_final_async`: the pending rolling save, the last save, then the last rolling
+    // `save_final_async`: the pending saves, the last save, then the last rolling
     // checkpoint deleted.
+    await c.periodic;
     await c.rolling;
     const last = run.endSave();
     if (last !== undefined) await save(c, last);
@@ -409,10 +410,14 @@ export function cookbook(tinker, host = {}) {
   /** `finish_batch`: the due save, then the step's results and its metrics line. */
   async function finish(/** @type {any} */ c, /** @type {any[]} */ [fwd, opt], /** @type {any} */ onMetrics) {
     const { run, files, now } = c;
-    // `maybe_save_async`: a periodic save in line; then the pending rolling save is
-    // awaited, and a due one starts in the background.
+    // `maybe_save_async`: a periodic save in line (in the background with
+    // async_periodic_saves, the previous one awaited first); then the pending rolling save
+    // is awaited, and a due one starts in the background.
     const due = run.finishBegin(now());
-    if (due !== undefined && !due.rolling) await save(c, due);
+    if (due?.background) {
+      await c.periodic;
+      c.periodic = save(c, due).catch((/** @type {any} */ e) => console.warn(`tinker-wasm/cookbook: background checkpoint ${due.name} failed: ${e?.message ?? e}`));
+    } else if (due !== undefined && !due.rolling) await save(c, due);
     await c.rolling;
     if (due?.rolling) {
       c.rolling = save(c, due).catch((/** @type {any} */ e) => console.warn(`tinker-wasm/cookbook: rolling checkpoint ${due.name} failed: ${e?.message ?? e}`));

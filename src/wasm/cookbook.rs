@@ -55,6 +55,8 @@ declare_params! {
         rolling_save_every: u64 => "?: number",
         /// Time to live of rolling saves (default 7200).
         rolling_ttl_seconds: u64 => "?: number",
+        /// Periodic saves in the background, training going on meanwhile (default false).
+        async_periodic_saves: bool => "?: boolean",
         /// Adam's beta1 (default 0.9).
         adam_beta1: f64 => "?: number",
         /// Adam's beta2 (default 0.95).
@@ -381,6 +383,7 @@ impl CookbookSft {
         set(&r, "ttl_seconds", &ttl);
         set(&r, "both", &o.both.into());
         set(&r, "rolling", &o.rolling.into());
+        set(&r, "background", &o.background.into());
         self.saves.push(o);
         r
     }

@@ -13,6 +13,8 @@ const argv = process.argv.slice(2);
 // --cpu-report (make bench): the client CPU between the first and the last step's metrics.
 const cpuReport = argv.includes('--cpu-report');
 if (cpuReport) argv.splice(argv.indexOf('--cpu-report'), 1);
+const asyncSaves = argv.includes('--async-periodic-saves');
+if (asyncSaves) argv.splice(argv.indexOf('--async-periodic-saves'), 1);
 const a = new Map();
 for (let i = 0; i < argv.length; i += 2) a.set(argv[i].replace(/^--/, ''), argv[i + 1]);
 const cpuMarks = [];
@@ -49,6 +51,7 @@ const config = {
   eval_every: num('eval-every', 10),
   save_every: num('save-every', 20),
   rolling_save_every: num('rolling-save-every', 0),
+  async_periodic_saves: asyncSaves,
   submit_ahead: num('submit-ahead', 1),
   lora_rank: num('lora-rank', 32),
   ...(a.has('max-steps') ? { max_steps: num('max-steps') } : {}),

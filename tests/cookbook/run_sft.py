@@ -50,6 +50,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--max-steps", type=int, default=None)
     p.add_argument("--lora-rank", type=int, default=32)
     p.add_argument("--rolling-save-every", type=int, default=0)
+    p.add_argument("--async-periodic-saves", action="store_true")
     p.add_argument("--cpu-report", action="store_true", help="print the client CPU between the first and last step (make bench)")
     return p.parse_args()
 
@@ -103,6 +104,7 @@ def main() -> int:
         eval_every=args.eval_every,
         save_every=args.save_every,
         rolling_save_every=args.rolling_save_every,
+        async_periodic_saves=args.async_periodic_saves,
         submit_ahead=args.submit_ahead,
         max_steps=args.max_steps,
         wandb_project=None,

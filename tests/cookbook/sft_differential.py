@@ -50,6 +50,8 @@ RESUMED = {"resume": ["--max-steps", "3"]}
 # Rolling saves (state only, their TTL, each replacing the last: the previous one deleted
 # through the REST API once the next is saved, the last one after the final save).
 CONFIGS.append(("rolling", ["--epochs", "2", "--save-every", "3", "--rolling-save-every", "2", "--submit-ahead", "1"]))
+# Periodic saves in the background (async_periodic_saves), with rolling ones.
+CONFIGS.append(("async-saves", ["--epochs", "2", "--save-every", "2", "--rolling-save-every", "3", "--submit-ahead", "2", "--async-periodic-saves"]))
 CONFIGS.append(("resume", ["--epochs", "2", "--save-every", "2", "--submit-ahead", "1", "--shuffle-seed", "2", "--test-size", "2", "--eval-every", "2"]))
 # Training calls: compared in order, bodies normalised (ids by order of appearance).
 CALLS = ("create_model", "forward_backward", "optim_step", "save_weights", "save_weights_for_sampler", "load_weights", "asample")

@@ -31,6 +31,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "ttl_seconds",
     "rolling_save_every",
     "rolling_ttl_seconds",
+    "async_periodic_saves",
     "adam_beta1",
     "adam_beta2",
     "adam_eps",
@@ -108,6 +109,17 @@ impl<'a> Obj<'a> {
         }
     }
 
+    fn boolean(&self, k: &str) -> Result<Option<bool>, InputError> {
+        match self.get(k) {
+            None => Ok(None),
+            Some(Json::Bool(b)) => Ok(Some(*b)),
+            Some(v) => Err(InputError::type_error(
+                self.field(k),
+                format!("must be a boolean, got {v}"),
+            )),
+        }
+    }
+
     fn number(&self, k: &str) -> Result<Option<f64>, InputError> {
         match self.get(k) {
             None => Ok(None),
@@ -171,6 +183,7 @@ pub fn sft_config(v: &Json) -> Result<SftConfig, InputError> {
     s.rolling_ttl_seconds = c
         .uint("rolling_ttl_seconds")?
         .unwrap_or(s.rolling_ttl_seconds);
+    s.async_periodic_saves = c.boolean("async_periodic_saves")?.unwrap_or(false);
     s.adam_beta1 = c.number("adam_beta1")?.unwrap_or(s.adam_beta1);
     s.adam_beta2 = c.number("adam_beta2")?.unwrap_or(s.adam_beta2);
     s.adam_eps = c.number("adam_eps")?.unwrap_or(s.adam_eps);

@@ -57,6 +57,9 @@ pub struct SftConfig {
     pub ttl_seconds: Option<u64>,
     /// `rolling_ttl_seconds`.
     pub rolling_ttl_seconds: u64,
+    /// `async_periodic_saves`: periodic saves in the background (the previous one awaited
+    /// before the next starts, and before the final save).
+    pub async_periodic_saves: bool,
     /// `adam_beta1`, `adam_beta2`, `adam_eps`.
     pub adam_beta1: f64,
     /// See `adam_beta1`.
@@ -88,6 +91,7 @@ impl SftConfig {
             lora_rank: 32,
             ttl_seconds: Some(604_800),
             rolling_ttl_seconds: 7200,
+            async_periodic_saves: false,
             adam_beta1: 0.9,
             adam_beta2: 0.95,
             adam_eps: 1e-8,
@@ -150,6 +154,9 @@ pub struct SaveOrder {
     /// A rolling save: made in the background (the driver awaits the previous one first,
     /// at every step), and the previous rolling checkpoint is deleted once it is done.
     pub rolling: bool,
+    /// A periodic save made in the background (`async_periodic_saves`): the driver awaits
+    /// the previous one before starting it, and before the final save.
+    pub background: bool,
     state: Map<String, Json>,
     periodic: bool,
 }
@@ -405,6 +412,13 @@ impl Sft {
         let state = self.loop_state(at.epoch, at.batch);
         let name = checkpoint_name(at.step);
         match self.plan.save(at.step, since.0, since.1) {
+            Save::Periodic if self.cfg.async_periodic_saves => {
+                // Counted as saved when it starts, as the cookbook's manager counts it.
+                self.last_saved = (self.elapsed_tokens, now);
+                let mut o = self.save_order(name, state, true, false);
+                o.background = true;
+                Some(o)
+            }
             Save::Periodic => Some(self.save_order(name, state, true, true)),
             Save::Rolling => {
                 let mut state = state;
@@ -542,6 +556,7 @@ impl Sft {
             ttl_seconds: self.cfg.ttl_seconds,
             both,
             rolling: false,
+            background: false,
             state,
             periodic,
         }
