@@ -320,7 +320,9 @@ export function cookbook(tinker, host = {}) {
     const json = JSON.stringify(cfg, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v));
     const run = new tinker.__CookbookSft(json, text, (await files.read('checkpoints.jsonl')) ?? '', now());
     try {
-      const tc = await createClient(service, run.start());
+      const start = run.start();
+      if (start.path !== undefined) await checkRendererName(service, start.path, start.user_metadata.renderer_name);
+      const tc = await createClient(service, start);
       const metricsText = (await files.read('metrics.jsonl')) ?? '';
       const cut = run.truncateMetrics(metricsText);
       if (cut) {
@@ -348,6 +350,24 @@ export function cookbook(tinker, host = {}) {
     const other = cfg.dataset_builder?.common_config?.model_name_for_tokenizer;
     if (other === undefined || other === null || other === cfg.model_name) return tc.getTokenizer();
     return (await service.createSamplingClient({ base_model: other })).getTokenizer();
+  }
+
+  /**
+   * `check_renderer_name_for_checkpoint_async`: the checkpoint's training run says which
+   * renderer trained it; a different one than this run's is worth a warning (a failed
+   * lookup too), as the cookbook logs it.
+   * @param {any} service @param {string} path @param {string} expected
+   */
+  async function checkRendererName(service, path, expected) {
+    try {
+      const trainingRun = await service.restClient().getTrainingRunByTinkerPath(path);
+      const used = trainingRun?.user_metadata?.renderer_name;
+      if (used !== undefined && used !== null && used !== expected) {
+        console.warn(`tinker-wasm/cookbook: renderer mismatch for checkpoint ${path}: checkpoint=${used} current=${expected}`);
+      }
+    } catch (e) {
+      console.warn(`tinker-wasm/cookbook: could not fetch renderer metadata for checkpoint ${path}: ${/** @type {any} */ (e)?.message ?? e}`);
+    }
   }
 
   /** The training client the run starts from. @param {any} service @param {any} s */

@@ -136,12 +136,15 @@ def calls(log: Path) -> list[dict]:
 
 
 def deletes(log: Path) -> list[str]:
-    """The checkpoints deleted through the REST API, in order, by name (run ids dropped)."""
+    """The REST calls on training runs, in order: checkpoints deleted (by name) and runs
+    read (the renderer check of a resumed or loaded checkpoint), run ids dropped."""
     out = []
     for line in log.read_text().splitlines():
         e = json.loads(line)
         if e.get("method") == "DELETE" and "/checkpoints/" in e["path"]:
-            out.append(e["path"].split("/checkpoints/", 1)[1])
+            out.append("DELETE " + e["path"].split("/checkpoints/", 1)[1])
+        elif e.get("method") == "GET" and "/training_runs/" in e["path"] and "/checkpoints" not in e["path"]:
+            out.append("GET training_runs/<id>")
     return out
 
 
@@ -194,7 +197,7 @@ def one(name: str, extra: list[str], tmp: Path, data: Path, ours: list[str]) -> 
         problems.append(f"{len(a)} training calls (cookbook) against {len(b)} (ours): " f"{[c['call'] for c in a]} / {[c['call'] for c in b]}")
     da, db = deletes(tmp / f"{name}-cookbook.requests.jsonl"), deletes(tmp / f"{name}-ours.requests.jsonl")
     if da != db:
-        problems.append(f"deleted checkpoints: {da} (cookbook) against {db} (ours)")
+        problems.append(f"REST calls on training runs: {da} (cookbook) against {db} (ours)")
     if records(py_dir / "checkpoints.jsonl") != records(our_dir / "checkpoints.jsonl"):
         problems.append(f"checkpoints.jsonl: {records(py_dir / 'checkpoints.jsonl')} (cookbook) against {records(our_dir / 'checkpoints.jsonl')} (ours)")
     backups = lambda d: sorted(p.name for p in d.glob("metrics.jsonl.pre_resume_*"))  # noqa: E731
@@ -202,7 +205,7 @@ def one(name: str, extra: list[str], tmp: Path, data: Path, ours: list[str]) -> 
         problems.append(f"metrics backups on resume: {backups(py_dir)} (cookbook) against {backups(our_dir)} (ours)")
     load = lambda d: [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]  # noqa: E731
     compare_metrics(load(py_dir), load(our_dir), problems)
-    print(f"{name}: {len(a)} training calls, {len(records(py_dir / 'checkpoints.jsonl'))} checkpoints, {len(da)} deleted, {len(load(py_dir))} metrics rows: " + ("same" if not problems else f"{len(problems)} differences"))
+    print(f"{name}: {len(a)} training calls, {len(records(py_dir / 'checkpoints.jsonl'))} checkpoints, {len(da)} REST calls, {len(load(py_dir))} metrics rows: " + ("same" if not problems else f"{len(problems)} differences"))
     return problems
 
 
