@@ -264,14 +264,30 @@ pub fn nearest(digits: &[u8], e: i32, approx: f64) -> f64 {
     if e.unsigned_abs() > 700 {
         return approx;
     }
-    let mut w = Big::from_u64(0);
-    for &d in kept {
-        w.mul_small(10);
-        w = w.add(&Big::from_u64(u64::from(d - b'0')));
-    }
-    let cmp = |x: f64| match cmp_halfway(&w, e, x) {
-        std::cmp::Ordering::Equal if sticky => std::cmp::Ordering::Greater,
-        o => o,
+    // Up to 19 digits, most comparisons fit in 128 bits; the bignum (built once, when
+    // first needed) only when they do not: reading a JSON float costs little more than
+    // the one-operation reading did.
+    let small =
+        (kept.len() <= 19).then(|| kept.iter().fold(0u64, |a, &d| a * 10 + u64::from(d - b'0')));
+    let big = std::cell::OnceCell::new();
+    let cmp = |x: f64| {
+        let o = small
+            .and_then(|v| cmp_halfway_u128(v, e, x))
+            .unwrap_or_else(|| {
+                let w = big.get_or_init(|| {
+                    let mut w = Big::from_u64(0);
+                    for &d in kept {
+                        w.mul_small(10);
+                        w = w.add(&Big::from_u64(u64::from(d - b'0')));
+                    }
+                    w
+                });
+                cmp_halfway(w, e, x)
+            });
+        match o {
+            std::cmp::Ordering::Equal if sticky => std::cmp::Ordering::Greater,
+            o => o,
+        }
     };
     let mut x = approx;
     for _ in 0..4 {
@@ -299,15 +315,47 @@ pub fn nearest(digits: &[u8], e: i32, approx: f64) -> f64 {
     x
 }
 
-/// `w × 10^e` against the halfway point between positive `x` and the next `f64` up.
-fn cmp_halfway(w: &Big, e: i32, x: f64) -> std::cmp::Ordering {
+/// Positive `x` as `m × 2^q` (`m` the integer significand).
+fn parts(x: f64) -> (u64, i32) {
     let bits = x.to_bits();
     let (exp, frac) = ((bits >> 52) as i32, bits & ((1 << 52) - 1));
-    let (m, q) = if exp == 0 {
+    if exp == 0 {
         (frac, -1074)
     } else {
         (frac | 1 << 52, exp - 1075)
+    }
+}
+
+/// [`cmp_halfway`] in 128-bit integers, `None` when a side might not fit.
+fn cmp_halfway_u128(w: u64, e: i32, x: f64) -> Option<std::cmp::Ordering> {
+    let (m, q) = parts(x);
+    if e.unsigned_abs() > 19 {
+        return None;
+    }
+    let p = u128::from((0..e.unsigned_abs()).fold(1u64, |p, _| p * 10));
+    let (mut a, mut b) = (u128::from(w), u128::from(2 * m + 1));
+    // A product or shift fits when the operands' bits add up to at most 128.
+    let bits = |v: u128| 128 - v.leading_zeros() as i32;
+    if e >= 0 {
+        (bits(a) + bits(p) <= 128).then_some(())?;
+        a *= p;
+    } else {
+        (bits(b) + bits(p) <= 128).then_some(())?;
+        b *= p;
+    }
+    let (v, n) = if q >= 1 {
+        (&mut b, q - 1)
+    } else {
+        (&mut a, 1 - q)
     };
+    (bits(*v) + n <= 128).then_some(())?;
+    *v <<= n;
+    Some(a.cmp(&b))
+}
+
+/// `w × 10^e` against the halfway point between positive `x` and the next `f64` up.
+fn cmp_halfway(w: &Big, e: i32, x: f64) -> std::cmp::Ordering {
+    let (m, q) = parts(x);
     // halfway = (2m + 1) × 2^(q - 1)
     let (mut a, mut b) = (*w, Big::from_u64(2 * m + 1));
     if e >= 0 {
