@@ -231,13 +231,7 @@ impl CookbookSft {
         self.sft.must_finish()
     }
 
-    /// Steps sent whose results are not read yet.
-    #[wasm_bindgen(getter, js_name = inFlight)]
-    pub fn in_flight(&self) -> usize {
-        self.sft.in_flight()
-    }
-
-    /// The next step, `{ step, data, adam, eval }`, or undefined when none is left.
+    /// The next step, `{ step, data, adam, eval, infrequent }`, or undefined when none is left.
     #[wasm_bindgen(js_name = nextStep)]
     pub fn next_step(&mut self) -> Result<JsValue, JsValue> {
         let Some(o) = self.sft.next_step().map_err(|e| input_error(&e))? else {

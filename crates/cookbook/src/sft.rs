@@ -307,11 +307,6 @@ impl Sft {
         self.stopped_at.map(|s| s.step)
     }
 
-    /// Steps in flight (sent, results not yet read).
-    pub fn in_flight(&self) -> usize {
-        self.in_flight.len()
-    }
-
     /// Whether the oldest step in flight is to be finished before the next is sent.
     pub fn must_finish(&self) -> bool {
         self.in_flight.len() as u64 > self.cfg.submit_ahead
