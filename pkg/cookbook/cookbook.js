@@ -1,4 +1,5 @@
-// tinker-wasm/cookbook: tinker-cookbook's training methods over the full module. The
+// tinker-wasm/cookbook: tinker-cookbook's training methods over the cookbook build of the
+// module (the full module and crates/cookbook; the entries next to this file). The
 // logic (schedules, shuffling, batching, datums, metrics, checkpoint records, resume, the
 // order of the calls) is the Rust crate's state machine (crates/cookbook's sft::Sft,
 // through the skin's __CookbookSft); this file sends what it says, in the order it says,
@@ -93,11 +94,17 @@ export class FromConversationFileBuilder {
   /** @param {Record<string, unknown>} params */
   constructor(params) {
     if (params === null || typeof params !== 'object') {
-      throw new TypeError(`FromConversationFileBuilder: params must be an object, got ${params === null ? 'null' : typeof params}`);
+      throw new TypeError(`${new.target.name}: params must be an object, got ${params === null ? 'null' : typeof params}`);
     }
     Object.assign(this, params);
   }
 }
+
+/** `preference.ComparisonBuilderFromJsonl`: comparison files (`{"comparison", "label"}` per line). */
+export class ComparisonBuilderFromJsonl extends FromConversationFileBuilder {}
+
+/** `preference.DPODatasetBuilderFromComparisons`: each comparison a chosen and a rejected datum. */
+export class DPODatasetBuilderFromComparisons extends FromConversationFileBuilder {}
 
 /**
  * The dataset's JSONL text: the file (a path needs `fs`), its text or bytes, or the
@@ -105,26 +112,39 @@ export class FromConversationFileBuilder {
  * @param {any} b the builder
  * @param {any} fs
  */
-async function datasetText(b, fs) {
+async function datasetText(b, fs, at = 'dataset_builder', [file, text, rows] = ['file_path', 'text', 'conversations'], optional = false) {
   if (b === null || typeof b !== 'object') {
-    throw new TypeError(`dataset_builder: must be a supervised.FromConversationFileBuilder, got ${b === null ? 'null' : typeof b}`);
+    throw new TypeError(`${at}: must be a ${at === 'dataset_builder' ? 'supervised.FromConversationFileBuilder' : 'preference.ComparisonBuilderFromJsonl'}, got ${b === null ? 'null' : typeof b}`);
   }
-  const given = ['file_path', 'text', 'conversations'].filter((k) => b[k] !== undefined);
+  const given = [file, text, rows].filter((k) => b[k] !== undefined && b[k] !== null);
+  if (given.length === 0 && optional) return '';
   if (given.length !== 1) {
-    throw new TypeError(`dataset_builder: give exactly one of file_path, text and conversations, got ${given.length ? given.join(', ') : 'none'}`);
+    throw new TypeError(`${at}: give exactly one of ${file}, ${text} and ${rows}, got ${given.length ? given.join(', ') : 'none'}`);
   }
-  if (b.text !== undefined) {
-    if (typeof b.text === 'string') return b.text;
-    if (b.text instanceof Uint8Array) return new TextDecoder().decode(b.text);
-    throw new TypeError(`dataset_builder.text: must be a string or a Uint8Array, got ${typeof b.text}`);
+  if (given[0] === text) {
+    if (typeof b[text] === 'string') return b[text];
+    if (b[text] instanceof Uint8Array) return new TextDecoder().decode(b[text]);
+    throw new TypeError(`${at}.${text}: must be a string or a Uint8Array, got ${typeof b[text]}`);
   }
-  if (b.file_path !== undefined) {
-    if (!fs) throw new TypeError('dataset_builder.file_path: this runtime has no file system; give text or conversations');
-    return fs.promises.readFile(b.file_path, 'utf8');
+  if (given[0] === file) {
+    if (!fs) throw new TypeError(`${at}.${file}: this runtime has no file system; give ${text} or ${rows}`);
+    return fs.promises.readFile(b[file], 'utf8');
   }
   const lines = [];
-  for await (const c of b.conversations) lines.push(JSON.stringify(c));
+  for await (const c of b[rows]) lines.push(JSON.stringify(c));
   return lines.join('\n');
+}
+
+/**
+ * A DPO run's comparison files: `[train text, test text]`.
+ * @param {any} d the dataset builder
+ * @param {any} fs
+ */
+async function comparisonTexts(d, fs) {
+  const at = 'dataset_builder.comparison_builder';
+  const c = d?.comparison_builder;
+  const keys = (/** @type {string} */ p) => /** @type {[string, string, string]} */ ([`${p}_path`, `${p}_text`, `${p}_comparisons`]);
+  return [await datasetText(c, fs, at, keys('train')), await datasetText(c, fs, at, keys('test'), true)];
 }
 
 /**
@@ -256,6 +276,9 @@ export class SamplingClientEvaluator {
   }
 }
 
+/** A sampler's prompt logprobs (`(number | null)[]`) as float32s, null as NaN. @param {(number | null)[]} l */
+const floats = (l) => Float32Array.from(l, (x) => x ?? NaN);
+
 /** The held-out NLL evaluator's place in the list. */
 const NLL = Symbol('SamplerNLLEvaluator');
 
@@ -297,47 +320,74 @@ export function cookbook(tinker, host = {}) {
    * @param {{ service?: any, signal?: AbortSignal, onMetrics?: (m: Record<string, unknown>) => void, store?: RunStore, progress?: boolean }} [options]
    */
   async function train(config, options = {}) {
+    return run('supervised.train', config, options, async (cfg, json, checkpoints, now) => {
+      const text = await datasetText(config.dataset_builder, fs);
+      return new tinker.__CookbookSft(json({ ...cfg, dataset_builder: builderParams(config.dataset_builder) }), text, undefined, checkpoints, now);
+    });
+  }
+
+  /**
+   * `preference.trainDpo(config, { service, signal, onMetrics, store })`: `train_dpo.main`.
+   * @param {any} config
+   * @param {{ service?: any, signal?: AbortSignal, onMetrics?: (m: Record<string, unknown>) => void, store?: RunStore, progress?: boolean }} [options]
+   */
+  async function trainDpo(config, options = {}) {
+    return run('preference.trainDpo', config, options, async (cfg, json, checkpoints, now) => {
+      const [train, test] = await comparisonTexts(config.dataset_builder, fs);
+      const { comparison_builder: _c, ...builder } = config.dataset_builder;
+      return new tinker.__CookbookSft(json({ ...cfg, dataset_builder: { ...builder, comparison_builder: {} } }), train, test, checkpoints, now);
+    });
+  }
+
+  /**
+   * A method's run: the options checked, the state machine made by `make` (from the
+   * config without the user's evaluators), the client created, then the loop.
+   * @param {string} what @param {any} config @param {any} options
+   * @param {(cfg: any, json: (v: any) => string, checkpoints: string, now: number) => Promise<any>} make
+   */
+  async function run(what, config, options, make) {
     if (config === null || typeof config !== 'object') {
-      throw new TypeError(`supervised.train config: must be an object, got ${config === null ? 'null' : typeof config}`);
+      throw new TypeError(`${what} config: must be an object, got ${config === null ? 'null' : typeof config}`);
     }
     const { service, signal, onMetrics: userMetrics, store } = options;
     if (!(service instanceof tinker.ServiceClient)) {
-      throw new TypeError('supervised.train options.service: must be a ServiceClient');
+      throw new TypeError(`${what} options.service: must be a ServiceClient of tinker-wasm/cookbook (the cookbook runs on its own build of the module: take ServiceClient from that entry, not from tinker-wasm)`);
     }
     if (userMetrics !== undefined && typeof userMetrics !== 'function') {
-      throw new TypeError(`supervised.train options.onMetrics: must be a function, got ${typeof userMetrics}`);
+      throw new TypeError(`${what} options.onMetrics: must be a function, got ${typeof userMetrics}`);
     }
     const bar = options.progress !== false && host.progress ? host.progress() : null;
     const onMetrics = bar ? (/** @type {any} */ m) => (bar.step(m), userMetrics?.(m)) : userMetrics;
     const files = store ?? runStore(config.log_path);
-    const text = await datasetText(config.dataset_builder, fs);
     const builtEvaluators = { frequent: buildEvaluators(config, 'evaluator_builders'), infrequent: buildEvaluators(config, 'infrequent_evaluator_builders') };
-    const { evaluator_builders: _e, infrequent_evaluator_builders: _i, ...rest } = config;
-    const cfg = { ...rest, dataset_builder: builderParams(config.dataset_builder) };
+    const { evaluator_builders: _e, infrequent_evaluator_builders: _i, ...cfg } = config;
     const now = () => Date.now() / 1000;
     // The crate reads the config (its defaults, its errors): as JSON, non-finite numbers
     // kept as their names so that they are refused rather than read as null.
-    const json = JSON.stringify(cfg, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v));
-    const run = new tinker.__CookbookSft(json, text, (await files.read('checkpoints.jsonl')) ?? '', now());
+    const json = (/** @type {any} */ v) => JSON.stringify(v, (_k, x) => (typeof x === 'number' && !Number.isFinite(x) ? String(x) : x));
+    const sm = await make(cfg, json, (await files.read('checkpoints.jsonl')) ?? '', now());
     try {
-      const start = run.start();
+      const start = sm.start();
       if (start.path !== undefined) await checkRendererName(service, start.path, start.user_metadata.renderer_name);
       const tc = await createClient(service, start);
       const metricsText = (await files.read('metrics.jsonl')) ?? '';
-      const cut = run.truncateMetrics(metricsText);
+      const cut = sm.truncateMetrics(metricsText);
       if (cut) {
         await files.write(cut[0], metricsText);
         await files.write('metrics.jsonl', cut[1]);
       }
-      run.setTokenizer(await tokenizerOf(service, tc, cfg));
+      const dpo = what === 'preference.trainDpo';
+      // train_dpo: the reference is a sampler on the starting weights.
+      const reference = dpo ? await tc.saveWeightsAndGetSamplingClient() : null;
+      sm.setTokenizer(await tokenizerOf(service, tc, cfg));
       try {
-        await loop(run, tc, files, { signal, onMetrics, now, evaluators: builtEvaluators, service });
+        await loop(sm, tc, files, { signal, onMetrics, now, evaluators: builtEvaluators, service, reference });
       } finally {
         bar?.finish();
       }
-      return { stopped: run.stoppedAt !== undefined, stopped_at_step: run.stoppedAt ?? null };
+      return { stopped: sm.stoppedAt !== undefined, stopped_at_step: sm.stoppedAt ?? null };
     } finally {
-      run.free();
+      sm.free();
     }
   }
 
@@ -383,17 +433,34 @@ export function cookbook(tinker, host = {}) {
    * The steps, as the cookbook sends them: each step's evaluation, then its
    * forward_backward and optim_step, the oldest finished once too many are in flight.
    * @param {any} run @param {any} tc @param {RunStore} files
-   * @param {{ signal?: AbortSignal, onMetrics?: (m: any) => void, now: () => number, evaluators: { frequent: any[], infrequent: any[] }, service: any }} o
+   * @param {{ signal?: AbortSignal, onMetrics?: (m: any) => void, now: () => number, evaluators: { frequent: any[], infrequent: any[] }, service: any, reference: any }} o  (reference: a DPO run's sampler on its starting weights, else null)
    */
-  async function loop(run, tc, files, { signal, onMetrics, now, evaluators, service }) {
+  async function loop(run, tc, files, { signal, onMetrics, now, evaluators, service, reference }) {
     const c = { run, tc, files, now, service, rolling: Promise.resolve(), periodic: Promise.resolve() };
     const inFlight = [];
     for (;;) {
       if (signal?.aborted) run.stop();
       const step = run.nextStep();
       if (step === undefined) break;
-      if (step.eval) await runEvals(run, tc, step.step, [...evaluators.frequent, ...(run.hasTestData ? [NLL] : [])]);
-      if (step.infrequent) await runEvals(run, tc, step.step, evaluators.infrequent);
+      // train_dpo's step: the due save (a rolling one too, in line), the evaluations,
+      // the reference logprobs, the DPO loss, then the optimizer step.
+      if (step.save !== undefined) await save(c, step.save);
+      if (reference) {
+        await evals(run, tc, step, evaluators);
+        const ref = await Promise.all(run.testPrompts(true).map(async (/** @type {any} */ p) => floats(await reference.computeLogprobs(p))));
+        const out = await tc.forwardBackwardCustom(step.data, (/** @type {any} */ _d, /** @type {Float32Array[]} */ lp) => {
+          // The loss, then each datum's gradients, in one list.
+          const flat = run.dpoLoss(ref, lp);
+          let at = 1;
+          return { loss: flat[0], gradients: lp.map((l) => flat.subarray(at, (at += l.length))) };
+        });
+        await tc.optimStep(step.adam);
+        const [line, metrics] = run.finishEnd([], out.metrics);
+        await files.append('metrics.jsonl', line);
+        onMetrics?.(metrics);
+        continue;
+      }
+      await evals(run, tc, step, evaluators);
       inFlight.push([tc.forwardBackward(step.data, 'cross_entropy'), tc.optimStep(step.adam)]);
       if (run.mustFinish) await finish(c, inFlight.shift(), onMetrics);
     }
@@ -409,6 +476,16 @@ export function cookbook(tinker, host = {}) {
   }
 
   /**
+   * A step's evaluations: the frequent evaluators (the held-out NLL last), then the
+   * infrequent ones.
+   * @param {any} run @param {any} tc @param {any} step @param {{ frequent: any[], infrequent: any[] }} evaluators
+   */
+  async function evals(run, tc, step, evaluators) {
+    if (step.eval) await runEvals(run, tc, step.step, [...evaluators.frequent, ...(run.hasTestData ? [NLL] : [])]);
+    if (step.infrequent) await runEvals(run, tc, step.step, evaluators.infrequent);
+  }
+
+  /**
    * `run_evals`: the evaluators in order, sampling ones on one snapshot of the current
    * weights (taken when the first needs it); their metrics go into the step's line.
    * @param {any} run @param {any} tc @param {number} step @param {any[]} list
@@ -419,8 +496,8 @@ export function cookbook(tinker, host = {}) {
     for (const e of list) {
       if (e === NLL || e instanceof SamplingClientEvaluator) sampler ??= await tc.saveWeightsAndGetSamplingClient();
       if (e === NLL) {
-        const logprobs = await Promise.all(run.testPrompts().map((/** @type {any} */ p) => sampler.computeLogprobs(p)));
-        run.recordEval(step, logprobs);
+        const logprobs = await Promise.all(run.testPrompts(false).map((/** @type {any} */ p) => sampler.computeLogprobs(p)));
+        run.recordEval(step, logprobs.map(floats));
       } else {
         run.recordMetrics(step, await e.evaluate(e instanceof SamplingClientEvaluator ? sampler : tc));
       }
@@ -444,7 +521,7 @@ export function cookbook(tinker, host = {}) {
     }
     const out = await fwd;
     const optimized = await opt;
-    const [line, metrics] = run.finishEnd(out, optimized?.metrics ?? {});
+    const [line, metrics] = run.finishEnd(out.loss_fn_outputs.map((/** @type {any} */ o) => o.logprobs.data), optimized?.metrics ?? {});
     await files.append('metrics.jsonl', line);
     onMetrics?.(metrics);
   }
@@ -496,6 +573,7 @@ export function cookbook(tinker, host = {}) {
 
   return {
     supervised: { train, FromConversationFileBuilder },
+    preference: { trainDpo, DPODatasetBuilderFromComparisons, ComparisonBuilderFromJsonl },
     hyperparams: {
       /** `hyperparam_utils.get_lr(model_name, is_lora=True)`. @param {string} modelName @param {boolean} [isLora] */
       getLr: (modelName, isLora = true) => tinker.__cookbookGetLr(modelName, isLora),

@@ -1,18 +1,26 @@
-// Type declarations for tinker-wasm/cookbook: tinker-cookbook's training methods. Every
-// runtime entry point exports the same API.
+// Type declarations for tinker-wasm/cookbook: the SDK on the cookbook build of the module,
+// and tinker-cookbook's training methods. Every runtime entry point exports the same API.
+import type { ServiceClient, SamplingClient, TrainingClient, ModelInput, ChatMessage, Renderer, RendererLike } from '../index.js';
 import type {
-  ServiceClient,
-  SamplingClient,
-  TrainingClient,
   SupervisedConfig,
   FromConversationFileBuilderParams,
-  ModelInput,
-  ChatMessage,
-  Renderer,
-} from '../gen/full/tinker_wasm.js';
-import type { RendererLike } from '../renderers.js';
+  DpoConfig,
+  DPODatasetBuilderFromComparisonsParams,
+  ComparisonBuilderFromJsonlParams,
+} from '../gen/cookbook/tinker_wasm.js';
 
-export type { SupervisedConfig, FromConversationFileBuilderParams, ChatDatasetBuilderCommonConfig } from '../gen/full/tinker_wasm.js';
+// The whole SDK, as tinker-wasm exports it (the same classes, on the cookbook build of the
+// module: use this entry's ServiceClient for the cookbook's methods).
+export * from '../index.js';
+export type {
+  SupervisedConfig,
+  FromConversationFileBuilderParams,
+  ChatDatasetBuilderCommonConfig,
+  DpoConfig,
+  DPODatasetBuilderFromComparisonsParams,
+  ComparisonBuilderFromJsonlParams,
+  LabeledComparison,
+} from '../gen/cookbook/tinker_wasm.js';
 
 /** A run's files (`checkpoints.jsonl`, `metrics.jsonl`): a folder in Node (`log_path`), a store elsewhere. */
 export interface RunStore {
@@ -65,6 +73,21 @@ export declare const supervised: {
   train(config: SupervisedConfig, options: CookbookRunOptions): Promise<TrainResult>;
   /** The cookbook's conversation JSONL: `{"messages": [...]}` per line. */
   FromConversationFileBuilder: new (params: FromConversationFileBuilderParams) => FromConversationFileBuilderParams;
+};
+
+export declare const preference: {
+  /**
+   * `preference.train_dpo.main(config)`: direct preference optimization as tinker-cookbook
+   * runs it. The reference is a sampler on the starting weights; each step scores its
+   * chosen and rejected datums there, then trains on the DPO loss through
+   * `forwardBackwardCustom`. Metrics per step: `dpo_loss`, `accuracy`, `margin`,
+   * `chosen_reward`, `rejected_reward`, `num_pairs`, `num_tokens`, `learning_rate`, `progress`.
+   */
+  trainDpo(config: DpoConfig, options: CookbookRunOptions): Promise<TrainResult>;
+  /** Each comparison of the files a chosen and a rejected datum (batches count comparisons). */
+  DPODatasetBuilderFromComparisons: new (params: DPODatasetBuilderFromComparisonsParams) => DPODatasetBuilderFromComparisonsParams;
+  /** Comparison files: `{"comparison": {prompt_conversation, completion_A, completion_B}, "label"}` per line. */
+  ComparisonBuilderFromJsonl: new (params: ComparisonBuilderFromJsonlParams) => ComparisonBuilderFromJsonlParams;
 };
 
 export declare const hyperparams: {

@@ -1,9 +1,38 @@
-// tinker-wasm/cookbook for Node: the cookbook's methods over this runtime's entry (in a
-// terminal, a run draws its progress on stderr unless `progress: false`).
+// tinker-wasm/cookbook for Node.js: the whole SDK (as tinker-wasm exports it) on the
+// cookbook build of the module (pkg/gen/cookbook: the full module and tinker-cookbook's
+// methods), and the cookbook's namespaces over it. Mirrors ../index.js; in a terminal, a
+// run draws its progress on stderr unless `progress: false`.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import * as tinker from '../index.js';
+import * as glue from '../gen/cookbook/tinker_wasm.js';
+import { install, adminClient } from '../extras.js';
+import { rendererRegistry } from '../renderers.js';
+import { withNodeTransport } from '../node-transport.js';
+import { withNodeCredentials } from '../node-credentials.js';
+import { generalHost } from '../general-engine.js';
 import { cookbook } from './cookbook.js';
 import { stepProgress } from '../cli/progress.js';
 
-export const { supervised, hyperparams, checkpoints, completers, evaluators, memoryStore, indexedDbStore } = cookbook(tinker, { fs, path, progress: () => stepProgress(process.stderr) });
+glue.initSync({ module: fs.readFileSync(new URL('../gen/cookbook/tinker_wasm_bg.wasm', import.meta.url)) });
+
+// The general tokenizer engine, compiled synchronously on first need.
+glue.__setGeneralTokenizerHost(
+  generalHost({ loadSync: () => fs.readFileSync(new URL('../gen/general/tokenizer_general_bg.wasm', import.meta.url)) }),
+);
+
+export const { ModelInput, TensorData, datumFromTokens } = install(glue, { fs, path });
+export * from '../gen/cookbook/tinker_wasm.js';
+export * from '../errors.js';
+export const { registerRenderer, unregisterRenderer, getRegisteredRendererNames, isRendererRegistered, getRenderer } = rendererRegistry(glue);
+// HTTP over node:http(s) keep-alive unless `options.fetch` is given (./node-transport.js).
+// Credentials as the Python SDK finds them: TINKER_API_KEY, TINKER_CREDENTIAL_CMD, then
+// ~/.tinker/credentials.json; Cloudflare Access headers and TINKER_TELEMETRY (node-credentials.js).
+export const { ServiceClient, RestClient, SamplingClient } = withNodeTransport(glue, withNodeCredentials);
+export { PagePromise } from '../extras.js';
+export const AdminClient = adminClient(RestClient);
+
+// tinker-cookbook's methods over this module's classes.
+export const { supervised, preference, hyperparams, checkpoints, completers, evaluators, memoryStore, indexedDbStore } = cookbook(
+  { ...glue, ServiceClient },
+  { fs, path, progress: () => stepProgress(process.stderr) },
+);

@@ -102,30 +102,139 @@ declare_params! {
         /// The model whose tokenizer renders (default: the config's model_name).
         model_name_for_tokenizer: String => "?: string",
     }
+
+    /// `preference.trainDpo`'s config: tinker-cookbook's `preference.train_dpo.Config`,
+    /// its names and defaults.
+    DpoConfig("preference.trainDpo config") {
+        /// The base model to fine-tune, e.g. "Qwen/Qwen3-8B".
+        model_name: String => ": string",
+        /// Where the run keeps checkpoints.jsonl and metrics.jsonl (a folder in Node).
+        log_path: String => "?: string",
+        /// A name for the run (kept for the cookbook's configs; not sent).
+        recipe_name: String => "?: string",
+        /// The pairs: `new preference.DPODatasetBuilderFromComparisons({...})`.
+        dataset_builder: JsValue => ": DPODatasetBuilderFromComparisonsParams",
+        /// Weights to start from (`tinker://…/weights/…`); a resume from log_path wins.
+        load_checkpoint_path: String => "?: string",
+        /// The renderer (default: the dataset's `common_config.renderer_name`).
+        renderer_name: String => "?: string",
+        /// Base learning rate (default 1e-5).
+        learning_rate: f64 => "?: number",
+        /// "linear" (default), "cosine" or "constant".
+        lr_schedule: String => "?: 'linear' | 'cosine' | 'constant'",
+        /// Epochs over the data (default 1).
+        num_epochs: u64 => "?: number",
+        /// DPO's beta: how strongly the policy is held to the reference (default 0.1).
+        dpo_beta: f64 => "?: number",
+        /// LoRA rank (default 32).
+        lora_rank: u32 => "?: number",
+        /// Accepted as the cookbook accepts it (default 8; not sent).
+        num_replicas: u64 => "?: number",
+        /// Save every this many steps (default 20; 0: never).
+        save_every: u64 => "?: number",
+        /// Evaluate every this many steps and at the last (default 10).
+        eval_every: u64 => "?: number",
+        /// Run the infrequent evaluators every this many steps (default 100).
+        infrequent_eval_every: u64 => "?: number",
+        /// Time to live of periodic saves in seconds (default 604800; null: kept).
+        ttl_seconds: JsValue => "?: number | null",
+        /// A state-only save every this many steps, replacing the previous one (default 0).
+        rolling_save_every: u64 => "?: number",
+        /// Time to live of rolling saves (default 7200).
+        rolling_ttl_seconds: u64 => "?: number",
+        /// Adam's beta1 (default 0.9).
+        adam_beta1: f64 => "?: number",
+        /// Adam's beta2 (default 0.95).
+        adam_beta2: f64 => "?: number",
+        /// Adam's epsilon (default 1e-8).
+        adam_eps: f64 => "?: number",
+        /// Accepted as the cookbook accepts it; the reference is the starting weights, as there.
+        reference_model_name: String => "?: string",
+        /// Stop after this many steps in all.
+        max_steps: u64 => "?: number",
+        /// Evaluators run every `eval_every` steps (the held-out NLL of the test pairs runs after them).
+        evaluator_builders: JsValue => "?: Array<() => { evaluate(client: never): Promise<Record<string, number>> }>",
+        /// Evaluators run every `infrequent_eval_every` steps.
+        infrequent_evaluator_builders: JsValue => "?: Array<() => { evaluate(client: never): Promise<Record<string, number>> }>",
+    }
+
+    /// `preference.DPODatasetBuilderFromComparisons`: each comparison a chosen and a rejected datum.
+    DPODatasetBuilderFromComparisonsParams("DPODatasetBuilderFromComparisons") {
+        /// The comparisons: `new preference.ComparisonBuilderFromJsonl({...})`.
+        comparison_builder: JsValue => ": ComparisonBuilderFromJsonlParams",
+        /// The renderer and batching (`batch_size` counts comparisons).
+        common_config: ChatDatasetBuilderCommonConfig => ": ChatDatasetBuilderCommonConfig",
+    }
+
+    /// `preference.ComparisonBuilderFromJsonl`: one `{"comparison": {prompt_conversation, completion_A, completion_B}, "label": "A" | "B"}` per line.
+    ComparisonBuilderFromJsonlParams("ComparisonBuilderFromJsonl") {
+        /// The training file (a path in Node; elsewhere give `train_text` or `train_comparisons`).
+        train_path: String => "?: string",
+        /// The training file's contents (text or UTF-8 bytes).
+        train_text: JsValue => "?: string | Uint8Array",
+        /// The training rows themselves: an array or (async) iterable.
+        train_comparisons: JsValue => "?: Iterable<LabeledComparison> | AsyncIterable<LabeledComparison>",
+        /// A held-out file, scored by the NLL evaluator every `eval_every` steps.
+        test_path: String => "?: string",
+        /// The held-out file's contents.
+        test_text: JsValue => "?: string | Uint8Array",
+        /// The held-out rows themselves.
+        test_comparisons: JsValue => "?: Iterable<LabeledComparison> | AsyncIterable<LabeledComparison>",
+    }
 }
+
+#[wasm_bindgen(typescript_custom_section)]
+const LABELED_COMPARISON_TS: &str = r#"
+/** A row of a comparison file (`preference.types.LabeledComparison`). */
+export interface LabeledComparison {
+    comparison: {
+        /** The shared prompt. */
+        prompt_conversation: ChatMessage[];
+        /** The first completion. */
+        completion_A: ChatMessage[];
+        /** The second completion. */
+        completion_B: ChatMessage[];
+    };
+    /** The preferred completion ("Tie" trains B over A, as the cookbook does). */
+    label: 'A' | 'B' | 'Tie';
+}
+"#;
 
 // The TypeScript above and the crate's reader (tinker_cookbook::config) name the same
 // keys in the same order: checked when the module is built.
 const _: () = assert!(same_keys(
     SupervisedConfig::KEYS,
-    tinker_cookbook::config::CONFIG_KEYS
+    tinker_cookbook::config::CONFIG
 ));
 const _: () = assert!(same_keys(
     FromConversationFileBuilderParams::KEYS,
-    tinker_cookbook::config::BUILDER_KEYS
+    tinker_cookbook::config::BUILDER
 ));
 const _: () = assert!(same_keys(
     ChatDatasetBuilderCommonConfig::KEYS,
-    tinker_cookbook::config::COMMON_KEYS
+    tinker_cookbook::config::COMMON
 ));
 
-const fn same_keys(a: &[&str], b: &[&str]) -> bool {
+const _: () = assert!(same_keys(
+    DpoConfig::KEYS,
+    tinker_cookbook::config::DPO_CONFIG
+));
+const _: () = assert!(same_keys(
+    DPODatasetBuilderFromComparisonsParams::KEYS,
+    tinker_cookbook::config::DPO_BUILDER
+));
+const _: () = assert!(same_keys(
+    ComparisonBuilderFromJsonlParams::KEYS,
+    tinker_cookbook::config::COMPARISON
+));
+
+const fn same_keys(a: &[&str], b: &[(&str, tinker_cookbook::config::Kind)]) -> bool {
     if a.len() != b.len() {
         return false;
     }
     let mut i = 0;
     while i < a.len() {
-        let (x, y) = (a[i].as_bytes(), b[i].as_bytes());
+        let (x, y) = (a[i].as_bytes(), b[i].0.as_bytes());
         if x.len() != y.len() {
             return false;
         }
@@ -151,26 +260,36 @@ pub struct CookbookSft {
 
 #[wasm_bindgen(js_class = __CookbookSft)]
 impl CookbookSft {
-    /// The run of `config` (a `SupervisedConfig` as JSON text: the crate reads it, with
-    /// its defaults) over the conversation file's `text`, resuming from the text of its
-    /// `checkpoints.jsonl` (empty for none). Bad input throws here.
+    /// The run of `config` (a `SupervisedConfig`, or with `test` a `DpoConfig`, as JSON
+    /// text: the crate reads it, with its defaults) over the data file's `text` (and the
+    /// held-out comparisons' `test`), resuming from the text of its `checkpoints.jsonl`
+    /// (empty for none). Bad input throws here.
     #[wasm_bindgen(constructor)]
     pub fn new(
         config: &str,
         text: &str,
+        test: Option<String>,
         checkpoints: &str,
         now: f64,
     ) -> Result<CookbookSft, JsValue> {
         let json: serde_json::Value =
             serde_json::from_str(config).map_err(|e| type_error("config", e.to_string()))?;
-        let cfg = tinker_cookbook::config::sft_config(&json).map_err(|e| input_error(&e))?;
-        let rows = tinker_cookbook::data::parse_conversations(text)
-            .map_err(|e| input_error(&e.within("dataset_builder")))?;
-        let sft = Sft::new(cfg, rows, checkpoints, now).map_err(|e| input_error(&e))?;
+        let sft =
+            tinker_cookbook::config::run_from_texts(&json, text, test.as_deref(), checkpoints, now)
+                .map_err(|e| input_error(&e))?;
         Ok(CookbookSft {
             sft,
             saves: Vec::new(),
         })
+    }
+
+    /// The DPO step's custom loss from the reference's logprobs of its prompts (the
+    /// first position's unused) and the policy's (Float32Arrays): the loss, then each
+    /// datum's gradients.
+    #[wasm_bindgen(js_name = dpoLoss)]
+    pub fn dpo_loss(&mut self, reference: Array, policy: Array) -> Vec<f32> {
+        self.sft
+            .dpo_loss(&float_lists(&reference), &float_lists(&policy))
     }
 
     /// How to create the training client: `{ base_model, rank }` or `{ path, with_optimizer }`,
@@ -258,6 +377,8 @@ impl CookbookSft {
         set(&r, "adam", &adam);
         set(&r, "eval", &o.eval.into());
         set(&r, "infrequent", &o.infrequent.into());
+        let save = self.pending(o.save);
+        set(&r, "save", &save);
         Ok(r)
     }
 
@@ -275,29 +396,21 @@ impl CookbookSft {
         Ok(())
     }
 
-    /// The held-out prompts to score (ModelInputs).
+    /// The held-out prompts to score (ModelInputs); with `reference`, the DPO step's.
     #[wasm_bindgen(js_name = testPrompts)]
-    pub fn test_prompts(&self) -> Array {
+    pub fn test_prompts(&self, reference: bool) -> Array {
         self.sft
-            .test_prompts()
+            .test_prompts(reference)
             .iter()
             .map(model_input_to_js)
             .collect()
     }
 
-    /// The sampler's logprobs of the test prompts (`(number | null)[]` each) for `step`.
+    /// The sampler's logprobs of the test prompts (a Float32Array each, the first
+    /// position's unused) for `step`.
     #[wasm_bindgen(js_name = recordEval)]
     pub fn record_eval(&mut self, step: f64, logprobs: Array) {
-        let lp: Vec<Vec<Option<f32>>> = logprobs
-            .iter()
-            .map(|l| {
-                Array::from(&l)
-                    .iter()
-                    .map(|x| x.as_f64().map(|x| x as f32))
-                    .collect()
-            })
-            .collect();
-        self.sft.record_eval(step as u64, &lp);
+        self.sft.record_eval(step as u64, &float_lists(&logprobs));
     }
 
     /// The save due before the oldest step's results are read: `{ name, ttl_seconds, both,
@@ -308,22 +421,15 @@ impl CookbookSft {
         self.pending(order)
     }
 
-    /// The oldest step's results: its forward_backward output and optim_step's metrics.
-    /// Returns `[metrics.jsonl line, metrics]`.
+    /// The oldest step's results: its forward_backward logprobs (a Float32Array per
+    /// datum) and optim_step's metrics (for DPO: none, and forwardBackwardCustom's
+    /// metrics). Returns `[metrics.jsonl line, metrics]`.
     #[wasm_bindgen(js_name = finishEnd)]
-    pub fn finish_end(
-        &mut self,
-        output: JsValue,
-        optim_metrics: JsValue,
-    ) -> Result<Array, JsValue> {
-        let logprobs: Vec<Vec<f32>> = Array::from(&get(&output, "loss_fn_outputs"))
-            .iter()
-            .map(|o| Float32Array::from(get(&get(&o, "logprobs"), "data")).to_vec())
-            .collect();
-        let metrics = metrics_of(&optim_metrics, "optim_step metrics")?;
+    pub fn finish_end(&mut self, logprobs: Array, metrics: JsValue) -> Result<Array, JsValue> {
+        let metrics = metrics_of(&metrics, "step metrics")?;
         let (line, m) = self
             .sft
-            .finish_end(&logprobs, metrics)
+            .finish_end(&float_lists(&logprobs), metrics)
             .ok_or_else(|| type_error("finishEnd", "no step in flight"))?;
         let obj = js_sys::JSON::parse(&serde_json::Value::Object(m).to_string())?;
         Ok(Array::of2(&line.into(), &obj))
@@ -381,6 +487,14 @@ impl CookbookSft {
         self.saves.push(o);
         r
     }
+}
+
+/// Float32Arrays as lists.
+fn float_lists(lists: &Array) -> Vec<Vec<f32>> {
+    lists
+        .iter()
+        .map(|l| Float32Array::from(l).to_vec())
+        .collect()
 }
 
 /// A metrics object's entries, numbers as the exact doubles JS holds (not through JSON

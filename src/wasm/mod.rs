@@ -5,7 +5,7 @@ mod builders;
 mod client_options;
 mod common;
 mod convert;
-#[cfg(feature = "tokenizer")]
+#[cfg(feature = "cookbook")]
 mod cookbook;
 mod errors;
 #[cfg(feature = "tokenizer")]

@@ -6,8 +6,7 @@
 //       --tokenizer-dir DIR [--model M --renderer R --batch-size N …]
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ServiceClient, Tokenizer } from '../../pkg/index.js';
-import { supervised } from '../../pkg/cookbook/index.js';
+import { ServiceClient, Tokenizer, supervised } from '../../pkg/cookbook/index.js';
 
 const argv = process.argv.slice(2);
 // --cpu-report (make bench): the client CPU between the first and the last step's metrics.

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Supervised fine-tuning, differential (issue 33): tinker-cookbook 0.6.1's own
+"""Supervised fine-tuning and DPO, differential (issue 33): tinker-cookbook 0.6.1's own
 `supervised.train.main` (tests/cookbook/run_sft.py) and ours (tinker-wasm/cookbook's
 `supervised.train` in Node, tests/cookbook/run_sft.mjs, over crates/cookbook's state machine)
 run the same JSONL and config, each against its own fresh
-tinker-sim with --request-log. Compared, in order: the training calls (create_model,
+tinker-sim with --request-log; the same for `preference.train_dpo.main`
+(tests/cookbook/run_dpo.py) and our `preference.trainDpo` (run_dpo.mjs) on comparison files. Compared, in order: the training calls (create_model,
 forward_backward bodies, optim_step's Adam parameters, save_weights and
 save_weights_for_sampler with their names and TTLs); then checkpoints.jsonl (paths aside) and
 metrics.jsonl's keys and values for what is compared today (see COMPARED_METRICS).
@@ -13,6 +14,13 @@ metrics.jsonl's keys and values for what is compared today (see COMPARED_METRICS
 With a held-out set (test_size > 0) the cookbook's own SamplerNLLEvaluator runs, and so does ours:
 its sampler requests are compared too. Not compared: the time/* metrics (wall-clock durations;
 crates/cookbook does not write them yet), user evaluators (none in these runs).
+
+DPO's custom loss is computed by torch in float32, its sequence sums by MKL's `sdot`, whose
+summation order depends on the CPU (tests/cookbook/NOTES-issue33.md); ours sums exactly and
+rounds once. The two differ by a few float32 ulps of those sums, so in the DPO configurations
+every float (the gradient weights of the backward pass, the DPO metrics, and through training
+the later logprobs) is compared within a tolerance (DPO_TOLERANCE); everything else, including
+every token, name, count, order and the learning rates, is compared exactly.
 """
 
 from __future__ import annotations
@@ -54,10 +62,52 @@ CONFIGS.append(("rolling", ["--epochs", "2", "--save-every", "3", "--rolling-sav
 CONFIGS.append(("async-saves", ["--epochs", "2", "--save-every", "2", "--rolling-save-every", "3", "--submit-ahead", "2", "--async-periodic-saves"]))
 CONFIGS.append(("resume", ["--epochs", "2", "--save-every", "2", "--submit-ahead", "1", "--shuffle-seed", "2", "--test-size", "2", "--eval-every", "2"]))
 # Training calls: compared in order, bodies normalised (ids by order of appearance).
-CALLS = ("create_model", "forward_backward", "optim_step", "save_weights", "save_weights_for_sampler", "load_weights", "asample")
+CALLS = ("create_model", "forward", "forward_backward", "optim_step", "save_weights", "save_weights_for_sampler", "load_weights", "asample")
 # metrics.jsonl keys compared by value (the rest must exist on both sides, time/* aside).
 COMPARED_METRICS = ("step", "epoch", "progress", "learning_rate", "num_sequences", "num_tokens", "tokens/trained", "tokens/cumulative/trained")
 CLOSE_METRICS = ("num_loss_tokens", "train_mean_nll", "train_mean_bpb", "test/nll", "test/bpb")
+
+
+# DPO (preference.train_dpo): comparison files, a held-out one scored every eval_every steps.
+DPO_CONFIGS = [
+    ("dpo-linear", ["--epochs", "2", "--save-every", "2", "--eval-every", "2", "--test"]),
+    ("dpo-cosine-rolling", ["--epochs", "2", "--lr-schedule", "cosine", "--save-every", "3", "--rolling-save-every", "2", "--eval-every", "0", "--dpo-beta", "0.5"]),
+    ("dpo-max-steps", ["--epochs", "3", "--max-steps", "4", "--save-every", "2", "--max-length", "24", "--eval-every", "3", "--test"]),
+    ("dpo-resume", ["--epochs", "2", "--save-every", "2", "--eval-every", "2", "--test"]),
+]
+DPO_COMMON = ["--batch-size", "2", "--learning-rate", "1e-3"]
+RESUMED["dpo-resume"] = ["--max-steps", "3"]
+# Floats in DPO runs: within 1e-4 relative or 1e-5 absolute (the rewards are beta times a
+# difference of sums whose float32 ulps are about 2e-6).
+DPO_TOLERANCE = (1e-4, 1e-5)
+DPO_METRICS = ("num_pairs",)
+DPO_CLOSE = ("dpo_loss", "accuracy", "margin", "chosen_reward", "rejected_reward", "loss:sum", "surrogate_loss:sum")
+
+
+def close(x, y, tol) -> bool:
+    """Equal, floats within `tol` (relative, absolute) when given."""
+    if tol and isinstance(x, float) and isinstance(y, (float, int)) and not isinstance(y, bool):
+        return abs(x - y) <= max(tol[0] * max(abs(x), abs(y)), tol[1])
+    if isinstance(x, dict) and isinstance(y, dict):
+        return x.keys() == y.keys() and all(close(x[k], y[k], tol) for k in x)
+    if isinstance(x, list) and isinstance(y, list):
+        return len(x) == len(y) and all(close(a, b, tol) for a, b in zip(x, y))
+    return x == y and type(x) is type(y) or (tol is not None and isinstance(x, int) and isinstance(y, float) and close(y, x, tol))
+
+
+def comparisons(train: Path, test: Path) -> None:
+    """Nine comparisons (seven to train on, two held out): a right and a wrong answer, the
+    right one labelled A or B in turn."""
+    facts = [("capital of France", "Paris", "Lyon"), ("largest planet", "Jupiter", "Mars"), ("author of Hamlet", "Shakespeare", "Dickens"),
+             ("chemical symbol for gold", "Au", "Ag"), ("square root of 81", "9", "8"), ("smallest prime", "2", "1"),
+             ("longest river", "the Nile", "the Thames"), ("number of continents", "7", "5"), ("freezing point of water", "0 °C", "10 °C")]
+    with train.open("w") as f, test.open("w") as g:
+        for i, (q, good, bad) in enumerate(facts):
+            label = "A" if i % 2 == 0 else "B"
+            a, b = (good, bad) if label == "A" else (bad, good)
+            turn = lambda t: [{"role": "assistant", "content": f"The {q} is {t}."}]  # noqa: E731
+            row = {"comparison": {"prompt_conversation": [{"role": "user", "content": f"What is the {q}?"}], "completion_A": turn(a), "completion_B": turn(b)}, "label": label}
+            (g if i >= 7 else f).write(json.dumps(row) + "\n")
 
 
 def conversations(path: Path) -> None:
@@ -161,19 +211,25 @@ def records(path: Path) -> list[dict]:
     return out
 
 
-def compare_metrics(py: list[dict], ours: list[dict], problems: list[str]) -> None:
+def compare_metrics(py: list[dict], ours: list[dict], problems: list[str], dpo: bool = False) -> None:
     if len(py) != len(ours):
         problems.append(f"metrics.jsonl: {len(py)} rows (cookbook) against {len(ours)} (ours)")
     for a, b in zip(py, ours):
-        keys_a = [k for k in a if not k.startswith("time/")]
-        keys_b = [k for k in b if not k.startswith("time/")]
-        server = [k for k in keys_a if ":" in k]  # the server's optim_step metrics
+        keys_a = [k for k in a if not k.startswith("time/") and k != "batch_time"]
+        keys_b = [k for k in b if not k.startswith("time/") and k != "batch_time"]
+        server = [k for k in keys_a if ":" in k and not (dpo and k in DPO_CLOSE)]  # the server's optim_step metrics
         if keys_a != keys_b:
             problems.append(f"metrics step {a.get('step')}: keys {keys_a} (cookbook) against {keys_b} (ours)")
-        for k in COMPARED_METRICS + tuple(server):
+        if dpo:
+            if a.get("state_path", "").split("/")[3:] != b.get("state_path", "").split("/")[3:]:
+                problems.append(f"metrics step {a.get('step')}: state_path {a.get('state_path')} (cookbook) against {b.get('state_path')} (ours)")
+            for k in DPO_CLOSE + ("test/nll",):
+                if (k in a or k in b) and not close(a.get(k), b.get(k), DPO_TOLERANCE):
+                    problems.append(f"metrics step {a.get('step')}: {k} {a.get(k)!r} (cookbook) against {b.get(k)!r} (ours)")
+        for k in COMPARED_METRICS + DPO_METRICS + tuple(server):
             if a.get(k) != b.get(k) or type(a.get(k)) is not type(b.get(k)):
                 problems.append(f"metrics step {a.get('step')}: {k} {a.get(k)!r} (cookbook) against {b.get(k)!r} (ours)")
-        for k in CLOSE_METRICS:
+        for k in () if dpo else CLOSE_METRICS:
             if k not in a and k not in b:
                 continue
             x, y = a.get(k), b.get(k)
@@ -183,14 +239,21 @@ def compare_metrics(py: list[dict], ours: list[dict], problems: list[str]) -> No
 
 def one(name: str, extra: list[str], tmp: Path, data: Path, ours: list[str]) -> list[str]:
     resume = RESUMED.get(name)
-    args = ["--jsonl", str(data), "--tokenizer-dir", str(TOKENIZER)] + COMMON + extra
+    dpo = name.startswith("dpo")
+    if dpo:
+        extra = [x for x in extra if x != "--test"] + (["--test", str(tmp / "test.jsonl")] if "--test" in extra else [])
+        args = ["--train", str(tmp / "train.jsonl"), "--tokenizer-dir", str(TOKENIZER)] + DPO_COMMON + extra
+        script, ours = "run_dpo.py", ["node", str(HERE / "run_dpo.mjs")]
+    else:
+        args = ["--jsonl", str(data), "--tokenizer-dir", str(TOKENIZER)] + COMMON + extra
+        script = "run_sft.py"
     py_dir, our_dir = tmp / f"{name}-cookbook", tmp / f"{name}-ours"
-    run_side([str(PY), str(HERE / "run_sft.py"), "--log-path", str(py_dir)] + args, tmp / f"{name}-cookbook.requests.jsonl", tmp, f"{name}-cookbook", resume)
+    run_side([str(PY), str(HERE / script), "--log-path", str(py_dir)] + args, tmp / f"{name}-cookbook.requests.jsonl", tmp, f"{name}-cookbook", resume)
     run_side(ours + ["--log-path", str(our_dir)] + args, tmp / f"{name}-ours.requests.jsonl", tmp, f"{name}-ours", resume)
     problems: list[str] = []
     a, b = calls(tmp / f"{name}-cookbook.requests.jsonl"), calls(tmp / f"{name}-ours.requests.jsonl")
     for i, (x, y) in enumerate(zip(a, b)):
-        if x != y:
+        if not close(x, y, DPO_TOLERANCE if dpo else None):
             problems.append(f"call {i}: cookbook {json.dumps(x)[:400]}\n      ours     {json.dumps(y)[:400]}")
             break
     if len(a) != len(b):
@@ -204,7 +267,7 @@ def one(name: str, extra: list[str], tmp: Path, data: Path, ours: list[str]) -> 
     if backups(py_dir) != backups(our_dir):
         problems.append(f"metrics backups on resume: {backups(py_dir)} (cookbook) against {backups(our_dir)} (ours)")
     load = lambda d: [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]  # noqa: E731
-    compare_metrics(load(py_dir), load(our_dir), problems)
+    compare_metrics(load(py_dir), load(our_dir), problems, dpo)
     print(f"{name}: {len(a)} training calls, {len(records(py_dir / 'checkpoints.jsonl'))} checkpoints, {len(da)} REST calls, {len(load(py_dir))} metrics rows: " + ("same" if not problems else f"{len(problems)} differences"))
     return problems
 
@@ -219,8 +282,9 @@ def main() -> int:
     tmp.mkdir(parents=True)
     data = tmp / "data.jsonl"
     conversations(data)
+    comparisons(tmp / "train.jsonl", tmp / "test.jsonl")
     problems = []
-    for name, extra in CONFIGS:
+    for name, extra in CONFIGS + DPO_CONFIGS:
         if args.only and args.only != name:
             continue
         for p in one(name, extra, tmp, data, OURS):
@@ -229,7 +293,7 @@ def main() -> int:
         print("DIFF", p)
     if not args.keep:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("sft differential: " + ("same requests, records and metrics" if not problems else f"{len(problems)} differences"))
+    print("sft and dpo differential: " + ("same requests, records and metrics" if not problems else f"{len(problems)} differences"))
     return 1 if problems else 0
 
 

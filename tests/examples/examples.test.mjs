@@ -36,6 +36,7 @@ const show = (r) => `exit ${r.code}\n--- stdout\n${r.stdout.slice(-3000)}\n--- s
 const runners = {
   'demo.mjs': demo,
   'sft.mjs': sft,
+  'dpo.mjs': dpo,
   'renderer_parity.rs': rendererParity,
   'tokenizer_profile.rs': tokenizerProfile,
 };
@@ -93,6 +94,32 @@ async function demo() {
   assert.ok(afterPath?.startsWith(`tinker://${trainingRun[1]}/sampler_weights/final`), out);
   const checkpoints = out.split('\ncheckpoints:\n')[1]?.trim().split('\n') ?? [];
   assert.ok(checkpoints.some((l) => l.trim() === `sampler  ${afterPath}`), `the final checkpoint is listed:\n${out}`);
+  assert.equal(r.stderr.trim(), '', 'nothing on stderr');
+}
+
+/** examples/dpo.mjs: comparisons through preference.trainDpo, the preference learned. */
+async function dpo(t) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'tinker-dpo-example-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const r = await run('node', ['examples/dpo.mjs', dir]);
+  assert.equal(r.code, 0, show(r));
+  const out = r.stdout;
+  // 4 comparisons in batches of 2, 4 epochs: steps 0-7 under the linear schedule.
+  const rows = [...out.matchAll(/^step (\d+) +dpo_loss (\d+\.\d+) +accuracy (\d\.\d+) +margin (-?\d+\.\d+) +lr (\S+)$/gm)];
+  assert.deepEqual(rows.map((m) => Number(m[1])), [...Array(8).keys()], out);
+  const [loss, accuracy, margin, lr] = [2, 3, 4, 5].map((i) => rows.map((m) => Number(m[i])));
+  // The first step's policy is its reference: the loss is log 2, the margin 0.
+  assert.equal(loss[0], 0.6931, out);
+  assert.equal(margin[0], 0, out);
+  assert.ok(loss.every((l, i) => i === 0 || l < loss[i - 1]), `the loss falls at every step: ${loss}`);
+  assert.ok(margin.at(-1) > 1, `the margin grows: ${margin}`);
+  assert.equal(accuracy.at(-1), 1, out);
+  assert.ok(lr.every((x, i) => i === 0 || x < lr[i - 1]), `the learning rate decays: ${lr}`);
+  assert.match(out, /^last checkpoint final: tinker:\/\/\S+\/sampler_weights\/final$/m);
+  const gap = (label) => Number(new RegExp(`^${label}: log p\\(preferred\\) - log p\\(other\\) = (-?\\d+\\.\\d+)$`, 'm').exec(out)?.[1]);
+  assert.ok(gap('after') > gap('before'), `the preferred answer gained on the other: ${gap('before')} -> ${gap('after')}`);
+  const records = readFileSync(path.join(dir, 'checkpoints.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(records.map((c) => c.name), ['000004', 'final']);
   assert.equal(r.stderr.trim(), '', 'nothing on stderr');
 }
 

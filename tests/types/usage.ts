@@ -155,9 +155,9 @@ async function clientUsage(): Promise<void> {
 export { clientUsage };
 
 // tinker-wasm/cookbook (issue 33): the cookbook's names and defaults, options last.
-import { ServiceClient as CookbookService } from 'tinker-wasm';
-import { supervised, hyperparams, checkpoints, completers, evaluators, memoryStore, indexedDbStore } from 'tinker-wasm/cookbook';
-import type { SupervisedConfig, TrainResult, CheckpointRecord, RunStore } from 'tinker-wasm/cookbook';
+// The entry is the whole SDK too (on its own build of the module).
+import { ServiceClient as CookbookService, supervised, preference, hyperparams, checkpoints, completers, evaluators, memoryStore, indexedDbStore } from 'tinker-wasm/cookbook';
+import type { SupervisedConfig, DpoConfig, LabeledComparison, TrainResult, CheckpointRecord, RunStore } from 'tinker-wasm/cookbook';
 
 class Probe extends evaluators.SamplingClientEvaluator {
   async evaluate(sampler: import('tinker-wasm').SamplingClient) {
@@ -197,6 +197,23 @@ async function cookbookUsage(service: CookbookService, signal: AbortSignal, prom
       return { role: 'assistant', content: 'ok' };
     }
   }
-  void [stoppedAt, last, browserStore, toks, Mine];
+  const row: LabeledComparison = {
+    comparison: { prompt_conversation: [{ role: 'user', content: 'q' }], completion_A: [{ role: 'assistant', content: 'a' }], completion_B: [{ role: 'assistant', content: 'b' }] },
+    label: 'A',
+  };
+  const dpo: DpoConfig = {
+    model_name: 'Qwen/Qwen3-8B',
+    dataset_builder: new preference.DPODatasetBuilderFromComparisons({
+      comparison_builder: new preference.ComparisonBuilderFromJsonl({ train_comparisons: [row], test_path: 'test.jsonl' }),
+      common_config: { renderer_name: 'qwen3', batch_size: 8 },
+    }),
+    dpo_beta: 0.1,
+  };
+  const dpoResult: TrainResult = await preference.trainDpo(dpo, { service, signal, onMetrics: (m) => void m.dpo_loss });
+  // @ts-expect-error submit_ahead is supervised.train's, not train_dpo's
+  await preference.trainDpo({ ...dpo, submit_ahead: 1 }, { service });
+  // @ts-expect-error a label is A, B or Tie
+  const badRow: LabeledComparison = { ...row, label: 'C' };
+  void [stoppedAt, last, browserStore, toks, Mine, dpoResult, badRow];
 }
 export { cookbookUsage };

