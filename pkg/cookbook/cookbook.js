@@ -369,7 +369,7 @@ export function cookbook(tinker, host = {}) {
     try {
       const start = sm.start();
       if (start.path !== undefined) await checkRendererName(service, start.path, start.user_metadata.renderer_name);
-      const tc = await createClient(service, start);
+      const tc = await createClient(service, start, signal);
       const metricsText = (await files.read('metrics.jsonl')) ?? '';
       const cut = sm.truncateMetrics(metricsText);
       if (cut) {
@@ -420,13 +420,16 @@ export function cookbook(tinker, host = {}) {
     }
   }
 
-  /** The training client the run starts from. @param {any} service @param {any} s */
-  function createClient(service, s) {
+  /** The training client the run starts from. @param {any} service @param {any} s @param {AbortSignal | undefined} signal */
+  function createClient(service, s, signal) {
+    // The signal cancels the creation itself: before the run has a client there is nothing
+    // to finish or save.
+    const o = { signal };
     return s.base_model !== undefined
-      ? service.createLoraTrainingClient({ base_model: s.base_model, rank: s.rank, user_metadata: s.user_metadata })
+      ? service.createLoraTrainingClient({ base_model: s.base_model, rank: s.rank, user_metadata: s.user_metadata }, o)
       : s.with_optimizer
-        ? service.createTrainingClientFromStateWithOptimizer(s.path, { user_metadata: s.user_metadata })
-        : service.createTrainingClientFromState(s.path, { user_metadata: s.user_metadata });
+        ? service.createTrainingClientFromStateWithOptimizer(s.path, { user_metadata: s.user_metadata }, o)
+        : service.createTrainingClientFromState(s.path, { user_metadata: s.user_metadata }, o);
   }
 
   /**

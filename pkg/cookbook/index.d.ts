@@ -36,7 +36,11 @@ export interface RunStore {
 export interface CookbookRunOptions {
   /** The client to train with (its options carry the key, base URL and tokenizer loading). */
   service: ServiceClient;
-  /** Stops the run cleanly: the steps in flight finish, then a checkpoint is saved where it stopped. */
+  /**
+   * Stops the run cleanly: the steps in flight finish, then a checkpoint is saved where it
+   * stopped. Aborted while the training client is still being created, the creation is
+   * cancelled and the method rejects with the abort's reason (there is nothing to save).
+   */
   signal?: AbortSignal;
   /** Receives each step's metrics line (the cookbook's names), after it is written. */
   onMetrics?: (metrics: Record<string, number>) => void;

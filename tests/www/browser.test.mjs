@@ -163,7 +163,7 @@ test('the Tokens panel shows live token boundaries, ids and the count', async ()
 
 let checkpoint;
 
-test('a 5-step fine-tune: the loss chart falls, then weights are saved and sampled', async () => {
+test('a 5-epoch fine-tune with supervised.train: the losses fall, held-out points, checkpoints, then a sample', async () => {
   // Keyboard: the tabs move with the arrow keys.
   await page.focus('#tab-tokens');
   await page.keyboard.press('ArrowRight');
@@ -171,25 +171,35 @@ test('a 5-step fine-tune: the loss chart falls, then weights are saved and sampl
   assert.equal(await page.evaluate(() => document.activeElement.id), 'tab-finetune');
   await page.waitForFunction(() => document.querySelector('#ft-parse').dataset.examples === '6');
   await page.selectOption('#ft-model', 'base:Qwen/Qwen3-8B');
-  await page.fill('#ft-steps', '5');
+  // Six examples, one held out, every other one in each step: one step per epoch.
+  await page.fill('#ft-epochs', '5');
   await page.fill('#ft-lr', '0.1');
+  await page.selectOption('#ft-schedule', 'cosine');
   await page.fill('#ft-name', 'browser-test');
   await page.click('#ft-run');
   await page.waitForSelector('#ft-status[data-state="done"]');
   const losses = JSON.parse(await page.getAttribute('#ft-chart', 'data-losses'));
   assert.equal(losses.length, 5);
+  // The held-out loss, measured before steps 1, 3 and 5 (eval_every 2), and falling too.
+  const evals = JSON.parse(await page.getAttribute('#ft-chart', 'data-evals'));
+  assert.deepEqual(evals.map(([i]) => i), [0, 2, 4]);
+  assert.ok(evals[2][1] < evals[0][1], `held-out loss falls: ${JSON.stringify(evals)}`);
+  assert.equal(await page.locator('#ft-chart rect.pt.eval').count(), 3);
   for (let i = 1; i < 5; i++) assert.ok(losses[i] < losses[i - 1], `loss falls at every step: ${losses}`);
   assert.ok(losses[4] < losses[0] * 0.9, `loss falls by over 10%: ${losses}`);
   const points = await page.locator('#ft-chart circle.pt').evaluateAll((els) => els.map((e) => Number(e.dataset.loss)));
   assert.equal(points.length, 5, 'the chart plots every step');
   points.forEach((p, i) => assert.ok(Math.abs(p - losses[i]) < 1e-4));
-  assert.equal(await page.getAttribute('#ft-progress', 'value'), '5');
-  assert.match(await page.textContent('#ft-status'), /Trained 5 steps/);
+  assert.equal(await page.getAttribute('#ft-progress', 'value'), '1');
+  assert.match(await page.textContent('#ft-status'), /^Trained 5 steps in .*Run browser-test, checkpoint final\.$/);
   const op = page.locator('#ops .op').first();
   assert.equal(await op.getAttribute('data-state'), 'done');
-  assert.match(await op.textContent(), /Fine-tune · Qwen\/Qwen3-8B · 5 steps/);
+  assert.match(await op.textContent(), /Fine-tune · Qwen\/Qwen3-8B · 5 epochs/);
   checkpoint = await page.getAttribute('#ft-after', 'data-path');
-  assert.match(checkpoint, /^tinker:\/\/.+\/sampler_weights\/browser-test$/);
+  assert.match(checkpoint, /^tinker:\/\/.+\/sampler_weights\/final$/);
+  // The run's checkpoints, from its checkpoints.jsonl in IndexedDB.
+  assert.deepEqual(await page.locator('#ft-checkpoints li').evaluateAll((els) => els.map((e) => [e.dataset.name, e.dataset.samplerPath])), [['final', checkpoint]]);
+  assert.match(await page.textContent('#ft-run-note'), /^Run browser-test has finished/);
   await shot('3-finetune');
   // Sample from the new weights.
   await page.click('#ft-try-run');
@@ -224,7 +234,7 @@ test('compare the base model with the fine-tuned one, side by side', async () =>
   assert.ok(means[1] > means[0] + 1, `answer mean logprob: base ${means[0]}, fine-tuned ${means[1]}`);
   const answerTokens = await page.locator('#results .col').first().locator('.answer-scores .tok').evaluateAll((els) => els.map((e) => e.textContent).join(''));
   assert.match(answerTokens, /Arr, 'tis Paris, matey! A fine port for a pirate\.<\|im_end\|>$/);
-  assert.match(await page.locator('#results .col').nth(1).locator('h3').textContent(), /^B · browser-test/);
+  assert.match(await page.locator('#results .col').nth(1).locator('h3').textContent(), /^B · final/);
   await shot('4-compare');
 });
 
@@ -248,13 +258,13 @@ test('cancel a pending sample: the UI shows it cancelled and stays usable', asyn
     assert.equal(await page.isDisabled('#sample-cancel'), true);
     // Escape cancels the visible panel's operation: a fine-tune stuck creating its run.
     await page.click('#tab-finetune');
-    await page.fill('#ft-steps', '3');
+    await page.fill('#ft-epochs', '3');
     await page.fill('#ft-name', '');
     await page.click('#ft-run');
     await page.waitForSelector('#ops .op[data-state="waiting"]');
     await page.keyboard.press('Escape');
     await page.waitForSelector('#ft-status[data-state="cancelled"]');
-    assert.match(await page.textContent('#ft-status'), /^Cancelled after 0 of 3 steps/);
+    assert.equal(await page.textContent('#ft-status'), 'Cancelled before the first step.');
     assert.equal(await page.getAttribute('#ft-chart', 'data-stopped'), 'true');
     assert.equal(await page.getAttribute('#ft-chart', 'data-losses'), '[]');
     assert.equal(await page.textContent('#ft-chart svg text'), 'Cancelled before the first step');
@@ -267,6 +277,63 @@ test('cancel a pending sample: the UI shows it cancelled and stays usable', asyn
   await page.click('#sample');
   await page.waitForSelector('#sample-status[data-state="done"]');
   assert.equal(await page.locator('#results .col').count(), 1);
+});
+
+test('a cancelled run saves where it stopped and resumes there after a reload', async () => {
+  // Slow futures, so that Cancel lands mid-run.
+  await simConfig({ future_delay_ms: 300 });
+  let before;
+  let stoppedAt;
+  try {
+    await page.click('#tab-finetune');
+    await page.fill('#ft-epochs', '6');
+    await page.fill('#ft-lr', '0.1');
+    await page.fill('#ft-save-every', '0');
+    await page.fill('#ft-name', 'resume-test');
+    await page.click('#ft-run');
+    await page.waitForFunction(() => JSON.parse(document.querySelector('#ft-chart').dataset.losses).length >= 1);
+    await page.click('#ft-cancel');
+    await page.waitForSelector('#ft-status[data-state="cancelled"]');
+    // The steps in flight finish, then the run saves before the next one.
+    const m = /^Cancelled after (\d) steps? of 6; saved before step (\d) \(checkpoint (\d{6})\): Train resumes it\.$/.exec(await page.textContent('#ft-status'));
+    assert.ok(m, await page.textContent('#ft-status'));
+    stoppedAt = Number(m[2]) - 1;
+    assert.equal(Number(m[1]), stoppedAt);
+    assert.equal(m[3], String(stoppedAt).padStart(6, '0'));
+    assert.ok(stoppedAt >= 1 && stoppedAt < 6, `stopped before step ${stoppedAt + 1}`);
+    before = JSON.parse(await page.getAttribute('#ft-chart', 'data-losses'));
+    assert.equal(before.length, stoppedAt);
+  } finally {
+    await simConfig({ future_delay_ms: 10 });
+  }
+  // A reload (a new page on the same origin): the run is offered for resuming, by name.
+  const other = await browser.context.newPage();
+  other.on('pageerror', (e) => pageErrors.push(e.message));
+  try {
+    await other.goto(`${stack.siteURL}/`);
+    await other.waitForSelector('body[data-connected="true"]');
+    await other.click('#tab-finetune');
+    await other.waitForFunction(() => document.querySelector('#ft-name').value === 'resume-test');
+    assert.equal(await other.textContent('#ft-run-note'), `Run resume-test stopped at its checkpoint ${String(stoppedAt).padStart(6, '0')}: Train resumes it there.`);
+    await other.waitForFunction(() => document.querySelector('#ft-parse').dataset.examples === '6');
+    await other.waitForSelector('#ft-model option[value="base:Qwen/Qwen3-8B"]', { state: 'attached' });
+    await other.selectOption('#ft-model', 'base:Qwen/Qwen3-8B');
+    await other.fill('#ft-epochs', '6');
+    await other.fill('#ft-lr', '0.1');
+    await other.fill('#ft-save-every', '0');
+    await other.click('#ft-run');
+    await other.waitForSelector('#ft-status[data-state="done"]');
+    // The chart holds the run's first steps (from its metrics.jsonl) and the rest.
+    const losses = JSON.parse(await other.getAttribute('#ft-chart', 'data-losses'));
+    assert.equal(losses.length, 6);
+    assert.deepEqual(losses.slice(0, stoppedAt), before);
+    assert.match(await other.textContent('#ft-status'), new RegExp(`^Trained ${6 - stoppedAt} steps? in `));
+    const names = await other.locator('#ft-checkpoints li').evaluateAll((els) => els.map((e) => e.dataset.name));
+    assert.deepEqual(names, [String(stoppedAt).padStart(6, '0'), 'final']);
+  } finally {
+    await other.close();
+  }
+  await page.click('#tab-sample');
 });
 
 test('errors are shown clearly: bad parameters, and a refused key in direct mode', async () => {

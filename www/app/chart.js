@@ -1,5 +1,6 @@
-// A live loss chart as inline SVG. The container carries the values it shows
-// (`data-losses`, `data-steps`) so tests and tools can read them without pixels.
+// A live loss chart as inline SVG: the training loss per step and, when the run evaluates,
+// the held-out loss at the steps it was measured. The container carries the values it shows
+// (`data-losses`, `data-evals`, `data-steps`) so tests and tools can read them without pixels.
 
 const NS = 'http://www.w3.org/2000/svg';
 const W = 600;
@@ -17,12 +18,15 @@ const nice = (v) => (Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 10 ? v.t
 
 export function lossChart(container) {
   let losses = [];
+  /** Held-out losses: [step index, loss]. */
+  let evals = [];
   let steps = 0;
   let note = null;
 
   function draw() {
     if (!note) delete container.dataset.stopped;
     container.dataset.losses = JSON.stringify(losses.map((l) => Number(l.toFixed(6))));
+    container.dataset.evals = JSON.stringify(evals.map(([i, l]) => [i, Number(l.toFixed(6))]));
     container.dataset.steps = String(steps);
     const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': label() });
     if (!losses.length) {
@@ -30,8 +34,9 @@ export function lossChart(container) {
       container.replaceChildren(svg);
       return;
     }
-    let lo = Math.min(...losses);
-    let hi = Math.max(...losses);
+    const all = [...losses, ...evals.map(([, l]) => l)];
+    let lo = Math.min(...all);
+    let hi = Math.max(...all);
     if (hi - lo < 1e-9) {
       lo -= 0.5;
       hi += 0.5;
@@ -39,7 +44,7 @@ export function lossChart(container) {
     const pad = (hi - lo) * 0.08;
     lo -= pad;
     hi += pad;
-    const n = Math.max(steps, losses.length, 2);
+    const n = Math.max(steps, losses.length, ...evals.map(([i]) => i + 1), 2);
     const x = (i) => M.l + ((W - M.l - M.r) * i) / (n - 1);
     const y = (v) => M.t + ((H - M.t - M.b) * (hi - v)) / (hi - lo);
     for (let k = 0; k <= 4; k++) {
@@ -60,6 +65,14 @@ export function lossChart(container) {
       c.append(s('title', {}, `step ${i + 1}: ${v.toFixed(4)}`));
       svg.append(c);
     });
+    if (evals.length) {
+      svg.append(s('polyline', { class: 'line eval', points: evals.map(([i, v]) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(' ') }));
+      for (const [i, v] of evals) {
+        const c = s('rect', { x: x(i) - 4, y: y(v) - 4, width: 8, height: 8, class: 'pt eval', 'data-step': i + 1, 'data-loss': v });
+        c.append(s('title', {}, `held-out loss before step ${i + 1}: ${v.toFixed(4)}`));
+        svg.append(c);
+      }
+    }
     container.replaceChildren(svg);
   }
 
@@ -72,6 +85,7 @@ export function lossChart(container) {
   return {
     reset(total) {
       losses = [];
+      evals = [];
       steps = total;
       note = null;
       draw();
@@ -84,6 +98,11 @@ export function lossChart(container) {
     },
     add(v) {
       losses.push(v);
+      draw();
+    },
+    /** A held-out loss, measured before step index `i` ran. */
+    addEval(i, v) {
+      evals.push([i, v]);
       draw();
     },
     get losses() {

@@ -1,7 +1,8 @@
 // One connection to the Tinker API, directly or through the relay: a ServiceClient with
 // an instrumented fetch (request activity and the queue state of pending futures feed the
 // Activity list), its RestClient, and cached sampling clients.
-import * as tinker from 'tinker-wasm';
+import * as tinker from 'tinker-wasm/cookbook';
+import { tokenizerForId } from './tokenizers.js';
 
 /** The key the page sends through the relay: the relay replaces it with its secret. */
 export const RELAY_PLACEHOLDER_KEY = 'tml-relay-placeholder';
@@ -43,6 +44,8 @@ export class Connection {
       telemetry: false,
       displayName: 'tinker-wasm playground',
       fetch: (url, init) => this.#fetch(url, init),
+      // Tokenizers come from this site's files (a training client's getTokenizer).
+      tokenizerLoader: (id) => tokenizerForId(id),
     });
     this.rest = this.svc.restClient();
   }

@@ -1,6 +1,6 @@
 // The playground's entry: configuration, the connection form, the panels, keyboard
 // shortcuts. Served as plain ES modules; `tinker-wasm` comes from the import map.
-import { version } from 'tinker-wasm';
+import { version } from 'tinker-wasm/cookbook';
 import { $, setupTabs, showError } from './ui.js';
 import { Activity } from './activity.js';
 import { Connection } from './connection.js';
@@ -164,6 +164,7 @@ if (config.mode) connForm.querySelector(`input[name="mode"][value="${config.mode
 if (config.simulator) app.finetune.setDefaults(config.finetune ?? {});
 showMode();
 fetch('examples/pirate.jsonl').then((r) => (r.ok ? r.text() : '')).then((t) => app.finetune.setExampleSet(t.trim()), () => {});
+void app.finetune.restoreLastRun();
 document.body.dataset.ready = 'true';
 if (config.mode === 'relay' && config.relayURL && q('autoconnect') !== '0') connect();
 

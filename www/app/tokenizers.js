@@ -1,7 +1,7 @@
 // Tokenizers for the models the playground knows, loaded from this site (never from a
 // hub) and kept in the Cache API; what tinker-cookbook knows of each model (attributes,
 // renderers, tokenizer family); chat renderers; per-token display pieces.
-import { Tokenizer, Renderer, getModelAttributes, listModels } from 'tinker-wasm';
+import { Tokenizer, Renderer, getModelAttributes, listModels, resolveTokenizerId } from 'tinker-wasm/cookbook';
 
 let base = '/tokenizers/';
 
@@ -176,6 +176,17 @@ export async function tokenizerFor(baseModel) {
   const why = noTokenizerReason(baseModel);
   if (why) throw new NoTokenizerError(why, { model: baseModel, family: modelInfo(baseModel).family });
   return loadTokenizer(modelInfo(baseModel).family);
+}
+
+/**
+ * The tokenizer of a tokenizer id, from this site's files: the ServiceClient's
+ * `tokenizerLoader` (a training client's getTokenizer, which supervised.train uses). The id
+ * is a model's name or one that models share (resolveTokenizerId).
+ */
+export async function tokenizerForId(id) {
+  const model = modelInfo(id).known ? id : listModels().find((m) => resolveTokenizerId(m) === id);
+  if (!model) throw new NoTokenizerError(`no model of this site's lineup uses the tokenizer ${id}`, { model: id, family: null });
+  return tokenizerFor(model);
 }
 
 /** A chat renderer: `auto` picks tinker-cookbook's choice for the model. */

@@ -23,7 +23,7 @@ try {
   await page.fill('#temperature', '0.8');
   await page.click('#tab-finetune');
   await page.waitForFunction(() => document.querySelector('#ft-parse').dataset.examples === '6');
-  await page.fill('#ft-steps', '20');
+  await page.fill('#ft-epochs', '20');
   await page.fill('#ft-lr', '0.1');
   await page.fill('#ft-name', 'pirate');
   await page.click('#ft-run');

@@ -75,7 +75,7 @@ export const randomKey = () => `tml-relay-${randomBytes(16).toString('hex')}`;
  * log), `extraOrigins`. Resolves to `{ siteURL, relayURL, simURL, apiKey, relay, sim, stop }`.
  */
 export async function startStack({ apiKey = randomKey(), simArgs = [], maxBodyBytes, sitePort = 0, relayPort = 0, echo = false, extraOrigins = [] } = {}) {
-  const config = { mode: 'relay', relayURL: null, simURL: null, simulator: true, finetune: { learningRate: 0.05, steps: 10 } };
+  const config = { mode: 'relay', relayURL: null, simURL: null, simulator: true, finetune: { learningRate: 0.05, epochs: 10 } };
   const site = await startStaticServer({
     port: sitePort,
     routes: { '/playground-config.json': () => ['application/json', JSON.stringify(config)] },

@@ -18,12 +18,15 @@ export const ROUTES = [
   ['POST', /^\/api\/v1\/sessions\/[^/]+\/finish$/, 'session_finish'],
   ['GET', /^\/api\/v1\/healthz$/, 'healthz'],
   ['GET', /^\/api\/v1\/get_server_capabilities$/, 'capabilities'],
-  // Fine-tuning: a LoRA run, SFT steps, sampler weights.
+  // Fine-tuning with supervised.train: a LoRA run, SFT steps, its checkpoints (training
+  // state, to resume, and sampler weights), and a run resumed from its state.
   ['POST', /^\/api\/v1\/create_model$/, 'create_model'],
   ['POST', /^\/api\/v1\/get_info$/, 'get_info'],
   ['POST', /^\/api\/v1\/forward_backward$/, 'forward_backward'],
   ['POST', /^\/api\/v1\/optim_step$/, 'optim_step'],
+  ['POST', /^\/api\/v1\/save_weights$/, 'save_weights'],
   ['POST', /^\/api\/v1\/save_weights_for_sampler$/, 'save_weights_for_sampler'],
+  ['POST', /^\/api\/v1\/load_weights$/, 'load_weights'],
   // Sampling.
   ['POST', /^\/api\/v1\/create_sampling_session$/, 'create_sampling_session'],
   ['POST', /^\/api\/v1\/asample$/, 'asample'],

@@ -122,6 +122,12 @@ export default {
     await assert.rejects(supervised.train(config(), { store: memoryStore() }), /options\.service/);
     // tinker-wasm's own ServiceClient is another build's: the error says which to use.
     const other = new main.ServiceClient({ apiKey: 'tml-js-tests', baseURL: ctx.env.SIM_URL, dangerouslyAllowBrowser: true, heartbeat: false, telemetry: false });
+    // Aborted before the run has a training client: the creation is cancelled, nothing saved.
+    const early = new AbortController();
+    early.abort();
+    const store = memoryStore();
+    await assert.rejects(supervised.train(config(), { service: svc, store, signal: early.signal }), (e) => /abort/i.test(`${e.name} ${e.message}`));
+    assert.equal(store.files.size, 0);
     await assert.rejects(supervised.train(config(), { service: other, store: memoryStore() }), /ServiceClient of tinker-wasm\/cookbook \(the cookbook runs on its own build of the module: take ServiceClient from that entry/);
     await other.close();
     assert.throws(() => hyperparams.getLr('thinkingmachines/Inkling-1'), /not yet calibrated/);
