@@ -115,6 +115,107 @@ def data_orders():
     return out
 
 
+def dump_datum(d):
+    """A datum as JSON: its input tokens, loss inputs (dtype, shape, data) and spans."""
+
+    def span(s):
+        kind = "prompt_tokens" if type(s).__name__ == "PromptProvenanceSpan" else "sampled_tokens"
+        return {"type": kind, "sequence_id": s.sequence_id, "offset": s.offset, "length": s.length}
+
+    out = {
+        "tokens": [t for c in d.model_input.chunks for t in c.tokens],
+        "chunks": len(d.model_input.chunks),
+        "loss_fn_inputs": {k: {"dtype": v.dtype, "shape": v.shape, "data": v.data} for k, v in d.loss_fn_inputs.items()},
+    }
+    if d.model_input_spans is not None:
+        out["model_input_spans"] = [span(s) for s in d.model_input_spans]
+        out["loss_fn_input_spans"] = [span(s) for s in d.loss_fn_input_spans]
+    return out
+
+
+def rl_data():
+    """RL's data processing (rl/data_processing.py) over random trajectory groups: multi-turn
+    episodes whose observations extend the sequence or start a new one, actions with and
+    without sequence ids, masked turns, group sizes across torch's summation paths (1-7,
+    8-15, 16+), rewards exact and not; each case's groups, and what compute_advantages,
+    assemble_training_data (with and without provenance) and remove_constant_reward_groups
+    make of them."""
+    import random
+
+    import tinker
+
+    from tinker_cookbook.completers import TokensWithLogprobs
+    from tinker_cookbook.rl import data_processing as dp
+    from tinker_cookbook.rl.types import Trajectory, TrajectoryGroup, Transition
+
+    rng = random.Random(33)
+    toks = lambda n: [rng.randrange(1, 1000) for _ in range(n)]  # noqa: E731
+
+    def trajectory(seq):
+        turns, seen = [], []
+        for t in range(rng.choice([1, 1, 2, 3])):
+            ob = seen + toks(rng.randrange(0, 4)) if seen and rng.random() < 0.7 else toks(rng.randrange(2, 6))
+            ac = toks(rng.randrange(0 if t else 1, 4))
+            sid = None if rng.random() < 0.15 else f"seq-{seq}-{t}"
+            lps = [rng.uniform(-5, 0) for _ in ac]
+            reward = rng.choice([0.0, 1.0, -0.1, 0.9, 0.5, rng.uniform(-2, 2)])
+            masked = rng.random() < 0.1
+            turns.append({"ob": ob, "ac": ac, "logprobs": lps, "sequence_id": sid, "reward": reward, "masked": masked})
+            seen = ob + ac
+        return turns
+
+    cases = []
+    for case in range(60):
+        groups = []
+        for g in range(rng.choice([1, 2, 3])):
+            size = rng.choice([1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 33])
+            trajs = [trajectory(f"{case}-{g}-{i}") for i in range(size)]
+            finals = [rng.choice([0.0, 0.0, 1.0, rng.uniform(-1, 1)]) for _ in trajs]
+            if rng.random() < 0.2:  # a constant-reward group
+                for t in trajs:
+                    for x in t:
+                        x["reward"] = 0.0
+                finals = [1.0] * size
+            groups.append({"trajectories": trajs, "final_rewards": finals})
+
+        def py_groups():
+            return [
+                TrajectoryGroup(
+                    trajectories_G=[
+                        Trajectory(
+                            transitions=[
+                                Transition(
+                                    ob=tinker.ModelInput.from_ints(x["ob"]),
+                                    ac=TokensWithLogprobs(tokens=x["ac"], maybe_logprobs=x["logprobs"], sequence_id=x["sequence_id"]),
+                                    reward=x["reward"],
+                                    episode_done=False,
+                                    metrics={"parse_error_masked": 1.0} if x["masked"] else {},
+                                )
+                                for x in t
+                            ],
+                            final_ob=tinker.ModelInput.empty(),
+                        )
+                        for t in grp["trajectories"]
+                    ],
+                    final_rewards_G=grp["final_rewards"],
+                    metrics_G=[{} for _ in grp["trajectories"]],
+                )
+                for grp in groups
+            ]
+
+        pg = py_groups()
+        adv = dp.compute_advantages(pg)
+        out = {"groups": groups, "advantages": [a.tolist() for a in adv]}
+        for prov in [True, False]:
+            data, meta = dp.assemble_training_data(pg, adv, include_provenance=prov)
+            out[f"data_provenance_{str(prov).lower()}"] = [dump_datum(d) for d in data]
+            out["from"] = [[m["group_idx"], m["traj_idx"]] for m in meta]
+        kept = dp.remove_constant_reward_groups(pg)
+        out["kept_groups"] = [pg.index(g) for g in kept]
+        cases.append(out)
+    return cases
+
+
 def main():
     hidden = known_hidden_sizes()
     out = {
@@ -123,12 +224,13 @@ def main():
         "schedules": schedules(),
         "hidden_sizes": hidden,
         "get_lr": learning_rates(hidden),
+        "rl_data": rl_data(),
     }
     with open(sys.argv[1], "w") as f:
         json.dump(out, f)
     print(
         f"cookbook oracle: {len(out['data_orders'])} data orders, {len(out['permutations'])} permutations, {len(out['schedules'])} schedule points, "
-        f"{len(hidden)} hidden sizes, {len(out['get_lr'])} learning rates -> {sys.argv[1]}"
+        f"{len(hidden)} hidden sizes, {len(out['get_lr'])} learning rates, {len(out['rl_data'])} RL data cases -> {sys.argv[1]}"
     )
 
 

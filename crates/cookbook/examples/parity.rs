@@ -8,7 +8,9 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use tinker_cookbook::data::{batches_per_epoch, epoch_order, split};
 use tinker_cookbook::hyperparams::HIDDEN_SIZES;
+use tinker_cookbook::rl::{self, Trajectory, TrajectoryGroup, Transition};
 use tinker_cookbook::{get_lr, LrError, LrSchedule, NumpyRng};
+use tinker_core::types::{Datum, ModelInput, ProvenanceSpan, TensorValues};
 
 fn main() {
     let path = std::env::args()
@@ -21,7 +23,8 @@ fn main() {
         + permutations(&expected, &mut diffs)
         + schedules(&expected, &mut diffs)
         + hidden_sizes(&expected, &mut diffs)
-        + learning_rates(&expected, &mut diffs);
+        + learning_rates(&expected, &mut diffs)
+        + rl_data(&expected, &mut diffs);
     for d in &diffs {
         println!("DIFF {d}");
     }
@@ -134,4 +137,144 @@ fn learning_rates(expected: &Value, diffs: &mut Vec<String>) -> usize {
         }
     }
     rows.len()
+}
+
+/// RL's data processing: advantages (float32, torch's summation order), the datums of
+/// `assemble_training_data` with and without provenance, and the groups
+/// `remove_constant_reward_groups` keeps.
+fn rl_data(expected: &Value, diffs: &mut Vec<String>) -> usize {
+    let cases = rows(expected, "rl_data");
+    let mut checked = 0;
+    for (c, case) in cases.iter().enumerate() {
+        let groups: Vec<TrajectoryGroup> = case["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(group)
+            .collect();
+        let adv = rl::advantages(&groups);
+        let want: Vec<Vec<f64>> = serde_json::from_value(case["advantages"].clone()).unwrap();
+        let got: Vec<Vec<f64>> = adv
+            .iter()
+            .map(|g| g.iter().map(|&a| f64::from(a)).collect())
+            .collect();
+        if got != want {
+            diffs.push(format!(
+                "rl case {c}: advantages ours {got:?}, cookbook {want:?}"
+            ));
+        }
+        for prov in [true, false] {
+            let key = format!("data_provenance_{prov}");
+            let (data, from) =
+                rl::assemble_training_data(&groups, &adv, prov).expect("the oracle's trajectories");
+            let ours: Vec<Value> = data.iter().map(datum_json).collect();
+            let theirs = case[&key].as_array().unwrap();
+            if ours.len() != theirs.len() {
+                diffs.push(format!(
+                    "rl case {c} ({key}): {} datums, cookbook {}",
+                    ours.len(),
+                    theirs.len()
+                ));
+            }
+            if let Some(i) = ours.iter().zip(theirs).position(|(a, b)| a != b) {
+                diffs.push(format!(
+                    "rl case {c} ({key}) datum {i}: ours {}, cookbook {}",
+                    ours[i], theirs[i]
+                ));
+            }
+            let want_from: Vec<(usize, usize)> =
+                serde_json::from_value(case["from"].clone()).unwrap();
+            if from != want_from {
+                diffs.push(format!(
+                    "rl case {c}: datum origins ours {from:?}, cookbook {want_from:?}"
+                ));
+            }
+            checked += ours.len();
+        }
+        let kept = rl::remove_constant_reward_groups(groups.clone());
+        let kept: Vec<usize> = kept
+            .iter()
+            .map(|k| groups.iter().position(|g| g == k).unwrap())
+            .collect();
+        let want_kept: Vec<usize> = serde_json::from_value(case["kept_groups"].clone()).unwrap();
+        if kept != want_kept {
+            diffs.push(format!(
+                "rl case {c}: kept groups ours {kept:?}, cookbook {want_kept:?}"
+            ));
+        }
+    }
+    checked + cases.len()
+}
+
+fn group(v: &Value) -> TrajectoryGroup {
+    let turn = |x: &Value| Transition {
+        ob: ModelInput::from_ints(serde_json::from_value(x["ob"].clone()).unwrap()),
+        tokens: serde_json::from_value(x["ac"].clone()).unwrap(),
+        logprobs: x["logprobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l.as_f64().unwrap() as f32)
+            .collect(),
+        sequence_id: x["sequence_id"].as_str().map(String::from),
+        reward: x["reward"].as_f64().unwrap(),
+        masked: x["masked"].as_bool().unwrap(),
+    };
+    TrajectoryGroup {
+        trajectories: v["trajectories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| Trajectory {
+                transitions: t.as_array().unwrap().iter().map(turn).collect(),
+            })
+            .collect(),
+        final_rewards: serde_json::from_value(v["final_rewards"].clone()).unwrap(),
+    }
+}
+
+/// A datum in the oracle's JSON form.
+fn datum_json(d: &Datum) -> Value {
+    let mut inputs = serde_json::Map::new();
+    for (k, t) in d.loss_fn_inputs.iter() {
+        let (dtype, data) = match &t.values {
+            TensorValues::Float32(v) => (
+                "float32",
+                v.iter()
+                    .map(|&x| serde_json::json!(f64::from(x)))
+                    .collect::<Vec<_>>(),
+            ),
+            TensorValues::Int64(v) => ("int64", v.iter().map(|&x| serde_json::json!(x)).collect()),
+        };
+        inputs.insert(
+            k.to_string(),
+            serde_json::json!({"dtype": dtype, "shape": t.shape, "data": data}),
+        );
+    }
+    let span = |s: &ProvenanceSpan| match s {
+        ProvenanceSpan::PromptTokens {
+            sequence_id,
+            offset,
+            length,
+        } => {
+            serde_json::json!({"type": "prompt_tokens", "sequence_id": sequence_id, "offset": offset, "length": length})
+        }
+        ProvenanceSpan::SampledTokens {
+            sequence_id,
+            offset,
+            length,
+        } => {
+            serde_json::json!({"type": "sampled_tokens", "sequence_id": sequence_id, "offset": offset, "length": length})
+        }
+    };
+    let mut out = serde_json::json!({
+        "tokens": d.model_input.to_ints().unwrap(),
+        "chunks": d.model_input.chunks.len(),
+        "loss_fn_inputs": inputs,
+    });
+    if let (Some(m), Some(l)) = (&d.model_input_spans, &d.loss_fn_input_spans) {
+        out["model_input_spans"] = m.iter().map(span).collect();
+        out["loss_fn_input_spans"] = l.iter().map(span).collect();
+    }
+    out
 }

@@ -19,6 +19,7 @@ pub mod dpo;
 pub mod hyperparams;
 pub mod nll;
 pub mod plan;
+pub mod rl;
 pub mod rng;
 pub mod schedule;
 pub mod sft;

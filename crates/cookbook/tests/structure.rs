@@ -15,7 +15,14 @@ fn the_cookbook_crate_keeps_its_layers() {
             ),
             (
                 "runs",
-                &["data.rs", "plan.rs", "checkpoints.rs", "nll.rs", "dpo.rs"],
+                &[
+                    "data.rs",
+                    "plan.rs",
+                    "checkpoints.rs",
+                    "nll.rs",
+                    "dpo.rs",
+                    "rl.rs",
+                ],
             ),
             ("loops", &["sft.rs"]),
             ("configs", &["config.rs"]),
