@@ -146,6 +146,8 @@ def rl_data():
 
     from tinker_cookbook.completers import TokensWithLogprobs
     from tinker_cookbook.rl import data_processing as dp
+    from tinker_cookbook.rl import metric_util
+    from tinker_cookbook.rl import metrics as rl_metrics
     from tinker_cookbook.rl.types import Trajectory, TrajectoryGroup, Transition
 
     rng = random.Random(33)
@@ -159,8 +161,13 @@ def rl_data():
             sid = None if rng.random() < 0.15 else f"seq-{seq}-{t}"
             lps = [rng.uniform(-5, 0) for _ in ac]
             reward = rng.choice([0.0, 1.0, -0.1, 0.9, 0.5, rng.uniform(-2, 2)])
-            masked = rng.random() < 0.1
-            turns.append({"ob": ob, "ac": ac, "logprobs": lps, "sequence_id": sid, "reward": reward, "masked": masked})
+            metrics = {}
+            if rng.random() < 0.1:
+                metrics["parse_error_masked"] = 1.0
+            for k in rng.sample(["format", "correct", "turns", "score"], rng.randrange(0, 4)):
+                metrics[k] = rng.choice([0.0, 1.0, None, rng.randrange(0, 5), rng.uniform(-1, 1)])
+            cached = rng.randrange(0, len(ob) + 1)
+            turns.append({"ob": ob, "ac": ac, "logprobs": lps, "sequence_id": sid, "reward": reward, "metrics": metrics, "cached": cached})
             seen = ob + ac
         return turns
 
@@ -176,7 +183,9 @@ def rl_data():
                     for x in t:
                         x["reward"] = 0.0
                 finals = [1.0] * size
-            groups.append({"trajectories": trajs, "final_rewards": finals})
+            group_metrics = [{"group_score": rng.uniform(0, 1)} if rng.random() < 0.5 else {} for _ in trajs]
+            tags = rng.choice([["problems"], ["a"], ["b"], ["a", "b"], []])
+            groups.append({"trajectories": trajs, "final_rewards": finals, "metrics": group_metrics, "tags": tags})
 
         def py_groups():
             return [
@@ -186,10 +195,10 @@ def rl_data():
                             transitions=[
                                 Transition(
                                     ob=tinker.ModelInput.from_ints(x["ob"]),
-                                    ac=TokensWithLogprobs(tokens=x["ac"], maybe_logprobs=x["logprobs"], sequence_id=x["sequence_id"]),
+                                    ac=TokensWithLogprobs(tokens=x["ac"], maybe_logprobs=x["logprobs"], sequence_id=x["sequence_id"], prompt_cache_hit_tokens=x["cached"]),
                                     reward=x["reward"],
                                     episode_done=False,
-                                    metrics={"parse_error_masked": 1.0} if x["masked"] else {},
+                                    metrics=x["metrics"],
                                 )
                                 for x in t
                             ],
@@ -198,7 +207,7 @@ def rl_data():
                         for t in grp["trajectories"]
                     ],
                     final_rewards_G=grp["final_rewards"],
-                    metrics_G=[{} for _ in grp["trajectories"]],
+                    metrics_G=grp["metrics"],
                 )
                 for grp in groups
             ]
@@ -212,6 +221,14 @@ def rl_data():
             out["from"] = [[m["group_idx"], m["traj_idx"]] for m in meta]
         kept = dp.remove_constant_reward_groups(pg)
         out["kept_groups"] = [pg.index(g) for g in kept]
+        out["trajectory_metrics"] = list(metric_util.compute_trajectory_metrics(pg, [g["tags"] for g in groups]).items())
+        data, _ = dp.assemble_training_data(pg, adv)
+        import torch
+
+        training = [[rng.uniform(-6, 0) for _ in range(len(d.loss_fn_inputs["target_tokens"].data))] for d in data]
+        out["training_logprobs"] = training
+        if any(m > 0 for d in data for m in d.loss_fn_inputs["mask"].data):
+            out["kl_sample_train"] = list(rl_metrics.compute_kl_sample_train(data, [torch.tensor(t) for t in training]).items())
         cases.append(out)
     return cases
 

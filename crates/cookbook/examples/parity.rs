@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use tinker_cookbook::data::{batches_per_epoch, epoch_order, split};
 use tinker_cookbook::hyperparams::HIDDEN_SIZES;
 use tinker_cookbook::rl::{self, Trajectory, TrajectoryGroup, Transition};
+use tinker_cookbook::rl_metrics;
 use tinker_cookbook::{get_lr, LrError, LrSchedule, NumpyRng};
 use tinker_core::types::{Datum, ModelInput, ProvenanceSpan, TensorValues};
 
@@ -191,6 +192,41 @@ fn rl_data(expected: &Value, diffs: &mut Vec<String>) -> usize {
             }
             checked += ours.len();
         }
+        let tags: Vec<Vec<String>> = case["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| serde_json::from_value(g["tags"].clone()).unwrap())
+            .collect();
+        let ours = serde_json::to_value(rl_metrics::trajectory_metrics(&groups, &tags)).unwrap();
+        if !same_metrics(&ours, &case["trajectory_metrics"]) {
+            diffs.push(format!(
+                "rl case {c}: trajectory metrics ours {ours}, cookbook {}",
+                case["trajectory_metrics"]
+            ));
+        }
+        let (data, _) = rl::assemble_training_data(&groups, &adv, true).unwrap();
+        let training: Vec<Vec<f32>> = case["training_logprobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                t.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap() as f32)
+                    .collect()
+            })
+            .collect();
+        let kl =
+            rl_metrics::kl_sample_train(&data, &training).map(|m| serde_json::to_value(m).unwrap());
+        if kl.as_ref() != case.get("kl_sample_train") {
+            diffs.push(format!(
+                "rl case {c}: kl_sample_train ours {kl:?}, cookbook {:?}",
+                case.get("kl_sample_train")
+            ));
+        }
+        checked += 2;
         let kept = rl::remove_constant_reward_groups(groups.clone());
         let kept: Vec<usize> = kept
             .iter()
@@ -218,7 +254,8 @@ fn group(v: &Value) -> TrajectoryGroup {
             .collect(),
         sequence_id: x["sequence_id"].as_str().map(String::from),
         reward: x["reward"].as_f64().unwrap(),
-        masked: x["masked"].as_bool().unwrap(),
+        prompt_cache_hit_tokens: x["cached"].as_u64().unwrap(),
+        metrics: metric_list(&x["metrics"]),
     };
     TrajectoryGroup {
         trajectories: v["trajectories"]
@@ -230,7 +267,22 @@ fn group(v: &Value) -> TrajectoryGroup {
             })
             .collect(),
         final_rewards: serde_json::from_value(v["final_rewards"].clone()).unwrap(),
+        metrics: v["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(metric_list)
+            .collect(),
     }
+}
+
+/// A metrics dict (numbers, or null for not measured), in its order.
+fn metric_list(v: &Value) -> Vec<(String, Option<f64>)> {
+    v.as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, x)| (k.clone(), x.as_f64()))
+        .collect()
 }
 
 /// A datum in the oracle's JSON form.
@@ -277,4 +329,10 @@ fn datum_json(d: &Datum) -> Value {
         out["loss_fn_input_spans"] = l.iter().map(span).collect();
     }
     out
+}
+
+/// Metric lists equal key for key, in order, numbers by value (an int and the same float
+/// are not equal: Python writes them differently).
+fn same_metrics(a: &Value, b: &Value) -> bool {
+    a == b
 }

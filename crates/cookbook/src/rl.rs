@@ -23,8 +23,20 @@ pub struct Transition {
     pub sequence_id: Option<String>,
     /// The step's reward.
     pub reward: f64,
-    /// The turn's `parse_error_masked` metric was set: its tokens carry no training signal.
-    pub masked: bool,
+    /// The sampler's `prompt_cache_hit_tokens`.
+    pub prompt_cache_hit_tokens: u64,
+    /// The step's metrics, in order (`None`: not measured). `parse_error_masked` of 1 or
+    /// more masks the turn: its tokens carry no training signal.
+    pub metrics: Vec<(String, Option<f64>)>,
+}
+
+impl Transition {
+    /// Whether the turn is masked (`parse_error_masked >= 1`).
+    pub fn masked(&self) -> bool {
+        self.metrics
+            .iter()
+            .any(|(k, v)| k == "parse_error_masked" && v.is_some_and(|x| x >= 1.0))
+    }
 }
 
 /// An episode's turns.
@@ -41,6 +53,8 @@ pub struct TrajectoryGroup {
     pub trajectories: Vec<Trajectory>,
     /// `compute_group_rewards`' reward of each trajectory.
     pub final_rewards: Vec<f64>,
+    /// `compute_group_rewards`' metrics of each trajectory.
+    pub metrics: Vec<Vec<(String, Option<f64>)>>,
 }
 
 impl TrajectoryGroup {
@@ -325,7 +339,7 @@ pub fn trajectory_to_data(
             }
             _ => {}
         }
-        let (mask, adv) = if t.masked {
+        let (mask, adv) = if t.masked() {
             (0.0, 0.0)
         } else {
             (1.0, advantage)
@@ -395,7 +409,8 @@ mod tests {
             logprobs: ac.iter().map(|&t| -(t as f32) / 10.0).collect(),
             sequence_id: seq.map(String::from),
             reward,
-            masked: false,
+            prompt_cache_hit_tokens: 0,
+            metrics: Vec::new(),
         }
     }
 
@@ -429,6 +444,7 @@ mod tests {
                 })
                 .collect(),
             final_rewards: vec![0.0; r.len()],
+            metrics: vec![Vec::new(); r.len()],
         };
         let a = advantages(&[g(&[1.0, 0.0, 0.0, 1.0]), g(&[0.5, 0.5])]);
         assert_eq!(a, vec![vec![0.5, -0.5, -0.5, 0.5], vec![0.0, 0.0]]);

@@ -22,6 +22,7 @@ fn the_cookbook_crate_keeps_its_layers() {
                     "nll.rs",
                     "dpo.rs",
                     "rl.rs",
+                    "rl_metrics.rs",
                 ],
             ),
             ("loops", &["sft.rs"]),
