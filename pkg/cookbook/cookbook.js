@@ -279,6 +279,8 @@ export class SamplingClientEvaluator {
 /** A sampler's prompt logprobs (`(number | null)[]`) as float32s, null as NaN. @param {(number | null)[]} l */
 const floats = (l) => Float32Array.from(l, (x) => x ?? NaN);
 
+import { Env, EnvGroupBuilder, ProblemEnv, ProblemGroupBuilder, rolloutGroup } from './rl.js';
+
 /** The held-out NLL evaluator's place in the list. */
 const NLL = Symbol('SamplerNLLEvaluator');
 
@@ -312,6 +314,7 @@ function builderParams(b) {
  *   node:fs and node:path where the runtime has them; a terminal's progress line (Node)
  */
 export function cookbook(tinker, host = {}) {
+  const { TinkerTokenCompleter, TinkerMessageCompleter } = completers(tinker);
   const { fs, path } = host;
 
   /**
@@ -551,6 +554,84 @@ export function cookbook(tinker, host = {}) {
     }
   }
 
+  /**
+   * `rl.train(config, { service, signal, onMetrics, store })`: `rl.train.main` in its
+   * synchronous mode. Each step rolls out a batch of groups from the dataset on a sampler of
+   * the current weights, trains on their advantages, and saves every `save_every` steps.
+   * @param {any} config
+   * @param {{ service?: any, signal?: AbortSignal, onMetrics?: (m: Record<string, unknown>) => void, store?: RunStore }} [options]
+   */
+  async function rlTrain(config, options = {}) {
+    if (config === null || typeof config !== 'object') throw new TypeError(`rl.train config: must be an object, got ${config === null ? 'null' : typeof config}`);
+    const { service, signal, onMetrics, store } = options;
+    if (!(service instanceof tinker.ServiceClient)) {
+      throw new TypeError(`rl.train options.service: must be a ServiceClient of tinker-wasm/cookbook (the cookbook runs on its own build of the module: take ServiceClient from that entry, not from tinker-wasm)`);
+    }
+    const { dataset_builder: builder, evaluator_builders: evaluators, ...cfg } = config;
+    if (typeof builder !== 'function') throw new TypeError(`dataset_builder: must be an async function ({ tokenizer, renderer }) => [train, test?], got ${builder === null ? 'null' : typeof builder}`);
+    if (evaluators !== undefined && (!Array.isArray(evaluators) || evaluators.length)) throw new RangeError('evaluator_builders: evaluations are not supported by rl.train yet');
+    const files = store ?? runStore(config.log_path);
+    const json = JSON.stringify(cfg, (_k, x) => (typeof x === 'number' && !Number.isFinite(x) ? String(x) : x));
+    const sm = new tinker.__CookbookRl(json, (await files.read('checkpoints.jsonl')) ?? '');
+    try {
+      const start = sm.start();
+      if (start.path !== undefined && start.user_metadata.renderer_name !== undefined) await checkRendererName(service, start.path, start.user_metadata.renderer_name);
+      const tc = await createClient(service, start, signal);
+      const metricsText = (await files.read('metrics.jsonl')) ?? '';
+      const cut = sm.truncateMetrics(metricsText);
+      if (cut) {
+        await files.write(cut[0], metricsText);
+        await files.write('metrics.jsonl', cut[1]);
+      }
+      const tokenizer = await tc.getTokenizer();
+      const renderer = cfg.renderer_name ? new tinker.Renderer(cfg.renderer_name, tokenizer) : tinker.Renderer.forModel(cfg.model_name, tokenizer);
+      const [train] = await builder({ tokenizer, renderer });
+      if (train === null || typeof train !== 'object' || typeof train.getBatch !== 'function') throw new TypeError('dataset_builder: must return [train, test?], train an object with getBatch(index) and length');
+      sm.setBatches(train.length);
+      const c = { tc, files, sm };
+      let sampler = await tc.saveWeightsAndGetSamplingClient();
+      for (;;) {
+        if (signal?.aborted) {
+          const due = sm.stop();
+          if (due !== undefined) await rlSave(c, due);
+          return { stopped: true, stopped_at_step: null };
+        }
+        const next = sm.nextStep();
+        if (next === undefined) break;
+        const policy = new TinkerTokenCompleter({ sampling_client: sampler, max_tokens: cfg.max_tokens, temperature: cfg.temperature ?? 1.0 });
+        const builders = await train.getBatch(next[1]);
+        const groups = await Promise.all(builders.map((/** @type {any} */ b) => rolloutGroup(b, policy)));
+        const order = sm.train(JSON.stringify(groups));
+        // Every substep's forward_backward and optim_step sent before any is awaited.
+        const params = { loss_fn_config: order.loss_fn_config };
+        const sent = order.substeps.map((/** @type {any} */ data) => [tc.forwardBackward(data, order.loss_fn, params), tc.optimStep(order.adam)]);
+        const outs = await Promise.all(sent.map(([f]) => f));
+        const optims = await Promise.all(sent.map(([, o]) => o));
+        const training = outs.flatMap((o) => o.loss_fn_outputs.map((/** @type {any} */ x) => x.logprobs.data));
+        const [line, metrics, due] = sm.finish(training, optims.at(-1)?.metrics ?? {});
+        sampler = due === undefined ? await tc.saveWeightsAndGetSamplingClient() : await tc.createSamplingClient(await rlSave(c, due));
+        await files.append('metrics.jsonl', line);
+        onMetrics?.(metrics);
+      }
+      const [row, last] = sm.end();
+      if (row) await files.append('metrics.jsonl', row);
+      if (last !== undefined) await rlSave(c, last);
+      return { stopped: false, stopped_at_step: null };
+    } finally {
+      sm.free();
+    }
+  }
+
+  /** An RL save (the state and the sampler weights) and its record; returns the sampler path. */
+  async function rlSave(/** @type {any} */ c, /** @type {any} */ order) {
+    const params = order.ttl_seconds === undefined ? {} : { ttl_seconds: order.ttl_seconds };
+    const state = c.tc.saveState(order.name, params);
+    const sampler = c.tc.saveWeightsForSampler(order.name, params);
+    const [s, w] = [(await state).path, (await sampler).path];
+    await c.files.append('checkpoints.jsonl', c.sm.saved(order.name, s, w));
+    return w;
+  }
+
   /** @param {unknown} logPath @returns {RunStore} */
   function runStore(logPath) {
     if (logPath === undefined) return memoryStore();
@@ -576,13 +657,14 @@ export function cookbook(tinker, host = {}) {
 
   return {
     supervised: { train, FromConversationFileBuilder },
+    rl: { train: rlTrain, Env, EnvGroupBuilder, ProblemEnv, ProblemGroupBuilder },
     preference: { trainDpo, DPODatasetBuilderFromComparisons, ComparisonBuilderFromJsonl },
     hyperparams: {
       /** `hyperparam_utils.get_lr(model_name, is_lora=True)`. @param {string} modelName @param {boolean} [isLora] */
       getLr: (modelName, isLora = true) => tinker.__cookbookGetLr(modelName, isLora),
     },
     checkpoints: { getLastCheckpoint },
-    completers: { TokenCompleter, MessageCompleter, TokensWithLogprobs, ...completers(tinker) },
+    completers: { TokenCompleter, MessageCompleter, TokensWithLogprobs, TinkerTokenCompleter, TinkerMessageCompleter },
     evaluators: { TrainingClientEvaluator, SamplingClientEvaluator },
     memoryStore,
     indexedDbStore,

@@ -490,7 +490,7 @@ impl CookbookSft {
 }
 
 /// Float32Arrays as lists.
-fn float_lists(lists: &Array) -> Vec<Vec<f32>> {
+pub(super) fn float_lists(lists: &Array) -> Vec<Vec<f32>> {
     lists
         .iter()
         .map(|l| Float32Array::from(l).to_vec())
@@ -499,7 +499,7 @@ fn float_lists(lists: &Array) -> Vec<Vec<f32>> {
 
 /// A metrics object's entries, numbers as the exact doubles JS holds (not through JSON
 /// text, whose parsing could round the last digit), strings and booleans as they are.
-fn metrics_of(
+pub(super) fn metrics_of(
     v: &JsValue,
     what: &str,
 ) -> Result<serde_json::Map<String, serde_json::Value>, JsValue> {

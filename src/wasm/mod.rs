@@ -7,6 +7,8 @@ mod common;
 mod convert;
 #[cfg(feature = "cookbook")]
 mod cookbook;
+#[cfg(feature = "cookbook")]
+mod cookbook_rl;
 mod errors;
 #[cfg(feature = "tokenizer")]
 mod general;

@@ -84,6 +84,19 @@ DPO_METRICS = ("num_pairs",)
 DPO_CLOSE = ("dpo_loss", "accuracy", "margin", "chosen_reward", "rejected_reward", "loss:sum", "surrogate_loss:sum")
 
 
+# RL (rl.train, synchronous mode) with the cookbook's arithmetic environment
+# (tests/cookbook/run_rl.py runs the cookbook's own; run_rl.mjs ours, the environment in JS):
+# every sample request (as a set per step: they are sent concurrently), forward_backward
+# body (tokens, logprobs, advantages, provenance spans), optim_step and save, and every
+# metric but time/*, exactly.
+RL_CONFIGS = [
+    ("rl-basic", ["--save-every", "2"]),
+    ("rl-substeps", ["--num-substeps", "2", "--n-batches", "2", "--batch-size", "3", "--group-size", "2", "--save-every", "0"]),
+    ("rl-resume", ["--n-batches", "4", "--save-every", "2"]),
+]
+RESUMED["rl-resume"] = ["--max-steps", "2"]
+
+
 def close(x, y, tol) -> bool:
     """Equal, floats within `tol` (relative, absolute) when given."""
     if tol and isinstance(x, float) and isinstance(y, (float, int)) and not isinstance(y, bool):
@@ -237,10 +250,27 @@ def compare_metrics(py: list[dict], ours: list[dict], problems: list[str], dpo: 
                 problems.append(f"metrics step {a.get('step')}: {k} {x!r} (cookbook) against {y!r} (ours)")
 
 
+def compare_rl_metrics(py: list[dict], ours: list[dict], problems: list[str]) -> None:
+    """Every row, every key but time/*, in order, every value exactly (ints and floats as written)."""
+    if len(py) != len(ours):
+        problems.append(f"metrics.jsonl: {len(py)} rows (cookbook) against {len(ours)} (ours)")
+    for a, b in zip(py, ours):
+        drop = lambda r: [(k, v) for k, v in r.items() if not k.startswith("time/")]  # noqa: E731
+        for (ka, va), (kb, vb) in zip(drop(a), drop(b)):
+            if ka != kb or va != vb or type(va) is not type(vb):
+                problems.append(f"metrics step {a.get('step')}: {ka}={va!r} (cookbook) against {kb}={vb!r} (ours)")
+                break
+        if len(drop(a)) != len(drop(b)):
+            problems.append(f"metrics step {a.get('step')}: {len(drop(a))} keys (cookbook) against {len(drop(b))} (ours)")
+
+
 def one(name: str, extra: list[str], tmp: Path, data: Path, ours: list[str]) -> list[str]:
     resume = RESUMED.get(name)
     dpo = name.startswith("dpo")
-    if dpo:
+    if name.startswith("rl-"):
+        args = ["--tokenizer-dir", str(TOKENIZER)] + extra
+        script, ours = "run_rl.py", ["node", str(HERE / "run_rl.mjs")]
+    elif dpo:
         extra = [x for x in extra if x != "--test"] + (["--test", str(tmp / "test.jsonl")] if "--test" in extra else [])
         args = ["--train", str(tmp / "train.jsonl"), "--tokenizer-dir", str(TOKENIZER)] + DPO_COMMON + extra
         script, ours = "run_dpo.py", ["node", str(HERE / "run_dpo.mjs")]
@@ -267,7 +297,10 @@ def one(name: str, extra: list[str], tmp: Path, data: Path, ours: list[str]) -> 
     if backups(py_dir) != backups(our_dir):
         problems.append(f"metrics backups on resume: {backups(py_dir)} (cookbook) against {backups(our_dir)} (ours)")
     load = lambda d: [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]  # noqa: E731
-    compare_metrics(load(py_dir), load(our_dir), problems, dpo)
+    if name.startswith("rl-"):
+        compare_rl_metrics(load(py_dir), load(our_dir), problems)
+    else:
+        compare_metrics(load(py_dir), load(our_dir), problems, dpo)
     print(f"{name}: {len(a)} training calls, {len(records(py_dir / 'checkpoints.jsonl'))} checkpoints, {len(da)} REST calls, {len(load(py_dir))} metrics rows: " + ("same" if not problems else f"{len(problems)} differences"))
     return problems
 
@@ -284,7 +317,7 @@ def main() -> int:
     conversations(data)
     comparisons(tmp / "train.jsonl", tmp / "test.jsonl")
     problems = []
-    for name, extra in CONFIGS + DPO_CONFIGS:
+    for name, extra in CONFIGS + DPO_CONFIGS + RL_CONFIGS:
         if args.only and args.only != name:
             continue
         for p in one(name, extra, tmp, data, OURS):
@@ -293,7 +326,7 @@ def main() -> int:
         print("DIFF", p)
     if not args.keep:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("sft and dpo differential: " + ("same requests, records and metrics" if not problems else f"{len(problems)} differences"))
+    print("sft, dpo and rl differential: " + ("same requests, records and metrics" if not problems else f"{len(problems)} differences"))
     return 1 if problems else 0
 
 

@@ -12,6 +12,7 @@ use tinker_support::input::InputError;
 
 use crate::data::parse_conversations;
 use crate::dpo::parse_comparisons;
+use crate::rl_loop::RlConfig;
 use crate::schedule::LrSchedule;
 use crate::sft::{Sft, SftConfig};
 use Kind::*;
@@ -125,6 +126,85 @@ pub const COMPARISON: &[(&str, Kind)] = &[
     ("test_text", Any),
     ("test_comparisons", Any),
 ];
+
+/// `rl.train.Config`'s fields (the synchronous loop's; the dataset builder and evaluators
+/// are the caller's).
+pub const RL_CONFIG: &[(&str, Kind)] = &[
+    ("learning_rate", Num),
+    ("dataset_builder", Any),
+    ("model_name", Str),
+    ("recipe_name", Str),
+    ("max_tokens", Uint),
+    ("log_path", Str),
+    ("eval_every", Uint),
+    ("save_every", Uint),
+    ("evaluator_builders", Any),
+    ("load_checkpoint_path", Str),
+    ("renderer_name", Str),
+    ("kl_penalty_coef", Num),
+    ("loss_fn", Str),
+    ("loss_fn_config", Obj),
+    ("num_substeps", Uint),
+    ("lora_rank", Uint),
+    ("temperature", Num),
+    ("remove_constant_reward_groups", Bool),
+    ("ttl_seconds", Uint),
+    ("num_epochs", Uint),
+    ("max_steps", Uint),
+];
+
+/// The config of an `rl.train` run from its JSON (`rl.train.Config`'s defaults). What the
+/// loop does not do yet is refused, naming the field: a KL penalty, dropping groups of
+/// constant reward.
+pub fn rl_config(v: &Json) -> Result<RlConfig, InputError> {
+    let c = check(v, "", RL_CONFIG)?;
+    let required = |k: &str| InputError::type_error(k, "is required");
+    let model = c.str("model_name").ok_or_else(|| required("model_name"))?;
+    let lr = c
+        .num("learning_rate")
+        .ok_or_else(|| required("learning_rate"))?;
+    c.uint("max_tokens").ok_or_else(|| required("max_tokens"))?;
+    let mut r = RlConfig::new(model, lr);
+    r.renderer_name = c.str("renderer_name").map(String::from);
+    r.load_checkpoint_path = c.str("load_checkpoint_path").map(String::from);
+    if let Some(rank) = c.uint("lora_rank") {
+        r.lora_rank = u32::try_from(rank)
+            .map_err(|_| InputError::range_error("lora_rank", format!("is too large: {rank}")))?;
+    }
+    if let Some(l) = c.str("loss_fn") {
+        r.loss_fn = l.into();
+    }
+    r.loss_fn_config = c.get("loss_fn_config").and_then(Json::as_object).cloned();
+    r.num_substeps = c.uint("num_substeps").unwrap_or(1);
+    if r.num_substeps == 0 {
+        return Err(InputError::range_error(
+            "num_substeps",
+            "must be at least 1, got 0",
+        ));
+    }
+    r.save_every = c.uint("save_every").unwrap_or(r.save_every);
+    if c.0.contains_key("ttl_seconds") {
+        r.ttl_seconds = c.uint("ttl_seconds");
+    }
+    r.num_epochs = c.uint("num_epochs").unwrap_or(1);
+    r.max_steps = c.uint("max_steps");
+    let not_yet = |k: &str, what: &str| {
+        InputError::range_error(
+            k,
+            format!("{what} is not supported by tinker-wasm/cookbook's rl.train yet"),
+        )
+    };
+    if c.num("kl_penalty_coef").is_some_and(|k| k != 0.0) {
+        return Err(not_yet("kl_penalty_coef", "a KL penalty"));
+    }
+    if c.get("remove_constant_reward_groups") == Some(&Json::Bool(true)) {
+        return Err(not_yet(
+            "remove_constant_reward_groups",
+            "dropping groups of constant reward",
+        ));
+    }
+    Ok(r)
+}
 
 fn join(at: &str, k: &str) -> String {
     if at.is_empty() {

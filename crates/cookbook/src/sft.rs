@@ -750,7 +750,7 @@ fn unscored(logprobs: &[f32]) -> &[f32] {
 }
 
 /// A `.jsonl` line as the cookbook writes it (`json.dumps`, then a newline).
-fn dumps(v: &Map<String, Json>) -> String {
+pub fn dumps(v: &Map<String, Json>) -> String {
     let text = tinker_tokenizer::chat::py_json_dumps_with(
         &Json::Object(v.clone()),
         (", ", ": "),

@@ -25,7 +25,7 @@ fn the_cookbook_crate_keeps_its_layers() {
                     "rl_metrics.rs",
                 ],
             ),
-            ("loops", &["sft.rs"]),
+            ("loops", &["sft.rs", "rl_loop.rs"]),
             ("configs", &["config.rs"]),
         ],
     )

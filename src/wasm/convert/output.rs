@@ -199,5 +199,36 @@ pub fn datum_to_js(d: &Datum) -> JsValue {
         set(&inputs, k, &js);
     }
     set(&o, "loss_fn_inputs", &inputs);
+    for (k, spans) in [
+        ("model_input_spans", &d.model_input_spans),
+        ("loss_fn_input_spans", &d.loss_fn_input_spans),
+    ] {
+        if let Some(spans) = spans {
+            set(&o, k, &spans.iter().map(span_to_js).collect::<Array>());
+        }
+    }
+    o.into()
+}
+
+/// A provenance span as its JSON form: `{ type, sequence_id, offset, length }`.
+fn span_to_js(s: &crate::types::ProvenanceSpan) -> JsValue {
+    use crate::types::ProvenanceSpan::{PromptTokens, SampledTokens};
+    let (kind, id, offset, length) = match s {
+        PromptTokens {
+            sequence_id,
+            offset,
+            length,
+        } => ("prompt_tokens", sequence_id, offset, length),
+        SampledTokens {
+            sequence_id,
+            offset,
+            length,
+        } => ("sampled_tokens", sequence_id, offset, length),
+    };
+    let o = Object::new();
+    set(&o, "type", &kind.into());
+    set(&o, "sequence_id", &id.as_str().into());
+    set(&o, "offset", &(*offset as f64).into());
+    set(&o, "length", &(*length as f64).into());
     o.into()
 }

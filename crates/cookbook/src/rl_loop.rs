@@ -1,0 +1,544 @@
+//! `rl.train.main` in synchronous mode as a state machine: [`Rl`] decides what the
+//! cookbook's loop decides (the client to create, which dataset batch each step rolls out,
+//! the datums and Adam parameters of its training, when to save, the `metrics.jsonl` and
+//! `checkpoints.jsonl` lines, where a resumed run starts) and its driver (JS, where the
+//! environments live) samples, trains and saves in the cookbook's order:
+//!
+//! ```text
+//! start → [truncate metrics] → a sampler on the weights →
+//!   loop: next_step → roll out the batch's groups → train (forward_backward + optim_step
+//!         per substep) → finish → [save (state and sampler) → saved → a sampler on the
+//!         saved weights] or a sampler on the new weights → the step's metrics line
+//!   end → [the final save → saved]
+//! ```
+
+use serde_json::{json, Map, Value as Json};
+use tinker_core::types::{AdamParams, Datum, ModelInput};
+use tinker_support::input::InputError;
+
+use crate::checkpoints::{last_checkpoint, parse_records, record};
+use crate::rl::{advantages, assemble_training_data, Trajectory, TrajectoryGroup, Transition};
+use crate::rl_metrics::{kl_sample_train, trajectory_metrics};
+use crate::sft::Start;
+
+/// `rl.train.Config`'s fields that the synchronous loop reads, with the cookbook's defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RlConfig {
+    /// `model_name`.
+    pub model_name: String,
+    /// `renderer_name` (the training run's user metadata when set).
+    pub renderer_name: Option<String>,
+    /// `load_checkpoint_path`.
+    pub load_checkpoint_path: Option<String>,
+    /// `learning_rate` (constant: the RL loop has no schedule).
+    pub learning_rate: f64,
+    /// `lora_rank` (32).
+    pub lora_rank: u32,
+    /// `loss_fn` (`importance_sampling`).
+    pub loss_fn: String,
+    /// `loss_fn_config` (none).
+    pub loss_fn_config: Option<Map<String, Json>>,
+    /// `num_substeps` (1): optimizer steps per batch.
+    pub num_substeps: u64,
+    /// `save_every` (20).
+    pub save_every: u64,
+    /// `ttl_seconds` of periodic saves (604800; `None`: kept).
+    pub ttl_seconds: Option<u64>,
+    /// `num_epochs` (1).
+    pub num_epochs: u64,
+    /// `max_steps`.
+    pub max_steps: Option<u64>,
+}
+
+impl RlConfig {
+    /// The cookbook's defaults.
+    pub fn new(model_name: &str, learning_rate: f64) -> Self {
+        RlConfig {
+            model_name: model_name.into(),
+            renderer_name: None,
+            load_checkpoint_path: None,
+            learning_rate,
+            lora_rank: 32,
+            loss_fn: "importance_sampling".into(),
+            loss_fn_config: None,
+            num_substeps: 1,
+            save_every: 20,
+            ttl_seconds: Some(604_800),
+            num_epochs: 1,
+            max_steps: None,
+        }
+    }
+}
+
+/// The token counts of `CostTracker` (sampled, prefill cached, prefill uncached, trained).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Tokens([u64; 4]);
+
+const TOKEN_KEYS: [&str; 4] = ["sampled", "prefill_cached", "prefill_uncached", "trained"];
+
+impl Tokens {
+    fn json(&self) -> Json {
+        let m: Map<String, Json> = TOKEN_KEYS
+            .iter()
+            .zip(self.0)
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect();
+        Json::Object(m)
+    }
+
+    fn from_json(v: Option<&Json>) -> Self {
+        let n = |k: &str| v.and_then(|v| v.get(k)).and_then(Json::as_u64).unwrap_or(0);
+        Tokens(TOKEN_KEYS.map(n))
+    }
+
+    fn add(&mut self, o: Tokens) {
+        for (a, b) in self.0.iter_mut().zip(o.0) {
+            *a += b;
+        }
+    }
+}
+
+/// What a step trains on: each substep's datums (the `mask` left out, as the cookbook
+/// sends them) and the optimizer's parameters.
+#[derive(Debug, Clone)]
+pub struct TrainOrder {
+    /// The substeps' datums.
+    pub substeps: Vec<Vec<Datum>>,
+    /// `optim_step`'s parameters.
+    pub adam: AdamParams,
+}
+
+/// A save to make: the state and the sampler weights under `name`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RlSave {
+    /// The checkpoint's name.
+    pub name: String,
+    /// Its time to live (`None`: kept).
+    pub ttl_seconds: Option<u64>,
+    state: Map<String, Json>,
+}
+
+/// The step being trained: its index, rollouts, their tags, datums and token usage.
+struct InFlight {
+    step: u64,
+    groups: Vec<TrajectoryGroup>,
+    tags: Vec<Vec<String>>,
+    data: Vec<Datum>,
+    usage: Tokens,
+}
+
+/// A synchronous RL run's state (see the module's documentation for its protocol).
+pub struct Rl {
+    cfg: RlConfig,
+    n_batches: u64,
+    start: u64,
+    end: u64,
+    next: u64,
+    resume: Option<Map<String, Json>>,
+    cumulative: Tokens,
+    discarded: Tokens,
+    step: Option<InFlight>,
+    stopped: bool,
+}
+
+impl Rl {
+    /// A run of `cfg`, resuming from the last record of `checkpoints` (the text of
+    /// `checkpoints.jsonl`) that has a state. Its dataset's length comes later
+    /// ([`Rl::set_batches`]: the dataset is built once the client is there).
+    pub fn new(cfg: RlConfig, checkpoints: &str) -> Result<Self, InputError> {
+        let resume = last_checkpoint(&parse_records(checkpoints)?, "state_path");
+        let start = resume
+            .as_ref()
+            .and_then(|r| r.get("batch")?.as_u64())
+            .unwrap_or(0);
+        let tokens = |k: &str| Tokens::from_json(resume.as_ref().and_then(|r| r.get(k)));
+        Ok(Rl {
+            cumulative: tokens("cumulative_tokens"),
+            discarded: tokens("discarded_tokens"),
+            cfg,
+            n_batches: 0,
+            start,
+            end: 0,
+            next: start,
+            stopped: false,
+            resume,
+            step: None,
+        })
+    }
+
+    /// The dataset has `n` batches: the run's last step is set (`num_epochs` passes,
+    /// `max_steps` at most).
+    pub fn set_batches(&mut self, n: u64) -> Result<(), InputError> {
+        if n == 0 {
+            return Err(InputError::range_error(
+                "dataset",
+                "has no batch (its length is 0)",
+            ));
+        }
+        let all = n * self.cfg.num_epochs;
+        (self.n_batches, self.end) = (n, self.cfg.max_steps.map_or(all, |m| m.min(all)));
+        Ok(())
+    }
+
+    /// Stops the run before its next step: the save that lets a restart resume there
+    /// (none when it stopped before training anything). The cookbook has no such hook.
+    pub fn stop(&mut self) -> Option<RlSave> {
+        self.stopped = true;
+        let at = self.next;
+        self.end = at;
+        (at > self.start).then(|| self.save(format!("{at:06}"), at, self.cfg.ttl_seconds))
+    }
+
+    /// How to create the training client, and its user metadata.
+    pub fn start(&self) -> (Start, Option<(&'static str, &str)>) {
+        let start = match (&self.resume, &self.cfg.load_checkpoint_path) {
+            (Some(r), _) => Start::FromState {
+                path: r["state_path"].as_str().unwrap_or_default().into(),
+                with_optimizer: true,
+            },
+            (None, Some(p)) => Start::FromState {
+                path: p.clone(),
+                with_optimizer: false,
+            },
+            (None, None) => Start::Lora {
+                base_model: self.cfg.model_name.clone(),
+                rank: self.cfg.lora_rank,
+            },
+        };
+        (
+            start,
+            self.cfg
+                .renderer_name
+                .as_deref()
+                .map(|r| ("renderer_name", r)),
+        )
+    }
+
+    /// `store.truncate_metrics(start_batch)` of a resumed run: `(backup name, kept text)`.
+    pub fn truncate_metrics(&self, text: &str) -> Option<(String, String)> {
+        self.resume.as_ref()?;
+        let keep = |line: &&str| {
+            let step = serde_json::from_str::<Json>(line)
+                .ok()
+                .and_then(|v| v.get("step")?.as_u64());
+            step.is_none_or(|s| s < self.start)
+        };
+        let kept: Vec<&str> = text.lines().filter(keep).collect();
+        if kept.len() == text.lines().count() {
+            return None;
+        }
+        let body = kept.iter().map(|l| format!("{l}\n")).collect();
+        Some((format!("metrics.jsonl.pre_resume_{:06}", self.start), body))
+    }
+
+    /// The next step: `(step, the dataset batch it rolls out)`, or `None` when done.
+    pub fn next_step(&mut self) -> Option<(u64, u64)> {
+        (self.next < self.end).then(|| {
+            self.next += 1;
+            (self.next - 1, (self.next - 1) % self.n_batches)
+        })
+    }
+
+    /// The step's rollouts (groups, and each group's logging tags): its datums, split into
+    /// the substeps, and the optimizer's parameters.
+    pub fn train(
+        &mut self,
+        groups: Vec<TrajectoryGroup>,
+        tags: Vec<Vec<String>>,
+    ) -> Result<TrainOrder, InputError> {
+        let adv = advantages(&groups);
+        let (data, _) = assemble_training_data(&groups, &adv, true)?;
+        let turns = || {
+            groups
+                .iter()
+                .flat_map(|g| &g.trajectories)
+                .flat_map(|t| &t.transitions)
+        };
+        let sampled = turns().map(|t| t.tokens.len() as u64).sum();
+        let cached: u64 = turns().map(|t| t.prompt_cache_hit_tokens).sum();
+        let prompt: u64 = turns().map(|t| t.ob.length().unwrap_or(0) as u64).sum();
+        let trained = data
+            .iter()
+            .map(|d| d.model_input.length().unwrap_or(0) as u64)
+            .sum();
+        let usage = Tokens([sampled, cached, prompt - cached.min(prompt), trained]);
+        let k = self.cfg.num_substeps.min(data.len() as u64).max(1) as usize;
+        let edges: Vec<usize> = (0..=k).map(|i| i * data.len() / k).collect();
+        let stripped = |d: &Datum| {
+            let mut d = d.clone();
+            d.loss_fn_inputs.remove("mask");
+            d
+        };
+        let substeps = edges
+            .windows(2)
+            .map(|w| data[w[0]..w[1]].iter().map(stripped).collect())
+            .collect();
+        let step = self.next - 1;
+        self.step = Some(InFlight {
+            step,
+            groups,
+            tags,
+            data,
+            usage,
+        });
+        let adam = AdamParams {
+            learning_rate: self.cfg.learning_rate,
+            beta1: 0.9,
+            beta2: 0.95,
+            eps: 1e-8,
+            ..AdamParams::default()
+        };
+        Ok(TrainOrder { substeps, adam })
+    }
+
+    /// The loss function and its config for `forward_backward`.
+    pub fn loss(&self) -> (&str, Option<&Map<String, Json>>) {
+        (&self.cfg.loss_fn, self.cfg.loss_fn_config.as_ref())
+    }
+
+    /// The step trained: its metrics (from the training logprobs, one list per datum, and
+    /// the last `optim_step`'s metrics) and the save due after it.
+    pub fn finish(
+        &mut self,
+        training: &[Vec<f32>],
+        optim: Map<String, Json>,
+    ) -> Result<(Map<String, Json>, Option<RlSave>), InputError> {
+        let InFlight {
+            step,
+            groups,
+            tags,
+            data,
+            usage,
+        } = self
+            .step
+            .take()
+            .ok_or_else(|| InputError::type_error("finish", "no step in flight"))?;
+        let mut m = Map::new();
+        m.insert("step".into(), json!(step));
+        m.insert("progress/batch".into(), json!(step));
+        m.insert("optim/lr".into(), json!(self.cfg.learning_rate));
+        m.insert(
+            "progress/done_frac".into(),
+            json!((step + 1) as f64 / self.end as f64),
+        );
+        m.extend(trajectory_metrics(&groups, &tags));
+        m.extend(
+            optim
+                .into_iter()
+                .map(|(k, v)| (k, v.as_f64().map_or(v, |x| json!(x)))),
+        );
+        let kl = kl_sample_train(&data, training)
+            .ok_or_else(|| InputError::range_error("rollouts", "sampled no token to train on"))?;
+        m.extend(kl.into_iter().map(|(k, v)| (k.to_string(), json!(v))));
+        self.cumulative.add(usage);
+        for (k, v) in TOKEN_KEYS.iter().zip(usage.0) {
+            m.insert(format!("tokens/{k}"), json!(v));
+        }
+        for (k, v) in TOKEN_KEYS.iter().zip(self.cumulative.0) {
+            m.insert(format!("tokens/cumulative/{k}"), json!(v));
+        }
+        let due = self.cfg.save_every > 0 && (step + 1) % self.cfg.save_every == 0;
+        let save =
+            due.then(|| self.save(format!("{:06}", step + 1), step + 1, self.cfg.ttl_seconds));
+        Ok((m, save))
+    }
+
+    /// After the last step: the row of token totals (at the step after the last) and the
+    /// final save (none when there was nothing left to train).
+    pub fn end(&self) -> (Map<String, Json>, Option<RlSave>) {
+        if self.stopped {
+            return (Map::new(), None);
+        }
+        let mut m = Map::new();
+        m.insert("step".into(), json!(self.end));
+        for (k, v) in TOKEN_KEYS.iter().zip(self.cumulative.0) {
+            m.insert(format!("tokens/cumulative/{k}"), json!(v));
+        }
+        for (k, v) in TOKEN_KEYS.iter().zip(self.discarded.0) {
+            m.insert(format!("tokens/discarded/{k}"), json!(v));
+        }
+        let save = (self.start < self.end).then(|| self.save("final".into(), self.end, None));
+        (m, save)
+    }
+
+    fn save(&self, name: String, batch: u64, ttl_seconds: Option<u64>) -> RlSave {
+        let mut state = Map::new();
+        state.insert("batch".into(), json!(batch));
+        state.insert("cumulative_tokens".into(), self.cumulative.json());
+        state.insert("discarded_tokens".into(), self.discarded.json());
+        RlSave {
+            name,
+            ttl_seconds,
+            state,
+        }
+    }
+
+    /// A save is done: its `checkpoints.jsonl` record.
+    pub fn saved(&self, order: &RlSave, state_path: &str, sampler_path: &str) -> Map<String, Json> {
+        let mut paths = Map::new();
+        paths.insert("state_path".into(), json!(state_path));
+        paths.insert("sampler_path".into(), json!(sampler_path));
+        record(&order.name, &order.state, &paths)
+    }
+}
+
+/// The rollouts of a step from their JSON form: `[{trajectories: [[{ob, ac, logprobs,
+/// sequence_id, reward, metrics, cached}]], final_rewards, metrics, tags}]` (`ob` and `ac`
+/// token ids). Returns the groups and their tags.
+pub fn groups_from_json(v: &Json) -> Result<(Vec<TrajectoryGroup>, Vec<Vec<String>>), InputError> {
+    let bad = |at: String, what: &str| InputError::type_error(at, what.to_string());
+    let list = |v: &Json, at: &str| {
+        v.as_array()
+            .cloned()
+            .ok_or_else(|| bad(at.into(), "must be an array"))
+    };
+    let metrics = |v: &Json| -> Vec<(String, Option<f64>)> {
+        v.as_object().map_or(Vec::new(), |o| {
+            o.iter().map(|(k, x)| (k.clone(), x.as_f64())).collect()
+        })
+    };
+    let ints = |v: &Json, at: String| -> Result<Vec<u32>, InputError> {
+        list(v, &at)?
+            .iter()
+            .map(|x| {
+                x.as_u64()
+                    .map(|x| x as u32)
+                    .ok_or_else(|| bad(at.clone(), "must hold token ids"))
+            })
+            .collect()
+    };
+    let (mut groups, mut tags) = (Vec::new(), Vec::new());
+    for (gi, g) in list(v, "groups")?.iter().enumerate() {
+        let at = format!("groups[{gi}]");
+        let mut trajectories = Vec::new();
+        for (ti, t) in list(&g["trajectories"], &format!("{at}.trajectories"))?
+            .iter()
+            .enumerate()
+        {
+            let mut transitions = Vec::new();
+            for (si, s) in list(t, &format!("{at}.trajectories[{ti}]"))?
+                .iter()
+                .enumerate()
+            {
+                let here = format!("{at}.trajectories[{ti}][{si}]");
+                let reward = s["reward"]
+                    .as_f64()
+                    .filter(|r| r.is_finite())
+                    .ok_or_else(|| bad(format!("{here}.reward"), "must be a finite number"))?;
+                transitions.push(Transition {
+                    ob: ModelInput::from_ints(ints(&s["ob"], format!("{here}.ob"))?),
+                    tokens: ints(&s["ac"], format!("{here}.ac"))?,
+                    logprobs: list(&s["logprobs"], &format!("{here}.logprobs"))?
+                        .iter()
+                        .map(|x| x.as_f64().unwrap_or(f64::NAN) as f32)
+                        .collect(),
+                    sequence_id: s["sequence_id"].as_str().map(String::from),
+                    reward,
+                    prompt_cache_hit_tokens: s["cached"].as_u64().unwrap_or(0),
+                    metrics: metrics(&s["metrics"]),
+                });
+            }
+            trajectories.push(Trajectory { transitions });
+        }
+        let finals: Vec<f64> = list(&g["final_rewards"], &format!("{at}.final_rewards"))?
+            .iter()
+            .map(|x| x.as_f64().unwrap_or(f64::NAN))
+            .collect();
+        if finals.len() != trajectories.len() || finals.iter().any(|x| !x.is_finite()) {
+            return Err(bad(
+                format!("{at}.final_rewards"),
+                "must be one finite number per trajectory",
+            ));
+        }
+        let group_metrics = g["metrics"]
+            .as_array()
+            .map_or(vec![Vec::new(); trajectories.len()], |a| {
+                a.iter().map(metrics).collect()
+            });
+        tags.push(g["tags"].as_array().map_or(Vec::new(), |a| {
+            a.iter()
+                .filter_map(|t| t.as_str().map(String::from))
+                .collect()
+        }));
+        groups.push(TrajectoryGroup {
+            trajectories,
+            final_rewards: finals,
+            metrics: group_metrics,
+        });
+    }
+    Ok((groups, tags))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_cycle_the_dataset_and_saves_follow_save_every() {
+        let mut cfg = RlConfig::new("Qwen/Qwen3-8B", 1e-4);
+        cfg.num_epochs = 2;
+        cfg.save_every = 2;
+        let mut rl = Rl::new(cfg.clone(), "").unwrap();
+        rl.set_batches(3).unwrap();
+        let steps: Vec<(u64, u64)> = std::iter::from_fn(|| rl.next_step()).collect();
+        assert_eq!(steps, [(0, 0), (1, 1), (2, 2), (3, 0), (4, 1), (5, 2)]);
+        let saved = r#"{"name": "000004", "batch": 4, "state_path": "tinker://r/weights/000004", "cumulative_tokens": {"sampled": 7}}"#;
+        let mut resumed = Rl::new(cfg, saved).unwrap();
+        resumed.set_batches(3).unwrap();
+        assert_eq!(resumed.next_step(), Some((4, 1)));
+        assert_eq!(resumed.cumulative.0, [7, 0, 0, 0]);
+        assert!(matches!(
+            resumed.start().0,
+            Start::FromState {
+                with_optimizer: true,
+                ..
+            }
+        ));
+        let metrics = "{\"step\": 3}\n{\"step\": 4}\n";
+        assert_eq!(
+            resumed.truncate_metrics(metrics),
+            Some((
+                "metrics.jsonl.pre_resume_000004".into(),
+                "{\"step\": 3}\n".into()
+            ))
+        );
+        let (row, fin) = resumed.end();
+        assert_eq!(row["step"], json!(6));
+        assert_eq!(fin.unwrap().name, "final");
+        // Stopped before step 5: saved there, no final save.
+        let save = resumed.stop().unwrap();
+        assert_eq!(
+            (save.name.as_str(), save.state["batch"].clone()),
+            ("000005", json!(5))
+        );
+        assert_eq!(resumed.next_step(), None);
+        assert_eq!(resumed.end().1, None);
+        assert!(Rl::new(RlConfig::new("m", 1e-4), "")
+            .unwrap()
+            .set_batches(0)
+            .is_err());
+    }
+
+    #[test]
+    fn rollouts_are_read_with_their_field_named_on_error() {
+        let ok = json!([{"trajectories": [[{"ob": [1, 2], "ac": [3], "logprobs": [-0.5], "sequence_id": "s", "reward": 1.0, "metrics": {"correct": 1.0}, "cached": 1}]], "final_rewards": [0.0], "tags": ["problems"]}]);
+        let (g, tags) = groups_from_json(&ok).unwrap();
+        assert_eq!(
+            (g[0].total_rewards(), tags),
+            (vec![1.0], vec![vec!["problems".to_string()]])
+        );
+        let mut bad = ok.clone();
+        bad[0]["trajectories"][0][0]["reward"] = json!("high");
+        let e = groups_from_json(&bad).unwrap_err().to_string();
+        assert!(
+            e.contains("groups[0].trajectories[0][0].reward: must be a finite number"),
+            "{e}"
+        );
+        let mut short = ok;
+        short[0]["final_rewards"] = json!([]);
+        assert!(groups_from_json(&short)
+            .unwrap_err()
+            .to_string()
+            .contains("final_rewards"));
+    }
+}

@@ -1,0 +1,191 @@
+//! `rl.train`'s state machine for JavaScript (`tinker_cookbook::rl_loop::Rl`, driven by
+//! pkg/cookbook/cookbook.js, which holds the environments, the dataset and the callbacks).
+//! Nothing here decides: it converts.
+
+use js_sys::{Array, Object};
+use tinker_cookbook::rl_loop::{groups_from_json, Rl, RlSave};
+use tinker_cookbook::sft::{dumps, Start};
+use wasm_bindgen::prelude::*;
+
+use super::common::*;
+use super::cookbook::{float_lists, metrics_of};
+use crate::wasm::convert::datum_to_js;
+use crate::wasm::errors::{input_error, type_error};
+
+/// A synchronous RL run (the protocol is `tinker_cookbook::rl_loop`'s).
+#[wasm_bindgen(js_name = __CookbookRl, skip_typescript)]
+pub struct CookbookRl {
+    rl: Rl,
+    saves: Vec<RlSave>,
+}
+
+fn json_of(text: &str, what: &str) -> Result<serde_json::Value, JsValue> {
+    serde_json::from_str(text).map_err(|e| type_error(what, e.to_string()))
+}
+
+fn map_to_js(m: serde_json::Map<String, serde_json::Value>) -> Result<JsValue, JsValue> {
+    js_sys::JSON::parse(&serde_json::Value::Object(m).to_string())
+}
+
+#[wasm_bindgen(js_class = __CookbookRl)]
+impl CookbookRl {
+    /// The run of `config` (an `rl.train` config as JSON text), resuming from the text of
+    /// its `checkpoints.jsonl`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(config: &str, checkpoints: &str) -> Result<CookbookRl, JsValue> {
+        let cfg = tinker_cookbook::config::rl_config(&json_of(config, "config")?)
+            .map_err(|e| input_error(&e))?;
+        let rl = Rl::new(cfg, checkpoints).map_err(|e| input_error(&e))?;
+        Ok(CookbookRl {
+            rl,
+            saves: Vec::new(),
+        })
+    }
+
+    /// The dataset's length (its number of batches).
+    #[wasm_bindgen(js_name = setBatches)]
+    pub fn set_batches(&mut self, n: f64) -> Result<(), JsValue> {
+        if !(n >= 0.0 && n.fract() == 0.0) {
+            return Err(crate::wasm::errors::range_error(
+                "dataset.length",
+                format!("must be a whole number, got {n}"),
+            ));
+        }
+        self.rl.set_batches(n as u64).map_err(|e| input_error(&e))
+    }
+
+    /// Stops the run before its next step: the save to make, or undefined.
+    pub fn stop(&mut self) -> JsValue {
+        let save = self.rl.stop();
+        self.pending(save)
+    }
+
+    /// How to create the training client (as `__CookbookSft.start` says it).
+    pub fn start(&self) -> JsValue {
+        let (start, meta) = self.rl.start();
+        let o: JsValue = Object::new().into();
+        match start {
+            Start::Lora { base_model, rank } => {
+                set(&o, "base_model", &base_model.into());
+                set(&o, "rank", &rank.into());
+            }
+            Start::FromState {
+                path,
+                with_optimizer,
+            } => {
+                set(&o, "path", &path.into());
+                set(&o, "with_optimizer", &with_optimizer.into());
+            }
+        }
+        let m: JsValue = Object::new().into();
+        if let Some((k, v)) = meta {
+            set(&m, k, &v.into());
+        }
+        set(&o, "user_metadata", &m);
+        o
+    }
+
+    /// `[backup name, kept text]` when a resumed run drops metrics rows, else undefined.
+    #[wasm_bindgen(js_name = truncateMetrics)]
+    pub fn truncate_metrics(&self, text: &str) -> JsValue {
+        match self.rl.truncate_metrics(text) {
+            Some((b, k)) => Array::of2(&b.into(), &k.into()).into(),
+            None => JsValue::UNDEFINED,
+        }
+    }
+
+    /// `[step, dataset batch]` of the next step, or undefined.
+    #[wasm_bindgen(js_name = nextStep)]
+    pub fn next_step(&mut self) -> JsValue {
+        match self.rl.next_step() {
+            Some((s, b)) => Array::of2(&(s as f64).into(), &(b as f64).into()).into(),
+            None => JsValue::UNDEFINED,
+        }
+    }
+
+    /// The step's rollouts (JSON text): `{ substeps: Datum[][], adam, loss_fn, loss_fn_config }`.
+    pub fn train(&mut self, rollouts: &str) -> Result<JsValue, JsValue> {
+        let (groups, tags) =
+            groups_from_json(&json_of(rollouts, "rollouts")?).map_err(|e| input_error(&e))?;
+        let order = self.rl.train(groups, tags).map_err(|e| input_error(&e))?;
+        let r: JsValue = Object::new().into();
+        let subs: Array = order
+            .substeps
+            .iter()
+            .map(|s| JsValue::from(s.iter().map(datum_to_js).collect::<Array>()))
+            .collect();
+        set(&r, "substeps", &subs);
+        let adam: JsValue = Object::new().into();
+        for (k, v) in [
+            ("learning_rate", order.adam.learning_rate),
+            ("beta1", order.adam.beta1),
+            ("beta2", order.adam.beta2),
+            ("eps", order.adam.eps),
+        ] {
+            set(&adam, k, &v.into());
+        }
+        set(&r, "adam", &adam);
+        let (loss, config) = self.rl.loss();
+        set(&r, "loss_fn", &loss.into());
+        let config = config.map_or(Ok(JsValue::UNDEFINED), |c| map_to_js(c.clone()))?;
+        set(&r, "loss_fn_config", &config);
+        Ok(r)
+    }
+
+    /// The step trained (its training logprobs, a Float32Array per datum, and the last
+    /// optim_step's metrics): `[metrics line, metrics, save or undefined]`.
+    pub fn finish(&mut self, training: Array, optim_metrics: JsValue) -> Result<Array, JsValue> {
+        let optim = metrics_of(&optim_metrics, "optim_step metrics")?;
+        let (m, save) = self
+            .rl
+            .finish(&float_lists(&training), optim)
+            .map_err(|e| input_error(&e))?;
+        let line = dumps(&m);
+        let arr = Array::of2(&line.into(), &map_to_js(m)?);
+        arr.push(&self.pending(save));
+        Ok(arr)
+    }
+
+    /// After the last step: `[token totals line (empty for a stopped run), final save or undefined]`.
+    pub fn end(&mut self) -> Array {
+        let (m, save) = self.rl.end();
+        let line = if m.is_empty() {
+            String::new()
+        } else {
+            dumps(&m)
+        };
+        Array::of2(&line.into(), &self.pending(save))
+    }
+
+    /// The save named `name` is done: its `checkpoints.jsonl` line.
+    pub fn saved(
+        &mut self,
+        name: &str,
+        state_path: &str,
+        sampler_path: &str,
+    ) -> Result<String, JsValue> {
+        let i = self
+            .saves
+            .iter()
+            .position(|o| o.name == name)
+            .ok_or_else(|| type_error("saved", format!("no save {name} pending")))?;
+        let order = self.saves.remove(i);
+        Ok(dumps(&self.rl.saved(&order, state_path, sampler_path)))
+    }
+
+    fn pending(&mut self, save: Option<RlSave>) -> JsValue {
+        let Some(o) = save else {
+            return JsValue::UNDEFINED;
+        };
+        let r: JsValue = Object::new().into();
+        set(&r, "name", &o.name.as_str().into());
+        set(
+            &r,
+            "ttl_seconds",
+            &o.ttl_seconds
+                .map_or(JsValue::UNDEFINED, |t| (t as f64).into()),
+        );
+        self.saves.push(o);
+        r
+    }
+}

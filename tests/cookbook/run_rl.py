@@ -1,0 +1,50 @@
+"""Runs tinker-cookbook 0.6.1's own rl.train.main (synchronous mode) offline against a local
+tinker-sim with its arithmetic environment (recipes/math_rl): the cookbook side of the RL
+configurations of tests/cookbook/sft_differential.py. Same offline measures as run_sft.py."""
+from __future__ import annotations
+import argparse, asyncio, functools, os, sys
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TINKER_API_KEY", "tml-local")
+os.environ.setdefault("GIT_OPTIONAL_LOCKS", "0")
+os.environ.setdefault("WANDB_MODE", "disabled")
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--base-url", required=True)
+    p.add_argument("--log-path", required=True)
+    p.add_argument("--tokenizer-dir", required=True)
+    p.add_argument("--model", default="Qwen/Qwen3-8B")
+    p.add_argument("--renderer", default="qwen3")
+    p.add_argument("--batch-size", type=int, default=2)
+    p.add_argument("--group-size", type=int, default=3)
+    p.add_argument("--n-batches", type=int, default=3)
+    p.add_argument("--max-tokens", type=int, default=5)
+    p.add_argument("--save-every", type=int, default=20)
+    p.add_argument("--num-substeps", type=int, default=1)
+    p.add_argument("--loss-fn", default="importance_sampling")
+    p.add_argument("--max-steps", type=int, default=None)
+    a = p.parse_args()
+    os.environ["TINKER_BASE_URL"] = a.base_url
+    from transformers import AutoTokenizer
+    from tinker_cookbook import tokenizer_utils
+    from tinker_cookbook.rl import train
+    from tinker_cookbook.recipes.math_rl.arithmetic_env import ArithmeticDatasetBuilder
+    from tinker_cookbook.utils import cost_estimation
+
+    @functools.cache
+    def _tok():
+        return AutoTokenizer.from_pretrained(a.tokenizer_dir)
+    tokenizer_utils.register_tokenizer(a.model, _tok)
+    cost_estimation._pricing_fetched = True
+    cost_estimation._pricing_entries = None
+    builder = ArithmeticDatasetBuilder(batch_size=a.batch_size, model_name_for_tokenizer=a.model,
+        renderer_name=a.renderer, n_batches=a.n_batches, group_size=a.group_size)
+    config = train.Config(learning_rate=1e-4, dataset_builder=builder, model_name=a.model,
+        recipe_name="rl_local", max_tokens=a.max_tokens, log_path=a.log_path, renderer_name=a.renderer,
+        base_url=a.base_url, save_every=a.save_every, num_substeps=a.num_substeps, loss_fn=a.loss_fn,
+        max_steps=a.max_steps)
+    asyncio.run(train.main(config))
+
+if __name__ == "__main__":
+    main()
