@@ -594,7 +594,7 @@ export function cookbook(tinker, host = {}) {
         if (signal?.aborted) {
           const due = sm.stop();
           if (due !== undefined) await rlSave(c, due);
-          return { stopped: true, stopped_at_step: null };
+          return { stopped: true, stopped_at_step: sm.nextIndex };
         }
         const next = sm.nextStep();
         if (next === undefined) break;

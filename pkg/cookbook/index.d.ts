@@ -94,6 +94,111 @@ export declare const preference: {
   ComparisonBuilderFromJsonl: new (params: ComparisonBuilderFromJsonlParams) => ComparisonBuilderFromJsonlParams;
 };
 
+/** A step's outcome in an environment (`rl.types.StepResult`). */
+export interface StepResult {
+  /** The step's reward (a finite number). */
+  reward: number;
+  /** Whether the episode is over. */
+  episode_done: boolean;
+  /** The next observation (a ModelInput), when the episode goes on. */
+  next_observation?: ModelInput;
+  /** The next turn's stop condition. */
+  next_stop_condition?: number[] | string[];
+  /** The step's metrics (`env/all/<name>` in the step's line; null: not measured). */
+  metrics?: Record<string, number | null>;
+}
+
+/** `rl.types.Env`: extend it. */
+declare class Env {
+  /** The first observation and its stop condition. */
+  initialObservation(): Promise<[ModelInput, number[] | string[]]>;
+  /** The outcome of the sampled tokens. */
+  step(action: number[]): Promise<StepResult>;
+}
+
+/** `rl.types.EnvGroupBuilder`: the environments of one group (one problem). */
+declare class EnvGroupBuilder {
+  makeEnvs(): Promise<Env[]>;
+  /** The group's final rewards and metrics, one pair per trajectory (default: 0 and none). */
+  computeGroupRewards(trajectories: unknown[], envs: Env[]): Promise<Array<[number, Record<string, number | null>]>>;
+  /** Tags the step's metrics are grouped under (`env/<tag>/…`). */
+  loggingTags(): string[];
+}
+
+/** `rl.problem_env.ProblemEnv`: one question and its answer; reward `format_coef * (format - 1) + correct`. */
+declare class ProblemEnv extends Env {
+  constructor(renderer: Renderer | RendererLike, convo_prefix?: ChatMessage[] | null, format_coef?: number);
+  getQuestion(): string;
+  checkAnswer(text: string): boolean;
+  checkFormat(text: string): boolean;
+  getReferenceAnswer(): string;
+  readonly stopCondition: number[] | string[];
+}
+
+/** `rl.problem_env.ProblemGroupBuilder`: `num_envs` environments from `env_thunk`, tagged `dataset_name`. */
+declare class ProblemGroupBuilder extends EnvGroupBuilder {
+  constructor(params: { env_thunk: () => Env; num_envs: number; dataset_name?: string });
+}
+
+/** A dataset of groups: `getBatch(index)` gives a step's group builders. */
+export interface RLDataset {
+  getBatch(index: number): EnvGroupBuilder[] | Promise<EnvGroupBuilder[]>;
+  readonly length: number;
+}
+
+/** `rl.train.Config` (the synchronous loop's fields, the cookbook's names and defaults). */
+export interface RLConfig {
+  /** The learning rate (constant). */
+  learning_rate: number;
+  /** Builds the datasets from the model's tokenizer and renderer: `[train, test?]`. */
+  dataset_builder: (ctx: { tokenizer: unknown; renderer: Renderer }) => Promise<[RLDataset, RLDataset?]> | [RLDataset, RLDataset?];
+  model_name: string;
+  /** Longest sample in tokens. */
+  max_tokens: number;
+  recipe_name?: string;
+  /** Where the run keeps checkpoints.jsonl and metrics.jsonl (a folder in Node). */
+  log_path?: string;
+  /** The renderer (default: the model's recommended one); also the run's user metadata. */
+  renderer_name?: string;
+  load_checkpoint_path?: string;
+  /** Save every this many steps (default 20). */
+  save_every?: number;
+  /** Time to live of periodic saves (default 604800; null: kept). */
+  ttl_seconds?: number | null;
+  /** "importance_sampling" (default), "ppo", "cispo", "dro", … */
+  loss_fn?: string;
+  loss_fn_config?: Record<string, number | string>;
+  /** Optimizer steps per batch (default 1). */
+  num_substeps?: number;
+  /** LoRA rank (default 32). */
+  lora_rank?: number;
+  /** Sampling temperature (default 1). */
+  temperature?: number;
+  num_epochs?: number;
+  max_steps?: number;
+  /** Not supported yet (0 only). */
+  kl_penalty_coef?: number;
+  /** Not supported yet (false only). */
+  remove_constant_reward_groups?: boolean;
+  eval_every?: number;
+  /** Not supported yet (none only). */
+  evaluator_builders?: never[];
+}
+
+export declare const rl: {
+  /**
+   * `rl.train.main(config)` in its synchronous mode: each step rolls out a batch of groups on a
+   * sampler of the current weights, trains on the group-centred advantages, and saves every
+   * `save_every` steps; a restart on the same files resumes. Metrics per step under the
+   * cookbook's names (`env/all/reward/total`, `optim/kl_sample_train_v1`, `tokens/…`, …).
+   */
+  train(config: RLConfig, options: Omit<CookbookRunOptions, 'progress'>): Promise<TrainResult>;
+  Env: typeof Env;
+  EnvGroupBuilder: typeof EnvGroupBuilder;
+  ProblemEnv: typeof ProblemEnv;
+  ProblemGroupBuilder: typeof ProblemGroupBuilder;
+};
+
 export declare const hyperparams: {
   /** `hyperparam_utils.get_lr(model_name, is_lora)`: the recommended learning rate; throws for families it does not cover. */
   getLr(modelName: string, isLora?: boolean): number;

@@ -54,6 +54,12 @@ impl CookbookRl {
         self.rl.set_batches(n as u64).map_err(|e| input_error(&e))
     }
 
+    /// The step the run goes on from (where a stopped run stopped).
+    #[wasm_bindgen(getter, js_name = nextIndex)]
+    pub fn next_index(&self) -> f64 {
+        self.rl.next_index() as f64
+    }
+
     /// Stops the run before its next step: the save to make, or undefined.
     pub fn stop(&mut self) -> JsValue {
         let save = self.rl.stop();

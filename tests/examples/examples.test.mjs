@@ -38,6 +38,7 @@ const runners = {
   'sft.mjs': sft,
   'dpo.mjs': dpo,
   'worker-sft.mjs': workerSft,
+  'rl-arithmetic.mjs': rlArithmetic,
   'renderer_parity.rs': rendererParity,
   'tokenizer_profile.rs': tokenizerProfile,
 };
@@ -95,6 +96,27 @@ async function demo() {
   assert.ok(afterPath?.startsWith(`tinker://${trainingRun[1]}/sampler_weights/final`), out);
   const checkpoints = out.split('\ncheckpoints:\n')[1]?.trim().split('\n') ?? [];
   assert.ok(checkpoints.some((l) => l.trim() === `sampler  ${afterPath}`), `the final checkpoint is listed:\n${out}`);
+  assert.equal(r.stderr.trim(), '', 'nothing on stderr');
+}
+
+/** examples/rl-arithmetic.mjs: rl.train over the arithmetic environment, a line per step, its checkpoints. */
+async function rlArithmetic(t) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'tinker-rl-example-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const r = await run('node', ['examples/rl-arithmetic.mjs', dir]);
+  assert.equal(r.code, 0, show(r));
+  const rows = [...r.stdout.matchAll(/^step (\d) +reward (-?\d\.\d{3}) +correct (\d\.\d\d) +well-formed (\d\.\d\d) +mixed groups (\d\.\d\d)$/gm)];
+  assert.deepEqual(rows.map((m) => Number(m[1])), [0, 1, 2, 3, 4, 5], r.stdout);
+  for (const m of rows) {
+    // reward = 0.1 * (well-formed - 1) + correct, averaged over the step's 16 answers.
+    const [reward, correct, format] = [Number(m[2]), Number(m[3]), Number(m[4])];
+    assert.ok(Math.abs(reward - (0.1 * (format - 1) + correct)) < 0.01, m[0]);
+  }
+  assert.match(r.stdout, /^last checkpoint final: tinker:\/\/\S+\/sampler_weights\/final$/m);
+  const records = readFileSync(path.join(dir, 'checkpoints.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(records.map((c) => [c.name, c.batch]), [['000003', 3], ['000006', 6], ['final', 6]]);
+  const metrics = readFileSync(path.join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(metrics.map((m) => m.step), [0, 1, 2, 3, 4, 5, 6], 'six steps and the token totals');
   assert.equal(r.stderr.trim(), '', 'nothing on stderr');
 }
 

@@ -156,8 +156,8 @@ export { clientUsage };
 
 // tinker-wasm/cookbook (issue 33): the cookbook's names and defaults, options last.
 // The entry is the whole SDK too (on its own build of the module).
-import { ServiceClient as CookbookService, supervised, preference, hyperparams, checkpoints, completers, evaluators, memoryStore, indexedDbStore } from 'tinker-wasm/cookbook';
-import type { SupervisedConfig, DpoConfig, LabeledComparison, TrainResult, CheckpointRecord, RunStore } from 'tinker-wasm/cookbook';
+import { ServiceClient as CookbookService, supervised, preference, rl, hyperparams, checkpoints, completers, evaluators, memoryStore, indexedDbStore } from 'tinker-wasm/cookbook';
+import type { SupervisedConfig, DpoConfig, LabeledComparison, RLConfig, RLDataset, TrainResult, CheckpointRecord, RunStore } from 'tinker-wasm/cookbook';
 
 class Probe extends evaluators.SamplingClientEvaluator {
   async evaluate(sampler: import('tinker-wasm').SamplingClient) {
@@ -214,6 +214,32 @@ async function cookbookUsage(service: CookbookService, signal: AbortSignal, prom
   await preference.trainDpo({ ...dpo, submit_ahead: 1 }, { service });
   // @ts-expect-error a label is A, B or Tie
   const badRow: LabeledComparison = { ...row, label: 'C' };
-  void [stoppedAt, last, browserStore, toks, Mine, dpoResult, badRow];
+  class Sum extends rl.ProblemEnv {
+    getQuestion() {
+      return 'What is 2 + 2?';
+    }
+    checkAnswer(text: string) {
+      return text.includes('4');
+    }
+    checkFormat() {
+      return true;
+    }
+    getReferenceAnswer() {
+      return '4';
+    }
+  }
+  const rlConfig: RLConfig = {
+    learning_rate: 1e-4,
+    model_name: 'Qwen/Qwen3-8B',
+    max_tokens: 16,
+    dataset_builder: async ({ renderer }) => {
+      const train: RLDataset = { length: 2, getBatch: () => [new rl.ProblemGroupBuilder({ env_thunk: () => new Sum(renderer), num_envs: 4 })] };
+      return [train];
+    },
+  };
+  const rlResult: TrainResult = await rl.train(rlConfig, { service, signal, onMetrics: (m) => void m['env/all/reward/total'] });
+  // @ts-expect-error max_tokens is required
+  await rl.train({ ...rlConfig, max_tokens: undefined }, { service });
+  void [stoppedAt, last, browserStore, toks, Mine, dpoResult, badRow, rlResult];
 }
 export { cookbookUsage };

