@@ -8,6 +8,8 @@ import { ServiceClient, Tokenizer, rl } from '../../pkg/cookbook/index.js';
 import { arithmetic } from '../../examples/rl-arithmetic.mjs';
 
 const argv = process.argv.slice(2);
+const removeConstant = argv.includes('--remove-constant-reward-groups');
+if (removeConstant) argv.splice(argv.indexOf('--remove-constant-reward-groups'), 1);
 const a = new Map();
 for (let i = 0; i < argv.length; i += 2) a.set(argv[i].replace(/^--/, ''), argv[i + 1]);
 const num = (k, d) => (a.has(k) ? Number(a.get(k)) : d);
@@ -36,6 +38,7 @@ try {
       save_every: num('save-every', 20),
       num_substeps: num('num-substeps', 1),
       loss_fn: a.get('loss-fn') ?? 'importance_sampling',
+      remove_constant_reward_groups: removeConstant,
       ...(a.has('max-steps') ? { max_steps: num('max-steps') } : {}),
     },
     { service, onMetrics: (m) => console.error(`step ${m.step}: reward ${m['env/all/reward/total']}`) },

@@ -93,6 +93,8 @@ RL_CONFIGS = [
     ("rl-basic", ["--save-every", "2"]),
     ("rl-substeps", ["--num-substeps", "2", "--n-batches", "2", "--batch-size", "3", "--group-size", "2", "--save-every", "0"]),
     ("rl-resume", ["--n-batches", "4", "--save-every", "2"]),
+    # Groups of one reward dropped (their sampling counted as discarded), and the ppo loss.
+    ("rl-constant-ppo", ["--n-batches", "3", "--batch-size", "3", "--group-size", "2", "--remove-constant-reward-groups", "--loss-fn", "ppo"]),
 ]
 RESUMED["rl-resume"] = ["--max-steps", "2"]
 

@@ -154,8 +154,7 @@ pub const RL_CONFIG: &[(&str, Kind)] = &[
 ];
 
 /// The config of an `rl.train` run from its JSON (`rl.train.Config`'s defaults). What the
-/// loop does not do yet is refused, naming the field: a KL penalty, dropping groups of
-/// constant reward.
+/// loop does not do yet is refused, naming the field: a KL penalty.
 pub fn rl_config(v: &Json) -> Result<RlConfig, InputError> {
     let c = check(v, "", RL_CONFIG)?;
     let required = |k: &str| InputError::type_error(k, "is required");
@@ -197,12 +196,7 @@ pub fn rl_config(v: &Json) -> Result<RlConfig, InputError> {
     if c.num("kl_penalty_coef").is_some_and(|k| k != 0.0) {
         return Err(not_yet("kl_penalty_coef", "a KL penalty"));
     }
-    if c.get("remove_constant_reward_groups") == Some(&Json::Bool(true)) {
-        return Err(not_yet(
-            "remove_constant_reward_groups",
-            "dropping groups of constant reward",
-        ));
-    }
+    r.remove_constant_reward_groups = c.get("remove_constant_reward_groups") == Some(&Json::Bool(true));
     Ok(r)
 }
 

@@ -40,6 +40,9 @@ pub struct RlConfig {
     pub loss_fn_config: Option<Map<String, Json>>,
     /// `num_substeps` (1): optimizer steps per batch.
     pub num_substeps: u64,
+    /// `remove_constant_reward_groups` (false): groups whose rewards are all equal are not
+    /// trained on (their sampling counted as discarded).
+    pub remove_constant_reward_groups: bool,
     /// `save_every` (20).
     pub save_every: u64,
     /// `ttl_seconds` of periodic saves (604800; `None`: kept).
@@ -62,6 +65,7 @@ impl RlConfig {
             loss_fn: "importance_sampling".into(),
             loss_fn_config: None,
             num_substeps: 1,
+            remove_constant_reward_groups: false,
             save_every: 20,
             ttl_seconds: Some(604_800),
             num_epochs: 1,
@@ -256,22 +260,18 @@ impl Rl {
         groups: Vec<TrajectoryGroup>,
         tags: Vec<Vec<String>>,
     ) -> Result<TrainOrder, InputError> {
+        let groups = if self.cfg.remove_constant_reward_groups {
+            self.drop_constant_groups(groups)
+        } else {
+            groups
+        };
         let adv = advantages(&groups);
         let (data, _) = assemble_training_data(&groups, &adv, true)?;
-        let turns = || {
-            groups
-                .iter()
-                .flat_map(|g| &g.trajectories)
-                .flat_map(|t| &t.transitions)
-        };
-        let sampled = turns().map(|t| t.tokens.len() as u64).sum();
-        let cached: u64 = turns().map(|t| t.prompt_cache_hit_tokens).sum();
-        let prompt: u64 = turns().map(|t| t.ob.length().unwrap_or(0) as u64).sum();
-        let trained = data
+        let mut usage = rollout_usage(&groups);
+        usage.0[3] = data
             .iter()
             .map(|d| d.model_input.length().unwrap_or(0) as u64)
             .sum();
-        let usage = Tokens([sampled, cached, prompt - cached.min(prompt), trained]);
         let k = self.cfg.num_substeps.min(data.len() as u64).max(1) as usize;
         let edges: Vec<usize> = (0..=k).map(|i| i * data.len() / k).collect();
         let stripped = |d: &Datum| {
@@ -299,6 +299,28 @@ impl Rl {
             ..AdamParams::default()
         };
         Ok(TrainOrder { substeps, adam })
+    }
+
+    /// `remove_constant_reward_groups` (the first group alone when all are constant), the
+    /// dropped groups' sampling counted in the cumulative and discarded totals at once
+    /// (`count_discarded_rollout`).
+    fn drop_constant_groups(&mut self, groups: Vec<TrajectoryGroup>) -> Vec<TrajectoryGroup> {
+        let varied = |g: &TrajectoryGroup| {
+            let r = g.total_rewards();
+            r.iter().any(|x| *x != r[0])
+        };
+        let any = groups.iter().any(varied);
+        let mut kept = Vec::new();
+        for (i, g) in groups.into_iter().enumerate() {
+            if if any { varied(&g) } else { i == 0 } {
+                kept.push(g);
+            } else {
+                let u = rollout_usage(std::slice::from_ref(&g));
+                self.cumulative.add(u);
+                self.discarded.add(u);
+            }
+        }
+        kept
     }
 
     /// The loss function and its config for `forward_backward`.
@@ -393,6 +415,15 @@ impl Rl {
         paths.insert("sampler_path".into(), json!(sampler_path));
         record(&order.name, &order.state, &paths)
     }
+}
+
+/// `rollout_usage`: the groups' sampled tokens and prompt tokens (cached and not); none trained.
+fn rollout_usage(groups: &[TrajectoryGroup]) -> Tokens {
+    let turns = || groups.iter().flat_map(|g| &g.trajectories).flat_map(|t| &t.transitions);
+    let cached: u64 = turns().map(|t| t.prompt_cache_hit_tokens).sum();
+    let prompt: u64 = turns().map(|t| t.ob.length().unwrap_or(0) as u64).sum();
+    let sampled = turns().map(|t| t.tokens.len() as u64).sum();
+    Tokens([sampled, cached, prompt - cached.min(prompt), 0])
 }
 
 /// The rollouts of a step from their JSON form: `[{trajectories: [[{ob, ac, logprobs,

@@ -355,6 +355,25 @@ export default {
     await assert.rejects(rl.train(withEnv(Broken), { service: svc, store: memoryStore() }), /the grader is down/);
     await assert.rejects(rl.train(withEnv(NaNReward), { service: svc, store: memoryStore() }), /reward must be a finite number, got NaN/);
     await assert.rejects(rl.train(config({ kl_penalty_coef: 0.1 }), { service: svc, store: memoryStore() }), /kl_penalty_coef: a KL penalty is not supported/);
+    // Constant-reward groups dropped: every group's rewards here are equal (nothing is right),
+    // so one group alone is trained on and the others' sampling counted as discarded.
+    const constant = memoryStore();
+    class Wrong extends Sum {
+      checkAnswer() {
+        return false;
+      }
+      checkFormat() {
+        return true;
+      }
+      async step(a) {
+        return { ...(await super.step(a)), reward: 0 };
+      }
+    }
+    const twoGroups = async ({ renderer }) => [{ length: 1, getBatch: () => [1, 2].map((x) => new rl.ProblemGroupBuilder({ env_thunk: () => new Wrong(x, renderer), num_envs: 2 })) }];
+    await rl.train(config({ dataset_builder: twoGroups, remove_constant_reward_groups: true }), { service: svc, store: constant });
+    const [row, totals] = lines(constant, 'metrics.jsonl');
+    assert.equal(row['env/all/total_episodes'], 2, 'the first group alone');
+    assert.ok(totals['tokens/discarded/sampled'] > 0 && totals['tokens/cumulative/sampled'] > row['tokens/sampled'], JSON.stringify(totals));
     await assert.rejects(rl.train(config({ max_tokens: undefined }), { service: svc, store: memoryStore() }), /max_tokens: is required/);
     await svc.close();
   },
