@@ -196,7 +196,8 @@ pub fn rl_config(v: &Json) -> Result<RlConfig, InputError> {
     if c.num("kl_penalty_coef").is_some_and(|k| k != 0.0) {
         return Err(not_yet("kl_penalty_coef", "a KL penalty"));
     }
-    r.remove_constant_reward_groups = c.get("remove_constant_reward_groups") == Some(&Json::Bool(true));
+    r.remove_constant_reward_groups =
+        c.get("remove_constant_reward_groups") == Some(&Json::Bool(true));
     Ok(r)
 }
 

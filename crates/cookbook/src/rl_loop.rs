@@ -419,7 +419,12 @@ impl Rl {
 
 /// `rollout_usage`: the groups' sampled tokens and prompt tokens (cached and not); none trained.
 fn rollout_usage(groups: &[TrajectoryGroup]) -> Tokens {
-    let turns = || groups.iter().flat_map(|g| &g.trajectories).flat_map(|t| &t.transitions);
+    let turns = || {
+        groups
+            .iter()
+            .flat_map(|g| &g.trajectories)
+            .flat_map(|t| &t.transitions)
+    };
     let cached: u64 = turns().map(|t| t.prompt_cache_hit_tokens).sum();
     let prompt: u64 = turns().map(|t| t.ob.length().unwrap_or(0) as u64).sum();
     let sampled = turns().map(|t| t.tokens.len() as u64).sum();
