@@ -370,6 +370,11 @@ export function cookbook(tinker, host = {}) {
     const json = (/** @type {any} */ v) => JSON.stringify(v, (_k, x) => (typeof x === 'number' && !Number.isFinite(x) ? String(x) : x));
     const sm = await make(cfg, json, (await files.read('checkpoints.jsonl')) ?? '', now());
     try {
+      // The tokenizer first (no request): bad rows or a renderer that does not fit the
+      // model are refused before anything is sent.
+      const tokenizerModel = cfg.dataset_builder?.common_config?.model_name_for_tokenizer ?? cfg.model_name;
+      sm.setTokenizer(await service.getTokenizer(tokenizerModel));
+      warnIfRendererNotRecommended(cfg.model_name, cfg.renderer_name ?? cfg.dataset_builder?.common_config?.renderer_name);
       const start = sm.start();
       if (start.path !== undefined) await checkRendererName(service, start.path, start.user_metadata.renderer_name);
       const tc = await createClient(service, start, signal);
@@ -382,7 +387,6 @@ export function cookbook(tinker, host = {}) {
       const dpo = what === 'preference.trainDpo';
       // train_dpo: the reference is a sampler on the starting weights.
       const reference = dpo ? await tc.saveWeightsAndGetSamplingClient() : null;
-      sm.setTokenizer(await tokenizerOf(service, tc, cfg));
       try {
         await loop(sm, tc, files, { signal, onMetrics, now, evaluators: builtEvaluators, service, reference });
       } finally {
@@ -395,14 +399,20 @@ export function cookbook(tinker, host = {}) {
   }
 
   /**
-   * The renderer's tokenizer: the training model's, or `common_config.model_name_for_tokenizer`'s
-   * when that names another model (through a sampling client of it: the service's loader).
-   * @param {any} service @param {any} tc @param {any} cfg
+   * `model_info.warn_if_renderer_not_recommended`: a renderer the cookbook does not
+   * recommend for a model it knows is worth a warning.
+   * @param {string} model @param {string | undefined} renderer
    */
-  async function tokenizerOf(service, tc, cfg) {
-    const other = cfg.dataset_builder?.common_config?.model_name_for_tokenizer;
-    if (other === undefined || other === null || other === cfg.model_name) return tc.getTokenizer();
-    return (await service.createSamplingClient({ base_model: other })).getTokenizer();
+  function warnIfRendererNotRecommended(model, renderer) {
+    let recommended;
+    try {
+      recommended = tinker.getRecommendedRendererNames(model);
+    } catch {
+      return; // a model the cookbook does not know
+    }
+    if (renderer !== undefined && !recommended.includes(renderer)) {
+      console.warn(`tinker-wasm/cookbook: renderer ${JSON.stringify(renderer)} is not recommended for model ${JSON.stringify(model)}; recommended: ${recommended.map((r) => JSON.stringify(r)).join(', ')}`);
+    }
   }
 
   /**
@@ -583,7 +593,8 @@ export function cookbook(tinker, host = {}) {
         await files.write(cut[0], metricsText);
         await files.write('metrics.jsonl', cut[1]);
       }
-      const tokenizer = await tc.getTokenizer();
+      // The model's tokenizer by its name, as the cookbook's get_tokenizer(model_name).
+      const tokenizer = await service.getTokenizer(cfg.model_name);
       const renderer = cfg.renderer_name ? new tinker.Renderer(cfg.renderer_name, tokenizer) : tinker.Renderer.forModel(cfg.model_name, tokenizer);
       const [train] = await builder({ tokenizer, renderer });
       if (train === null || typeof train !== 'object' || typeof train.getBatch !== 'function') throw new TypeError('dataset_builder: must return [train, test?], train an object with getBatch(index) and length');

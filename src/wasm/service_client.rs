@@ -333,3 +333,17 @@ fn optimizer_config(v: Option<JsValue>) -> Result<Option<OptimizerConfig>, JsVal
         )),
     }
 }
+
+#[cfg(feature = "tokenizer")]
+#[wasm_bindgen]
+impl ServiceClient {
+    /// The tokenizer of `model_name` (its id by the Python SDK's rules), loaded through this
+    /// client's `tokenizerLoader` / `tokenizerBaseURL` and cached per id, as
+    /// `TrainingClient.getTokenizer` loads it: no request to the API (the id a server
+    /// reports for a training run can differ; tinker-cookbook loads by the model's name).
+    #[wasm_bindgen(js_name = getTokenizer, unchecked_return_type = "Promise<Tokenizer>")]
+    pub fn get_tokenizer(&self, model_name: String) -> Promise {
+        let tok = self.tok.clone();
+        promise(async move { tok.get(&model_name, None).await })
+    }
+}

@@ -323,8 +323,21 @@ impl Sft {
 
     /// The model's tokenizer, once the client is there: builds the held-out datums.
     pub fn set_tokenizer(&mut self, tokenizer: Rc<Tokenizer>) -> Result<(), InputError> {
+        // A renderer for another tokenizer: its stop tokens are not single tokens here.
+        if let Err(e) = self.renderer.stop_sequences(&tokenizer) {
+            return Err(InputError::range_error(
+                "renderer_name",
+                format!(
+                    "{:?} does not fit the model's tokenizer: {e}",
+                    self.cfg.renderer_name
+                ),
+            ));
+        }
         self.tokenizer = Some(tokenizer);
         self.test_data = self.datums(&self.test_rows)?;
+        // A row that does not render fails here, before the run sends anything (the driver
+        // sets the tokenizer first).
+        self.datums(&self.train_rows[..self.train_rows.len().min(1)])?;
         Ok(())
     }
 

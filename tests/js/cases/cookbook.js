@@ -118,6 +118,9 @@ export default {
     await assert.rejects(run(config({ lr_schedule: 'cosine-ish' })), /cosine-ish/);
     await assert.rejects(run(config({}, { text: '{"messages": []}\n[1, 2]\n' })), /line 2/);
     await assert.rejects(run(config({ learning_rte: 1e-4 })), /learning_rte/);
+    // A renderer of another model family: refused before anything is sent.
+    const llama = config({}, { common_config: { renderer_name: 'llama3', batch_size: 4 } });
+    await assert.rejects(run(llama), /renderer_name: "llama3" does not fit the model's tokenizer: <\|eot_id\|> should be one token/);
     await assert.rejects(run(config({}, { file_path: 'x.jsonl' })), /exactly one of file_path, text and conversations/);
     await assert.rejects(supervised.train(config(), { store: memoryStore() }), /options\.service/);
     // tinker-wasm's own ServiceClient is another build's: the error says which to use.

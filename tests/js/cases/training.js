@@ -214,6 +214,9 @@ export const tokenizerCases = {
     const s = await svc.createSamplingClient({ base_model: 'Qwen/Qwen3-8B' });
     await s.getTokenizer();
     assert.equal(calls.length, 2);
+    // The service's own: by the model's name, from the same cache, no client needed.
+    assert.deepEqual((await svc.getTokenizer('meta-llama/Llama-3.2-1B')).encode('Hi'), lt.encode('Hi'));
+    assert.equal(calls.length, 2);
     // Without a source, a clear error.
     const bare = service(ctx);
     const tc = await bare.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 4 });
