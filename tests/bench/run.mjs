@@ -124,7 +124,7 @@ if (section('size')) {
   const sizes = measureSizes();
   for (const s of sizes) {
     if (s.budget === null) {
-      row(`size: \`${s.entry}\` wasm, gzip (raw)`, `${kb(s.wasm.gzip)} (${kb(s.wasm.raw)})`, '', '', '— (loaded only for other tokenizer files)');
+      row(`size: \`${s.entry}\` wasm, gzip (raw)`, `${kb(s.wasm.gzip)} (${kb(s.wasm.raw)})`, '', '', s.name === 'cookbook' ? '— (no budget: loaded only by tinker-wasm/cookbook)' : '— (loaded only for other tokenizer files)');
       continue;
     }
     row(`size: \`${s.entry}\` wasm, gzip (raw)`, `${kb(s.wasm.gzip)} (${kb(s.wasm.raw)})`, `budget ${kb(s.budget)}`, `${f(s.wasm.gzip / s.budget)}× budget`, `≤ ${kb(s.budget)} gzip`, s.wasm.gzip <= s.budget);
