@@ -295,25 +295,7 @@ impl CookbookSft {
     /// How to create the training client: `{ base_model, rank }` or `{ path, with_optimizer }`,
     /// with `user_metadata`.
     pub fn start(&self) -> JsValue {
-        let o: JsValue = Object::new().into();
-        match self.sft.start() {
-            Start::Lora { base_model, rank } => {
-                set(&o, "base_model", &base_model.into());
-                set(&o, "rank", &rank.into());
-            }
-            Start::FromState {
-                path,
-                with_optimizer,
-            } => {
-                set(&o, "path", &path.into());
-                set(&o, "with_optimizer", &with_optimizer.into());
-            }
-        }
-        let meta: JsValue = Object::new().into();
-        let (k, v) = self.sft.user_metadata();
-        set(&meta, k, &v.into());
-        set(&o, "user_metadata", &meta);
-        o
+        start_to_js(self.sft.start(), Some(self.sft.user_metadata()))
     }
 
     /// `[backup name, kept text]` when a resumed run drops metrics rows, else undefined.
@@ -487,6 +469,31 @@ impl CookbookSft {
         self.saves.push(o);
         r
     }
+}
+
+/// How a run creates its training client, as JS: `{ base_model, rank }` or `{ path,
+/// with_optimizer }`, with `user_metadata` (shared by the supervised and RL runs).
+pub(super) fn start_to_js(start: Start, meta: Option<(&str, &str)>) -> JsValue {
+    let o: JsValue = Object::new().into();
+    match start {
+        Start::Lora { base_model, rank } => {
+            set(&o, "base_model", &base_model.into());
+            set(&o, "rank", &rank.into());
+        }
+        Start::FromState {
+            path,
+            with_optimizer,
+        } => {
+            set(&o, "path", &path.into());
+            set(&o, "with_optimizer", &with_optimizer.into());
+        }
+    }
+    let m: JsValue = Object::new().into();
+    if let Some((k, v)) = meta {
+        set(&m, k, &v.into());
+    }
+    set(&o, "user_metadata", &m);
+    o
 }
 
 /// Float32Arrays as lists.

@@ -4,11 +4,11 @@
 
 use js_sys::{Array, Object};
 use tinker_cookbook::rl_loop::{groups_from_json, Rl, RlSave};
-use tinker_cookbook::sft::{dumps, Start};
+use tinker_cookbook::sft::dumps;
 use wasm_bindgen::prelude::*;
 
 use super::common::*;
-use super::cookbook::{float_lists, metrics_of};
+use super::cookbook::{float_lists, metrics_of, start_to_js};
 use crate::wasm::convert::datum_to_js;
 use crate::wasm::errors::{input_error, type_error};
 
@@ -69,26 +69,7 @@ impl CookbookRl {
     /// How to create the training client (as `__CookbookSft.start` says it).
     pub fn start(&self) -> JsValue {
         let (start, meta) = self.rl.start();
-        let o: JsValue = Object::new().into();
-        match start {
-            Start::Lora { base_model, rank } => {
-                set(&o, "base_model", &base_model.into());
-                set(&o, "rank", &rank.into());
-            }
-            Start::FromState {
-                path,
-                with_optimizer,
-            } => {
-                set(&o, "path", &path.into());
-                set(&o, "with_optimizer", &with_optimizer.into());
-            }
-        }
-        let m: JsValue = Object::new().into();
-        if let Some((k, v)) = meta {
-            set(&m, k, &v.into());
-        }
-        set(&o, "user_metadata", &m);
-        o
+        start_to_js(start, meta)
     }
 
     /// `[backup name, kept text]` when a resumed run drops metrics rows, else undefined.
