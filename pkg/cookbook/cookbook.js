@@ -279,7 +279,7 @@ export class SamplingClientEvaluator {
 /** A sampler's prompt logprobs (`(number | null)[]`) as float32s, null as NaN. @param {(number | null)[]} l */
 const floats = (l) => Float32Array.from(l, (x) => x ?? NaN);
 
-import { Env, EnvGroupBuilder, ProblemEnv, ProblemGroupBuilder, rolloutGroup } from './rl.js';
+import { Env, EnvGroupBuilder, ProblemEnv, ProblemGroupBuilder, PromptOnlyEnv, PromptOnlyDataset, MessageEnv, EnvFromMessageEnv, InitialObservationOverflow, rolloutGroup } from './rl.js';
 
 /** The held-out NLL evaluator's place in the list. */
 const NLL = Symbol('SamplerNLLEvaluator');
@@ -573,16 +573,94 @@ export function cookbook(tinker, host = {}) {
    */
   async function rlTrain(config, options = {}) {
     if (config === null || typeof config !== 'object') throw new TypeError(`rl.train config: must be an object, got ${config === null ? 'null' : typeof config}`);
-    const { service, signal, onMetrics, store } = options;
-    if (!(service instanceof tinker.ServiceClient)) {
-      throw new TypeError(`rl.train options.service: must be a ServiceClient of tinker-wasm/cookbook (the cookbook runs on its own build of the module: take ServiceClient from that entry, not from tinker-wasm)`);
-    }
     const { dataset_builder: builder, evaluator_builders: evaluators, ...cfg } = config;
     if (typeof builder !== 'function') throw new TypeError(`dataset_builder: must be an async function ({ tokenizer, renderer }) => [train, test?], got ${builder === null ? 'null' : typeof builder}`);
-    if (evaluators !== undefined && (!Array.isArray(evaluators) || evaluators.length)) throw new RangeError('evaluator_builders: evaluations are not supported by rl.train yet');
-    const files = store ?? runStore(config.log_path);
+    noEvaluators(evaluators, 'evaluator_builders');
+    return policyLoop(cfg, false, options, async (ctx, sm) => {
+      const train = dataset(await builder(ctx), 'dataset_builder');
+      // The reference of the KL penalty, once: `create_sampling_client(base_model, model_path)`.
+      const scorers = [];
+      for (const s of sm.scorers()) scorers.push(await ctx.service.createSamplingClient(s));
+      return { length: train.length, batch: async (/** @type {number} */ i) => [await train.getBatch(i), undefined], scorers };
+    });
+  }
+
+  /**
+   * `distillation.trainOnPolicy(config, { service, signal, onMetrics, store })`:
+   * `distillation/train_on_policy.py`'s `main`. The student samples each dataset's prompts;
+   * each datum's advantages are minus its reverse KL to its dataset's teacher (scored with
+   * `computeLogprobs`); the rest is `rl.train`'s synchronous loop.
+   * @param {any} config
+   * @param {{ service?: any, signal?: AbortSignal, onMetrics?: (m: Record<string, unknown>) => void, store?: RunStore }} [options]
+   */
+  async function trainOnPolicy(config, options = {}) {
+    if (config === null || typeof config !== 'object') throw new TypeError(`distillation.trainOnPolicy config: must be an object, got ${config === null ? 'null' : typeof config}`);
+    const { dataset_configs: list, evaluator_builders: evaluators, ...rest } = config;
+    if (!Array.isArray(list) || list.length === 0) throw new TypeError('dataset_configs: must be a list of one or more { dataset_builder, teacher_config, groups_per_batch }');
+    list.forEach((d, i) => {
+      if (typeof d?.dataset_builder !== 'function') throw new TypeError(`dataset_configs[${i}].dataset_builder: must be an async function ({ tokenizer, renderer }) => [train, test?], got ${typeof d?.dataset_builder}`);
+    });
+    noEvaluators(evaluators, 'evaluator_builders');
+    const cfg = { ...rest, dataset_configs: list.map(({ dataset_builder: _b, ...d }) => d) };
+    return policyLoop(cfg, true, options, async (ctx, sm) => {
+      // Per dataset, as `main` does it: its builder, then its teacher's sampler (a second one
+      // on the checkpoint's weights when the teacher has one).
+      const teachers = sm.scorers();
+      const datasets = [];
+      const scorers = [];
+      for (const [i, d] of list.entries()) {
+        datasets.push(dataset(await d.dataset_builder(ctx), `dataset_configs[${i}].dataset_builder`));
+        const t = teachers[i];
+        let client = await ctx.service.createSamplingClient({ base_model: t.base_model });
+        if (t.model_path !== undefined) client = await ctx.service.createSamplingClient(t);
+        scorers.push(client);
+      }
+      // `CompositeDataset`: the shortest dataset's length; each step a batch of every dataset.
+      const batch = async (/** @type {number} */ i) => {
+        /** @type {any[]} */
+        const builders = [];
+        const indices = [];
+        for (const [k, ds] of datasets.entries()) {
+          const b = await ds.getBatch(i);
+          builders.push(...b);
+          indices.push(...b.map(() => k));
+        }
+        return /** @type {[any[], number[]]} */ ([builders, indices]);
+      };
+      return { length: Math.min(...datasets.map((d) => d.length)), batch, scorers };
+    });
+  }
+
+  /** @param {unknown} evaluators @param {string} field */
+  function noEvaluators(evaluators, field) {
+    if (evaluators !== undefined && (!Array.isArray(evaluators) || evaluators.length)) throw new RangeError(`${field}: evaluations are not supported by tinker-wasm/cookbook's RL loops yet`);
+  }
+
+  /** A builder's `[train, test?]`: its train dataset (a test one is refused: no evaluations yet). @param {any} built @param {string} field */
+  function dataset(built, field) {
+    const [train, test] = Array.isArray(built) ? built : [];
+    if (train === null || typeof train !== 'object' || typeof train.getBatch !== 'function' || !Number.isInteger(train.length)) {
+      throw new TypeError(`${field}: must return [train, test?], train an object with getBatch(index) and a whole-number length`);
+    }
+    if (test !== undefined && test !== null) throw new RangeError(`${field}: returned a test dataset; evaluations (RLTestSetEvaluator) are not supported by tinker-wasm/cookbook's RL loops yet`);
+    return train;
+  }
+
+  /**
+   * The synchronous loop of `rl.train` and on-policy distillation (crates/cookbook's
+   * rl_loop::Rl decides; this sends). `setup(ctx, sm)` builds the datasets and the
+   * samplers the KL term scores on: `{ length, batch(i) → [builders, dataset indices?], scorers }`.
+   * @param {any} cfg @param {boolean} distillation @param {any} options
+   * @param {(ctx: any, sm: any) => Promise<{ length: number, batch: (i: number) => Promise<[any[], number[] | undefined]>, scorers: any[] }>} setup
+   */
+  async function policyLoop(cfg, distillation, options, setup) {
+    const { service, signal, onMetrics, store } = options;
+    if (!(service instanceof tinker.ServiceClient)) {
+      throw new TypeError(`options.service: must be a ServiceClient of tinker-wasm/cookbook (the cookbook runs on its own build of the module: take ServiceClient from that entry, not from tinker-wasm)`);
+    }
+    const files = store ?? runStore(cfg.log_path);
     const json = JSON.stringify(cfg, (_k, x) => (typeof x === 'number' && !Number.isFinite(x) ? String(x) : x));
-    const sm = new tinker.__CookbookRl(json, (await files.read('checkpoints.jsonl')) ?? '');
+    const sm = new tinker.__CookbookRl(json, (await files.read('checkpoints.jsonl')) ?? '', distillation);
     try {
       const start = sm.start();
       if (start.path !== undefined && start.user_metadata.renderer_name !== undefined) await checkRendererName(service, start.path, start.user_metadata.renderer_name);
@@ -596,9 +674,8 @@ export function cookbook(tinker, host = {}) {
       // The model's tokenizer by its name, as the cookbook's get_tokenizer(model_name).
       const tokenizer = await service.getTokenizer(cfg.model_name);
       const renderer = cfg.renderer_name ? new tinker.Renderer(cfg.renderer_name, tokenizer) : tinker.Renderer.forModel(cfg.model_name, tokenizer);
-      const [train] = await builder({ tokenizer, renderer });
-      if (train === null || typeof train !== 'object' || typeof train.getBatch !== 'function') throw new TypeError('dataset_builder: must return [train, test?], train an object with getBatch(index) and length');
-      sm.setBatches(train.length);
+      const data = await setup({ tokenizer, renderer, service }, sm);
+      sm.setBatches(data.length);
       const c = { tc, files, sm };
       let sampler = await tc.saveWeightsAndGetSamplingClient();
       for (;;) {
@@ -610,12 +687,13 @@ export function cookbook(tinker, host = {}) {
         const next = sm.nextStep();
         if (next === undefined) break;
         const policy = new TinkerTokenCompleter({ sampling_client: sampler, max_tokens: cfg.max_tokens, temperature: cfg.temperature ?? 1.0 });
-        const builders = await train.getBatch(next[1]);
+        const [builders, indices] = await data.batch(next[1]);
         const groups = await Promise.all(builders.map((/** @type {any} */ b) => rolloutGroup(b, policy)));
-        const order = sm.train(JSON.stringify(groups));
+        const asked = sm.prepare(JSON.stringify(groups), indices);
+        const order = sm.train(await Promise.all(asked.map(([p, i]) => score(data.scorers[i], p))));
         // Every substep's forward_backward and optim_step sent before any is awaited.
         const params = { loss_fn_config: order.loss_fn_config };
-        const sent = order.substeps.map((/** @type {any} */ data) => [tc.forwardBackward(data, order.loss_fn, params), tc.optimStep(order.adam)]);
+        const sent = order.substeps.map((/** @type {any} */ d) => [tc.forwardBackward(d, order.loss_fn, params), tc.optimStep(order.adam)]);
         const outs = await Promise.all(sent.map(([f]) => f));
         const optims = await Promise.all(sent.map(([, o]) => o));
         const training = outs.flatMap((o) => o.loss_fn_outputs.map((/** @type {any} */ x) => x.logprobs.data));
@@ -631,6 +709,20 @@ export function cookbook(tinker, host = {}) {
     } finally {
       sm.free();
     }
+  }
+
+  /**
+   * `score_sequences` / `compute_logprobs` of one sequence on `client`: `[its prompt
+   * logprobs after the first position, prompt tokens cached, tokens sampled]`.
+   * @param {any} client @param {any} prompt
+   */
+  async function score(client, prompt) {
+    const r = await client.sample({ prompt, num_samples: 1, sampling_params: { max_tokens: 1 }, include_prompt_logprobs: true });
+    const lps = Array.from(r.prompt_logprobs ?? []).slice(1);
+    const at = lps.findIndex((x) => typeof x !== 'number');
+    if (lps.length === 0 || at >= 0) throw new TypeError(`the scoring sampler returned no logprob at position ${at + 1} of a ${lps.length + 1}-token sequence`);
+    const sampled = r.sequences.reduce((/** @type {number} */ n, /** @type {any} */ q) => n + q.tokens.length, 0);
+    return [Float32Array.from(lps), r.prompt_cache_hit_tokens ?? 0, sampled];
   }
 
   /** An RL save (the state and the sampler weights) and its record; returns the sampler path. */
@@ -668,7 +760,8 @@ export function cookbook(tinker, host = {}) {
 
   return {
     supervised: { train, FromConversationFileBuilder },
-    rl: { train: rlTrain, Env, EnvGroupBuilder, ProblemEnv, ProblemGroupBuilder },
+    rl: { train: rlTrain, Env, EnvGroupBuilder, ProblemEnv, ProblemGroupBuilder, MessageEnv, EnvFromMessageEnv, InitialObservationOverflow },
+    distillation: { trainOnPolicy, PromptOnlyEnv, PromptOnlyDataset },
     preference: { trainDpo, DPODatasetBuilderFromComparisons, ComparisonBuilderFromJsonl },
     hyperparams: {
       /** `hyperparam_utils.get_lr(model_name, is_lora=True)`. @param {string} modelName @param {boolean} [isLora] */

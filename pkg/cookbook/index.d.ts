@@ -110,10 +110,10 @@ export interface StepResult {
 
 /** `rl.types.Env`: extend it. */
 declare class Env {
-  /** The first observation and its stop condition. */
-  initialObservation(): Promise<[ModelInput, number[] | string[]]>;
-  /** The outcome of the sampled tokens. */
-  step(action: number[]): Promise<StepResult>;
+  /** The first observation and its stop condition (or an overflow: the prompt alone is over budget). */
+  initialObservation(): Promise<[ModelInput, number[] | string[]] | InitialObservationOverflow>;
+  /** The outcome of the sampled tokens (`extra.stop_reason`: "stop" or "length"). */
+  step(action: number[], extra?: { stop_reason?: string }): Promise<StepResult>;
 }
 
 /** `rl.types.EnvGroupBuilder`: the environments of one group (one problem). */
@@ -140,10 +140,62 @@ declare class ProblemGroupBuilder extends EnvGroupBuilder {
   constructor(params: { env_thunk: () => Env; num_envs: number; dataset_name?: string });
 }
 
+/** `rl.types.InitialObservationOverflow`: returned by `initialObservation()` when the prompt alone is over budget. */
+declare class InitialObservationOverflow {
+  constructor(params: { reward: number; metrics?: Record<string, number>; logs?: Record<string, unknown> });
+  readonly reward: number;
+  readonly metrics: Record<string, number>;
+}
+
+/** A message-level step's outcome (`rl.message_env.MessageStepResult`). */
+export interface MessageStepResult {
+  reward: number;
+  episode_done: boolean;
+  /** The whole conversation after the step (the next prompt is rendered from it). */
+  next_messages: ChatMessage[];
+  metrics?: Record<string, number>;
+  next_stop_condition?: number[] | string[];
+}
+
+/** `rl.message_env.MessageEnv`: an environment at the level of messages; extend it. */
+declare class MessageEnv {
+  initialObservation(): Promise<ChatMessage[]>;
+  step(message: ChatMessage): Promise<MessageStepResult>;
+  /** A reply cut at max_tokens, kept without a step: the conversation after it, or null (default: the episode ends). */
+  observeTruncatedResponse(message: ChatMessage): Promise<ChatMessage[] | null>;
+}
+
+/** `rl.message_env.EnvFromMessageEnv`: a MessageEnv run as a token-level Env (parsing, stop and overflow rules of the cookbook's adapter). */
+declare class EnvFromMessageEnv extends Env {
+  constructor(params: {
+    renderer: Renderer | RendererLike;
+    message_env: MessageEnv;
+    /** Reward of a malformed reply (default -1). */
+    failed_parse_reward?: number;
+    /** A malformed reply ends the episode (default true). */
+    terminate_on_parse_error?: boolean;
+    /** The conversation's token budget, with room for `max_generation_tokens` (default: none). */
+    max_trajectory_tokens?: number | null;
+    max_generation_tokens?: number | null;
+    /** Reward of a reply cut at max_tokens or a conversation over budget (default -0.1). */
+    context_overflow_reward?: number;
+    /** A reply cut at max_tokens ends the episode (default true; false: `observeTruncatedResponse`). */
+    terminate_on_length?: boolean;
+  });
+  initialObservation(): Promise<[ModelInput, number[] | string[]] | InitialObservationOverflow>;
+  step(action: number[], extra?: { stop_reason?: string }): Promise<StepResult>;
+}
+
 /** A dataset of groups: `getBatch(index)` gives a step's group builders. */
 export interface RLDataset {
   getBatch(index: number): EnvGroupBuilder[] | Promise<EnvGroupBuilder[]>;
   readonly length: number;
+}
+
+/** `KLReferenceConfig` / `TeacherConfig`: a base model, with a checkpoint's weights when given. */
+export interface ScorerConfig {
+  base_model: string;
+  load_checkpoint_path?: string | null;
 }
 
 /** `rl.train.Config` (the synchronous loop's fields, the cookbook's names and defaults). */
@@ -176,9 +228,13 @@ export interface RLConfig {
   temperature?: number;
   num_epochs?: number;
   max_steps?: number;
-  /** Not supported yet (0 only). */
+  /** The KL penalty against `kl_reference_config`'s policy (default 0: none). */
   kl_penalty_coef?: number;
-  /** Not supported yet (false only). */
+  /** Discount of the KL penalty's future terms (default 0: not discounted). */
+  kl_discount_factor?: number;
+  /** The KL penalty's reference policy (required when `kl_penalty_coef` > 0). */
+  kl_reference_config?: ScorerConfig | null;
+  /** Groups whose rewards are all equal are not trained on (default false). */
   remove_constant_reward_groups?: boolean;
   eval_every?: number;
   /** Not supported yet (none only). */
@@ -197,6 +253,80 @@ export declare const rl: {
   EnvGroupBuilder: typeof EnvGroupBuilder;
   ProblemEnv: typeof ProblemEnv;
   ProblemGroupBuilder: typeof ProblemGroupBuilder;
+  MessageEnv: typeof MessageEnv;
+  EnvFromMessageEnv: typeof EnvFromMessageEnv;
+  InitialObservationOverflow: typeof InitialObservationOverflow;
+};
+
+/** `distillation.PromptOnlyEnv`: a prompt, no reward (distillation's signal is the teacher's KL). */
+declare class PromptOnlyEnv extends ProblemEnv {
+  constructor(prompt: string, renderer: Renderer | RendererLike, convo_prefix?: ChatMessage[] | null);
+}
+
+/** `distillation.PromptOnlyDataset`: batches of prompts, each a group of `group_size` PromptOnlyEnvs. */
+declare class PromptOnlyDataset implements RLDataset {
+  constructor(params: {
+    prompts: string[];
+    batch_size: number;
+    group_size: number;
+    renderer: Renderer | RendererLike;
+    tokenizer: unknown;
+    /** Prompts are cut to this many tokens (default null: not cut). */
+    max_prompt_tokens?: number | null;
+    convo_prefix?: ChatMessage[] | null;
+    /** The logging tag (default "prompts"). */
+    dataset_name?: string;
+  });
+  getBatch(index: number): EnvGroupBuilder[];
+  readonly length: number;
+}
+
+/** `distillation.DistillationDatasetConfig`: a dataset and the teacher its datums learn from. */
+export interface DistillationDatasetConfig {
+  dataset_builder: RLConfig['dataset_builder'];
+  teacher_config: ScorerConfig;
+  groups_per_batch: number;
+}
+
+/** `distillation.train_on_policy.Config` (the cookbook's names and defaults). */
+export interface OnPolicyDistillationConfig {
+  learning_rate: number;
+  dataset_configs: DistillationDatasetConfig[];
+  model_name: string;
+  max_tokens: number;
+  recipe_name?: string;
+  renderer_name?: string;
+  /** Sampling temperature (default 1). */
+  temperature?: number;
+  lora_rank?: number;
+  /** Weight of the reverse KL to the teacher (default 1). */
+  kl_penalty_coef?: number;
+  /** Discount of the KL's future terms (default 0). */
+  kl_discount_factor?: number;
+  loss_fn?: string;
+  loss_fn_config?: Record<string, number | string>;
+  num_substeps?: number;
+  log_path?: string;
+  eval_every?: number;
+  /** Save every this many steps (default 20). */
+  save_every?: number;
+  load_checkpoint_path?: string;
+  max_steps?: number;
+  /** Not supported yet (false only). */
+  compute_post_kl?: boolean;
+  /** Not supported yet (none only). */
+  evaluator_builders?: never[];
+}
+
+export declare const distillation: {
+  /**
+   * `distillation.train_on_policy.main(config)`: the student samples each dataset's prompts,
+   * each token's advantage is minus its reverse KL to the dataset's teacher (`teacher_kl`,
+   * `teacher_kl/dataset_<i>` in the metrics), and the student trains as in `rl.train`.
+   */
+  trainOnPolicy(config: OnPolicyDistillationConfig, options: Omit<CookbookRunOptions, 'progress'>): Promise<TrainResult>;
+  PromptOnlyEnv: typeof PromptOnlyEnv;
+  PromptOnlyDataset: typeof PromptOnlyDataset;
 };
 
 export declare const hyperparams: {

@@ -32,7 +32,7 @@ export { PagePromise } from '../extras.js';
 export const AdminClient = adminClient(RestClient);
 
 // tinker-cookbook's methods over this module's classes.
-export const { supervised, preference, rl, hyperparams, checkpoints, completers, evaluators, memoryStore, indexedDbStore } = cookbook(
+export const { supervised, preference, rl, distillation, hyperparams, checkpoints, completers, evaluators, memoryStore, indexedDbStore } = cookbook(
   { ...glue, ServiceClient },
   { fs, path, progress: () => stepProgress(process.stderr) },
 );

@@ -156,13 +156,32 @@ export async function rolloutGroup(builder, policy) {
   };
 }
 
+/**
+ * `rl.InitialObservationOverflow`: what `initialObservation()` returns instead of
+ * `[observation, stop]` when the prompt alone is over the environment's token budget. The
+ * rollout ends at once with one empty turn carrying `reward` and `metrics` (no datum; the
+ * reward still counts in the group's mean).
+ */
+export class InitialObservationOverflow {
+  /** @param {{ reward: number, metrics?: Record<string, number>, logs?: Record<string, unknown> }} p */
+  constructor({ reward, metrics = {}, logs = {} }) {
+    this.reward = reward;
+    this.metrics = metrics;
+    this.logs = logs;
+  }
+}
+
 /** `do_single_rollout`: one episode, turn by turn. @param {Env} env @param {any} policy */
 async function rollout(env, policy) {
   const turns = [];
-  let [ob, stop] = await env.initialObservation();
+  const initial = await env.initialObservation();
+  if (initial instanceof InitialObservationOverflow) {
+    return [{ ob: [], ac: [], logprobs: [], sequence_id: null, reward: initial.reward, metrics: initial.metrics, cached: 0 }];
+  }
+  let [ob, stop] = initial;
   for (;;) {
     const ac = await policy.complete(ob, stop);
-    const r = await env.step(ac.tokens);
+    const r = await /** @type {any} */ (env).step(ac.tokens, { stop_reason: ac.stop_reason });
     if (typeof r?.reward !== 'number' || !Number.isFinite(r.reward)) {
       throw new TypeError(`${env.constructor.name}.step: the reward must be a finite number, got ${r?.reward}`);
     }
@@ -177,5 +196,192 @@ async function rollout(env, policy) {
     });
     if (r.episode_done) return turns;
     [ob, stop] = [r.next_observation, r.next_stop_condition];
+  }
+}
+
+/**
+ * `distillation.PromptOnlyEnv`: a prompt and no reward (on-policy distillation's signal is
+ * the teacher's KL, not the environment's): format and answer are not checked.
+ */
+export class PromptOnlyEnv extends ProblemEnv {
+  /** @param {string} prompt @param {any} renderer @param {any[] | null} [convo_prefix] */
+  constructor(prompt, renderer, convo_prefix = null) {
+    super(renderer, convo_prefix, 0.0);
+    if (typeof prompt !== 'string') throw new TypeError(`PromptOnlyEnv.prompt: must be a string, got ${typeof prompt}`);
+    this.prompt = prompt;
+  }
+
+  getQuestion() {
+    return this.prompt;
+  }
+
+  checkFormat() {
+    return true;
+  }
+
+  checkAnswer() {
+    return false;
+  }
+
+  getReferenceAnswer() {
+    return '';
+  }
+
+  /** Zero reward, the episode over. @param {number[]} _action @returns {Promise<any>} */
+  async step(_action) {
+    return { reward: 0.0, episode_done: true, next_observation: { chunks: [] }, next_stop_condition: this.stopCondition, metrics: {} };
+  }
+}
+
+/**
+ * `distillation.PromptOnlyDataset({ prompts, batch_size, group_size, renderer, tokenizer,
+ * max_prompt_tokens, convo_prefix, dataset_name })`: batches of prompts, each a group of
+ * `group_size` PromptOnlyEnvs; prompts longer than `max_prompt_tokens` are cut to it.
+ */
+export class PromptOnlyDataset {
+  /** @param {{ prompts: string[], batch_size: number, group_size: number, renderer: any, tokenizer: any, max_prompt_tokens?: number | null, convo_prefix?: any[] | null, dataset_name?: string }} p */
+  constructor({ prompts, batch_size, group_size, renderer, tokenizer, max_prompt_tokens = null, convo_prefix = null, dataset_name = 'prompts' }) {
+    if (!Array.isArray(prompts) || prompts.some((p) => typeof p !== 'string')) throw new TypeError('PromptOnlyDataset.prompts: must be a list of strings');
+    for (const [k, v] of /** @type {[string, unknown][]} */ ([['batch_size', batch_size], ['group_size', group_size]])) {
+      if (!Number.isInteger(v) || /** @type {number} */ (v) < 1) throw new RangeError(`PromptOnlyDataset.${k}: must be a whole number from 1, got ${v}`);
+    }
+    this.prompts = prompts;
+    this.batch_size = batch_size;
+    this.group_size = group_size;
+    this.renderer = renderer;
+    this.tokenizer = tokenizer;
+    this.max_prompt_tokens = max_prompt_tokens;
+    this.convo_prefix = convo_prefix;
+    this.dataset_name = dataset_name;
+  }
+
+  /** @param {string} prompt */
+  truncatePrompt(prompt) {
+    if (this.max_prompt_tokens === null) return prompt;
+    const tokens = this.tokenizer.encode(prompt, { add_special_tokens: true });
+    return tokens.length > this.max_prompt_tokens ? this.tokenizer.decode(tokens.slice(0, this.max_prompt_tokens)) : prompt;
+  }
+
+  /** @param {number} index */
+  getBatch(index) {
+    const start = index * this.batch_size;
+    const end = Math.min((index + 1) * this.batch_size, this.prompts.length);
+    if (!(start < end)) throw new RangeError(`PromptOnlyDataset.getBatch: batch ${index} is past the end (${this.length} batches)`);
+    return this.prompts.slice(start, end).map((prompt) => {
+      const text = this.truncatePrompt(prompt);
+      return new ProblemGroupBuilder({ env_thunk: () => new PromptOnlyEnv(text, this.renderer, this.convo_prefix), num_envs: this.group_size, dataset_name: this.dataset_name });
+    });
+  }
+
+  get length() {
+    return Math.ceil(this.prompts.length / this.batch_size);
+  }
+}
+
+/**
+ * `rl.MessageEnv`: an environment at the level of messages. Extend it and implement
+ * `initialObservation()` (the conversation so far) and `step(message)` (the assistant's
+ * parsed reply → `{ reward, episode_done, next_messages, metrics?, next_stop_condition? }`);
+ * `EnvFromMessageEnv` runs it as a token-level `Env`.
+ */
+export class MessageEnv {
+  /** @returns {Promise<any[]>} */
+  async initialObservation() {
+    throw new Error(`${this.constructor.name}.initialObservation is not implemented`);
+  }
+
+  /** @param {any} _message @returns {Promise<{ reward: number, episode_done: boolean, next_messages: any[], metrics?: Record<string, number>, next_stop_condition?: any }>} */
+  async step(_message) {
+    throw new Error(`${this.constructor.name}.step is not implemented`);
+  }
+
+  /**
+   * A reply cut at `max_tokens`, recorded without a step (`terminate_on_length: false`):
+   * the conversation after it, or null (the default: the episode ends instead).
+   * @param {any} _message @returns {Promise<any[] | null>}
+   */
+  async observeTruncatedResponse(_message) {
+    return null;
+  }
+}
+
+const STOP = 'stop/';
+
+/**
+ * `rl.EnvFromMessageEnv({ renderer, message_env, failed_parse_reward = -1,
+ * terminate_on_parse_error = true, max_trajectory_tokens = null, max_generation_tokens = null,
+ * context_overflow_reward = -0.1, terminate_on_length = true })`: a MessageEnv as a
+ * token-level Env: each reply parsed with the renderer (a malformed one ends the episode
+ * with `failed_parse_reward`), a reply cut at `max_tokens` ends it with
+ * `context_overflow_reward`, and a conversation over `max_trajectory_tokens` (with room for
+ * `max_generation_tokens`) is stopped, as the cookbook's adapter does.
+ */
+export class EnvFromMessageEnv extends Env {
+  /** @param {{ renderer: any, message_env: MessageEnv, failed_parse_reward?: number, terminate_on_parse_error?: boolean, max_trajectory_tokens?: number | null, max_generation_tokens?: number | null, context_overflow_reward?: number, terminate_on_length?: boolean }} p */
+  constructor({ renderer, message_env, failed_parse_reward = -1.0, terminate_on_parse_error = true, max_trajectory_tokens = null, max_generation_tokens = null, context_overflow_reward = -0.1, terminate_on_length = true }) {
+    super();
+    if (renderer === null || typeof renderer !== 'object' || typeof renderer.parseResponse !== 'function') throw new TypeError('EnvFromMessageEnv.renderer: must be a Renderer');
+    if (!(message_env instanceof MessageEnv)) throw new TypeError('EnvFromMessageEnv.message_env: must be a MessageEnv');
+    this.renderer = renderer;
+    this.message_env = message_env;
+    this.failed_parse_reward = failed_parse_reward;
+    this.terminate_on_parse_error = terminate_on_parse_error;
+    this.max_trajectory_tokens = max_trajectory_tokens;
+    this.max_generation_tokens = max_generation_tokens;
+    this.context_overflow_reward = context_overflow_reward;
+    this.terminate_on_length = terminate_on_length;
+  }
+
+  /** @param {number} length */
+  exceeds(length) {
+    return this.max_trajectory_tokens !== null && length + (this.max_generation_tokens ?? 0) > this.max_trajectory_tokens;
+  }
+
+  /** @param {Record<string, number>} metrics @returns {any} */
+  end(metrics, reward = this.context_overflow_reward) {
+    return { reward, episode_done: true, next_observation: { chunks: [] }, next_stop_condition: this.renderer.stopSequences, metrics };
+  }
+
+  /** @returns {Promise<any>} */
+  async initialObservation() {
+    const ob = this.renderer.buildGenerationPrompt(await this.message_env.initialObservation());
+    const length = ob.chunks.reduce((/** @type {number} */ n, /** @type {any} */ c) => n + c.tokens.length, 0);
+    if (this.exceeds(length)) {
+      return new InitialObservationOverflow({ reward: this.context_overflow_reward, metrics: { max_tokens_reached: 1.0, [`${STOP}max_tokens`]: 1.0 } });
+    }
+    return [ob, this.renderer.stopSequences];
+  }
+
+  /** @param {number[]} action @param {{ stop_reason?: string }} [extra] @returns {Promise<any>} */
+  async step(action, extra = {}) {
+    if ((extra.stop_reason ?? 'stop') === 'length') {
+      const cont = this.terminate_on_length ? null : await this.continueAfterTruncation(action);
+      return cont ?? this.end({ max_tokens_reached: 1.0, [`${STOP}max_tokens`]: 1.0 });
+    }
+    const { message, termination } = this.renderer.parseResponse(action);
+    if (termination === 'malformed') {
+      /** @type {Record<string, number>} */
+      const metrics = { parse_error: 1.0 };
+      if (this.terminate_on_parse_error) metrics[`${STOP}parse_error`] = 1.0;
+      return { ...this.end(metrics, this.failed_parse_reward), episode_done: this.terminate_on_parse_error };
+    }
+    const r = await this.message_env.step(message);
+    const next = this.renderer.buildGenerationPrompt(r.next_messages);
+    const length = next.chunks.reduce((/** @type {number} */ n, /** @type {any} */ c) => n + c.tokens.length, 0);
+    if (!r.episode_done && this.exceeds(length)) {
+      return this.end({ ...(r.metrics ?? {}), context_overflow: 1.0, [`${STOP}context_overflow`]: 1.0 });
+    }
+    return { reward: r.reward, episode_done: r.episode_done, next_observation: next, next_stop_condition: r.next_stop_condition ?? this.renderer.stopSequences, metrics: r.metrics ?? {} };
+  }
+
+  /** @param {number[]} action */
+  async continueAfterTruncation(action) {
+    const { message } = this.renderer.parseResponse(action);
+    const messages = await this.message_env.observeTruncatedResponse(message);
+    if (messages === null) return null;
+    const next = this.renderer.buildGenerationPrompt(messages);
+    const length = next.chunks.reduce((/** @type {number} */ n, /** @type {any} */ c) => n + c.tokens.length, 0);
+    if (this.exceeds(length)) return this.end({ context_overflow: 1.0, [`${STOP}context_overflow`]: 1.0 });
+    return { reward: 0.0, episode_done: false, next_observation: next, next_stop_condition: this.renderer.stopSequences, metrics: {} };
   }
 }

@@ -22,6 +22,6 @@ export { PagePromise } from '../extras.js';
 export const AdminClient = adminClient(glue.RestClient);
 
 // tinker-cookbook's methods over this module's classes.
-export const { supervised, preference, rl, hyperparams, checkpoints, completers, evaluators, memoryStore, indexedDbStore } = cookbook(
+export const { supervised, preference, rl, distillation, hyperparams, checkpoints, completers, evaluators, memoryStore, indexedDbStore } = cookbook(
   glue,
 );

@@ -2,14 +2,14 @@
 //! pkg/cookbook/cookbook.js, which holds the environments, the dataset and the callbacks).
 //! Nothing here decides: it converts.
 
-use js_sys::{Array, Object};
-use tinker_cookbook::rl_loop::{groups_from_json, Rl, RlSave};
+use js_sys::{Array, Float32Array, Object};
+use tinker_cookbook::rl_loop::{groups_from_json, Method, Rl, RlSave, Scored};
 use tinker_cookbook::sft::dumps;
 use wasm_bindgen::prelude::*;
 
 use super::common::*;
 use super::cookbook::{float_lists, metrics_of, start_to_js};
-use crate::wasm::convert::datum_to_js;
+use crate::wasm::convert::{datum_to_js, model_input_to_js};
 use crate::wasm::errors::{input_error, type_error};
 
 /// A synchronous RL run (the protocol is `tinker_cookbook::rl_loop`'s).
@@ -29,17 +29,41 @@ fn map_to_js(m: serde_json::Map<String, serde_json::Value>) -> Result<JsValue, J
 
 #[wasm_bindgen(js_class = __CookbookRl)]
 impl CookbookRl {
-    /// The run of `config` (an `rl.train` config as JSON text), resuming from the text of
-    /// its `checkpoints.jsonl`.
+    /// The run of `config` (an `rl.train` config as JSON text, or with `distillation` a
+    /// `distillation.trainOnPolicy` one), resuming from the text of its `checkpoints.jsonl`.
     #[wasm_bindgen(constructor)]
-    pub fn new(config: &str, checkpoints: &str) -> Result<CookbookRl, JsValue> {
-        let cfg = tinker_cookbook::config::rl_config(&json_of(config, "config")?)
-            .map_err(|e| input_error(&e))?;
+    pub fn new(config: &str, checkpoints: &str, distillation: bool) -> Result<CookbookRl, JsValue> {
+        let json = json_of(config, "config")?;
+        let cfg = if distillation {
+            tinker_cookbook::config::distillation_config(&json)
+        } else {
+            tinker_cookbook::config::rl_config(&json)
+        };
+        let cfg = cfg.map_err(|e| input_error(&e))?;
         let rl = Rl::new(cfg, checkpoints).map_err(|e| input_error(&e))?;
         Ok(CookbookRl {
             rl,
             saves: Vec::new(),
         })
+    }
+
+    /// The samplers the KL term scores on (`{ base_model, model_path }[]`: the reference,
+    /// or each dataset's teacher), in order.
+    pub fn scorers(&self) -> Array {
+        let list = match &self.rl.config().method {
+            Method::Rl { reference } => reference.iter().cloned().collect(),
+            Method::Distillation { teachers } => teachers.clone(),
+        };
+        list.iter()
+            .map(|s| {
+                let r: JsValue = Object::new().into();
+                set(&r, "base_model", &s.base_model.as_str().into());
+                if let Some(p) = &s.load_checkpoint_path {
+                    set(&r, "model_path", &p.as_str().into());
+                }
+                r
+            })
+            .collect()
     }
 
     /// The dataset's length (its number of batches).
@@ -90,11 +114,46 @@ impl CookbookRl {
         }
     }
 
-    /// The step's rollouts (JSON text): `{ substeps: Datum[][], adam, loss_fn, loss_fn_config }`.
-    pub fn train(&mut self, rollouts: &str) -> Result<JsValue, JsValue> {
+    /// The step's rollouts (JSON text) and each group's dataset (distillation's; else
+    /// undefined): the sequences to score, `[prompt, scorer index][]` (the reference is
+    /// 0, a teacher its dataset's index), empty when the run has no KL term.
+    pub fn prepare(&mut self, rollouts: &str, datasets: JsValue) -> Result<Array, JsValue> {
         let (groups, tags) =
             groups_from_json(&json_of(rollouts, "rollouts")?).map_err(|e| input_error(&e))?;
-        let order = self.rl.train(groups, tags).map_err(|e| input_error(&e))?;
+        let datasets: Vec<usize> = if datasets.is_undefined() {
+            vec![0; groups.len()]
+        } else {
+            Array::from(&datasets)
+                .iter()
+                .map(|d| d.as_f64().unwrap_or(0.0) as usize)
+                .collect()
+        };
+        let asked = self
+            .rl
+            .prepare(groups, tags, datasets)
+            .map_err(|e| input_error(&e))?;
+        Ok(asked
+            .iter()
+            .map(|(p, i)| JsValue::from(Array::of2(&model_input_to_js(p), &(*i as f64).into())))
+            .collect())
+    }
+
+    /// The scores of the sequences `prepare` asked for (`[logprobs of positions 1…n as a
+    /// Float32Array, prompt tokens cached, tokens sampled][]`): `{ substeps: Datum[][],
+    /// adam, loss_fn, loss_fn_config }`.
+    pub fn train(&mut self, scores: Array) -> Result<JsValue, JsValue> {
+        let scores: Vec<Scored> = scores
+            .iter()
+            .map(|s| {
+                let s = Array::from(&s);
+                Scored {
+                    logprobs: Float32Array::from(s.get(0)).to_vec(),
+                    cached: s.get(1).as_f64().unwrap_or(0.0) as u64,
+                    sampled: s.get(2).as_f64().unwrap_or(0.0) as u64,
+                }
+            })
+            .collect();
+        let order = self.rl.train(&scores).map_err(|e| input_error(&e))?;
         let r: JsValue = Object::new().into();
         let subs: Array = order
             .substeps

@@ -229,8 +229,57 @@ def rl_data():
         out["training_logprobs"] = training
         if any(m > 0 for d in data for m in d.loss_fn_inputs["mask"].data):
             out["kl_sample_train"] = list(rl_metrics.compute_kl_sample_train(data, [torch.tensor(t) for t in training]).items())
+        kl_cases(rng, pg, adv, out)
         cases.append(out)
     return cases
+
+
+def kl_cases(rng, pg, adv, out):
+    """The KL terms on a case's datums: rl/metrics.py's incorporate_kl_penalty against a
+    reference and distillation's against teachers (one per dataset), each through a stand-in
+    sampler that records the sequences it is asked to score and answers random logprobs."""
+    import asyncio
+    import types
+
+    from tinker_cookbook.distillation import train_on_policy
+    from tinker_cookbook.rl import data_processing as dp
+    from tinker_cookbook.rl import metrics as rl_metrics
+
+    class Scorer:
+        def __init__(self):
+            self.asked, self.given = [], []
+
+        def answer(self, prompt):
+            self.asked.append([list(c.tokens) for c in prompt.chunks])
+            lps = [None] + [rng.uniform(-6, 0) for _ in range(prompt.length - 1)]
+            self.given.append(lps[1:])
+            return lps
+
+        def sample(self, prompt, num_samples, sampling_params, include_prompt_logprobs):
+            lps = self.answer(prompt)
+            r = types.SimpleNamespace(prompt_logprobs=lps, prompt_cache_hit_tokens=0, sequences=[])
+            return types.SimpleNamespace(coroutine=lambda: asyncio.sleep(0, r))
+
+        def compute_logprobs(self, prompt):
+            lps = self.answer(prompt)
+            return types.SimpleNamespace(coroutine=lambda: asyncio.sleep(0, lps))
+
+    data, meta = dp.assemble_training_data(pg, adv)
+    if not any(m > 0 for d in data for m in d.loss_fn_inputs["mask"].data):
+        return
+    coef, discount = rng.choice([0.1, 1.0, 0.37, 2.5]), rng.choice([0.0, 0.0, 0.9, 0.37])
+    ref = Scorer()
+    metrics, _ = asyncio.run(rl_metrics.incorporate_kl_penalty(data, ref, coef, discount))
+    out["kl_penalty"] = {"coef": coef, "discount": discount, "sequences": ref.asked, "scores": ref.given,
+                         "metrics": list(metrics.items()), "data": [dump_datum(d) for d in data]}
+    data, meta = dp.assemble_training_data(pg, adv)
+    datasets = [rng.randrange(0, 3) for _ in pg]
+    teacher = Scorer()
+    coef, discount = rng.choice([0.1, 1.0, 0.37]), rng.choice([0.0, 0.0, 0.9])
+    indices = [datasets[m["group_idx"]] for m in meta]
+    metrics = asyncio.run(train_on_policy.incorporate_kl_penalty(data, [teacher] * len(data), indices, coef, discount))
+    out["teacher_kl"] = {"coef": coef, "discount": discount, "datasets": indices, "scores": teacher.given,
+                         "metrics": list(metrics.items()), "data": [dump_datum(d) for d in data]}
 
 
 def main():

@@ -25,6 +25,9 @@ def main():
     p.add_argument("--loss-fn", default="importance_sampling")
     p.add_argument("--max-steps", type=int, default=None)
     p.add_argument("--remove-constant-reward-groups", action="store_true")
+    p.add_argument("--kl-penalty-coef", type=float, default=0.0)
+    p.add_argument("--kl-discount-factor", type=float, default=0.0)
+    p.add_argument("--kl-reference-model", default=None)
     a = p.parse_args()
     os.environ["TINKER_BASE_URL"] = a.base_url
     from transformers import AutoTokenizer
@@ -44,7 +47,9 @@ def main():
     config = train.Config(learning_rate=1e-4, dataset_builder=builder, model_name=a.model,
         recipe_name="rl_local", max_tokens=a.max_tokens, log_path=a.log_path, renderer_name=a.renderer,
         base_url=a.base_url, save_every=a.save_every, num_substeps=a.num_substeps, loss_fn=a.loss_fn,
-        max_steps=a.max_steps, remove_constant_reward_groups=a.remove_constant_reward_groups)
+        max_steps=a.max_steps, remove_constant_reward_groups=a.remove_constant_reward_groups,
+        kl_penalty_coef=a.kl_penalty_coef, kl_discount_factor=a.kl_discount_factor,
+        kl_reference_config=train.KLReferenceConfig(base_model=a.kl_reference_model) if a.kl_reference_model else None)
     asyncio.run(train.main(config))
 
 if __name__ == "__main__":

@@ -95,8 +95,19 @@ RL_CONFIGS = [
     ("rl-resume", ["--n-batches", "4", "--save-every", "2"]),
     # Groups of one reward dropped (their sampling counted as discarded), and the ppo loss.
     ("rl-constant-ppo", ["--n-batches", "3", "--batch-size", "3", "--group-size", "2", "--remove-constant-reward-groups", "--loss-fn", "ppo"]),
+    # The KL penalty against the base model, discounted, with two substeps.
+    ("rl-kl", ["--n-batches", "3", "--max-tokens", "16", "--group-size", "4", "--kl-penalty-coef", "0.3", "--kl-discount-factor", "0.9", "--kl-reference-model", "Qwen/Qwen3-32B", "--num-substeps", "2"]),
 ]
 RESUMED["rl-resume"] = ["--max-steps", "2"]
+
+# On-policy distillation (distillation/train_on_policy.py): two prompt-only datasets, the
+# first distilled from a teacher checkpoint that make_teacher.py trains on each side's
+# simulator first (the same script, so the same requests), the second from the base model.
+DISTILL_CONFIGS = [
+    ("distill-basic", ["--save-every", "2"]),
+    ("distill-discount-resume", ["--kl-discount-factor", "0.8", "--kl-penalty-coef", "0.5", "--save-every", "1", "--group-size", "3"]),
+]
+RESUMED["distill-discount-resume"] = ["--max-steps", "1"]
 
 
 def close(x, y, tol) -> bool:
@@ -137,7 +148,7 @@ def conversations(path: Path) -> None:
             f.write(json.dumps({"messages": msgs}) + "\n")
 
 
-def run_side(cmd: list[str], log: Path, tmp: Path, name: str, resume_after: list[str] | None = None) -> None:
+def run_side(cmd: list[str], log: Path, tmp: Path, name: str, resume_after: list[str] | None = None, setup=None) -> None:
     """Runs `cmd` against a fresh simulator. With `resume_after`, runs it first with those
     extra arguments (a run stopped early, e.g. by max_steps), drops its final record as a
     run that was stopped would not have written it, and runs `cmd` again on the same log
@@ -154,6 +165,8 @@ def run_side(cmd: list[str], log: Path, tmp: Path, name: str, resume_after: list
                 break
             subprocess.run(["sleep", "0.05"])  # the simulator prints its URL once bound
         env = dict(os.environ, TINKER_API_KEY="tml-local", HF_HUB_OFFLINE="1", TINKER_BASE_URL=url)
+        if setup:
+            cmd = cmd + setup(url, env)
         runs = [cmd + resume_after, cmd] if resume_after else [cmd]
         for i, c in enumerate(runs):
             r = subprocess.run(c + ["--base-url", url], env=env, capture_output=True, text=True, timeout=600)
@@ -166,6 +179,14 @@ def run_side(cmd: list[str], log: Path, tmp: Path, name: str, resume_after: list
     finally:
         sim.kill()
         sim.wait()
+
+
+def teacher(url: str, env: dict) -> list[str]:
+    """make_teacher.py on the simulator at `url`: `--teacher-path` and the checkpoint's path."""
+    r = subprocess.run([str(PY), str(HERE / "make_teacher.py"), "--base-url", url], env=env, capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        raise SystemExit(f"make_teacher.py failed:\n{r.stderr[-3000:]}")
+    return ["--teacher-path", r.stdout.strip().splitlines()[-1]]
 
 
 def calls(log: Path) -> list[dict]:
@@ -281,9 +302,14 @@ def compare_rl_metrics(py: list[dict], ours: list[dict], problems: list[str]) ->
 def one(name: str, extra: list[str], tmp: Path, data: Path, ours: list[str]) -> list[str]:
     resume = RESUMED.get(name)
     dpo = name.startswith("dpo")
+    setup = None
     if name.startswith("rl-"):
         args = ["--tokenizer-dir", str(TOKENIZER)] + extra
         script, ours = "run_rl.py", ["node", str(HERE / "run_rl.mjs")]
+    elif name.startswith("distill-"):
+        args = ["--tokenizer-dir", str(TOKENIZER)] + extra
+        script, ours = "run_distill.py", ["node", str(HERE / "run_distill.mjs")]
+        setup = teacher
     elif dpo:
         extra = [x for x in extra if x != "--test"] + (["--test", str(tmp / "test.jsonl")] if "--test" in extra else [])
         args = ["--train", str(tmp / "train.jsonl"), "--tokenizer-dir", str(TOKENIZER)] + DPO_COMMON + extra
@@ -292,8 +318,8 @@ def one(name: str, extra: list[str], tmp: Path, data: Path, ours: list[str]) -> 
         args = ["--jsonl", str(data), "--tokenizer-dir", str(TOKENIZER)] + COMMON + extra
         script = "run_sft.py"
     py_dir, our_dir = tmp / f"{name}-cookbook", tmp / f"{name}-ours"
-    run_side([str(PY), str(HERE / script), "--log-path", str(py_dir)] + args, tmp / f"{name}-cookbook.requests.jsonl", tmp, f"{name}-cookbook", resume)
-    run_side(ours + ["--log-path", str(our_dir)] + args, tmp / f"{name}-ours.requests.jsonl", tmp, f"{name}-ours", resume)
+    run_side([str(PY), str(HERE / script), "--log-path", str(py_dir)] + args, tmp / f"{name}-cookbook.requests.jsonl", tmp, f"{name}-cookbook", resume, setup)
+    run_side(ours + ["--log-path", str(our_dir)] + args, tmp / f"{name}-ours.requests.jsonl", tmp, f"{name}-ours", resume, setup)
     problems: list[str] = []
     a, b = calls(tmp / f"{name}-cookbook.requests.jsonl"), calls(tmp / f"{name}-ours.requests.jsonl")
     for i, (x, y) in enumerate(zip(a, b)):
@@ -311,7 +337,7 @@ def one(name: str, extra: list[str], tmp: Path, data: Path, ours: list[str]) -> 
     if backups(py_dir) != backups(our_dir):
         problems.append(f"metrics backups on resume: {backups(py_dir)} (cookbook) against {backups(our_dir)} (ours)")
     load = lambda d: [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]  # noqa: E731
-    if name.startswith("rl-"):
+    if name.startswith(("rl-", "distill-")):
         compare_rl_metrics(load(py_dir), load(our_dir), problems)
     else:
         compare_metrics(load(py_dir), load(our_dir), problems, dpo)
@@ -331,7 +357,7 @@ def main() -> int:
     conversations(data)
     comparisons(tmp / "train.jsonl", tmp / "test.jsonl")
     problems = []
-    for name, extra in CONFIGS + DPO_CONFIGS + RL_CONFIGS:
+    for name, extra in CONFIGS + DPO_CONFIGS + RL_CONFIGS + DISTILL_CONFIGS:
         if args.only and args.only != name:
             continue
         for p in one(name, extra, tmp, data, OURS):

@@ -39,6 +39,7 @@ const runners = {
   'dpo.mjs': dpo,
   'worker-sft.mjs': workerSft,
   'rl-arithmetic.mjs': rlArithmetic,
+  'rl-guess-number.mjs': rlGuessNumber,
   'renderer_parity.rs': rendererParity,
   'tokenizer_profile.rs': tokenizerProfile,
 };
@@ -97,6 +98,26 @@ async function demo() {
   const checkpoints = out.split('\ncheckpoints:\n')[1]?.trim().split('\n') ?? [];
   assert.ok(checkpoints.some((l) => l.trim() === `sampler  ${afterPath}`), `the final checkpoint is listed:\n${out}`);
   assert.equal(r.stderr.trim(), '', 'nothing on stderr');
+}
+
+/** examples/rl-guess-number.mjs: multi-turn episodes, a line per step with the turns per game. */
+async function rlGuessNumber(t) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'tinker-guess-example-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const r = await run('node', ['examples/rl-guess-number.mjs', dir]);
+  assert.equal(r.code, 0, show(r));
+  const rows = [...r.stdout.matchAll(/^step (\d) +reward (-?\d+\.\d{3}) +turns per game (\d+\.\d\d) +tokens trained (\d+)$/gm)];
+  assert.deepEqual(rows.map((m) => Number(m[1])), [0, 1, 2], r.stdout);
+  const metrics = readFileSync(path.join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  for (const [m, row] of metrics.slice(0, 3).map((x, i) => [x, rows[i]])) {
+    const turns = m['env/all/turns_per_episode'];
+    // Up to ten guesses per game; each turn is rewarded -1 (not "Guess: n"), 0 or 1 (correct, the last).
+    assert.ok(turns >= 1 && turns <= 10 && m['env/all/total_episodes'] === 8, JSON.stringify(m));
+    assert.ok(m['env/all/reward/total'] >= -turns && m['env/all/reward/total'] <= 1, JSON.stringify(m));
+    assert.equal(Number(row[3]), Number(turns.toFixed(2)));
+    // Every turn's tokens are in the training data: the observations, then the guesses.
+    assert.ok(m['tokens/trained'] >= m['env/all/total_ac_tokens'], JSON.stringify(m));
+  }
 }
 
 /** examples/rl-arithmetic.mjs: rl.train over the arithmetic environment, a line per step, its checkpoints. */

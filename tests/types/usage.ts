@@ -156,7 +156,7 @@ export { clientUsage };
 
 // tinker-wasm/cookbook (issue 33): the cookbook's names and defaults, options last.
 // The entry is the whole SDK too (on its own build of the module).
-import { ServiceClient as CookbookService, supervised, preference, rl, hyperparams, checkpoints, completers, evaluators, memoryStore, indexedDbStore } from 'tinker-wasm/cookbook';
+import { ServiceClient as CookbookService, supervised, preference, rl, distillation, hyperparams, checkpoints, completers, evaluators, memoryStore, indexedDbStore } from 'tinker-wasm/cookbook';
 import type { SupervisedConfig, DpoConfig, LabeledComparison, RLConfig, RLDataset, TrainResult, CheckpointRecord, RunStore } from 'tinker-wasm/cookbook';
 
 class Probe extends evaluators.SamplingClientEvaluator {
@@ -240,6 +240,35 @@ async function cookbookUsage(service: CookbookService, signal: AbortSignal, prom
   const rlResult: TrainResult = await rl.train(rlConfig, { service, signal, onMetrics: (m) => void m['env/all/reward/total'] });
   // @ts-expect-error max_tokens is required
   await rl.train({ ...rlConfig, max_tokens: undefined }, { service });
-  void [stoppedAt, last, browserStore, toks, Mine, dpoResult, badRow, rlResult];
+  await rl.train({ ...rlConfig, kl_penalty_coef: 0.1, kl_reference_config: { base_model: 'Qwen/Qwen3-8B' } }, { service });
+  // @ts-expect-error the reference needs its base_model
+  await rl.train({ ...rlConfig, kl_penalty_coef: 0.1, kl_reference_config: {} }, { service });
+  class Chat extends rl.MessageEnv {
+    async initialObservation() {
+      return [{ role: 'user' as const, content: 'Hi' }];
+    }
+    async step() {
+      return { reward: 1, episode_done: true, next_messages: [] };
+    }
+  }
+  const envFromMessages = (renderer: import('tinker-wasm').Renderer) => new rl.EnvFromMessageEnv({ renderer, message_env: new Chat(), terminate_on_length: false });
+  const distilled: TrainResult = await distillation.trainOnPolicy(
+    {
+      learning_rate: 1e-4,
+      model_name: 'Qwen/Qwen3-8B',
+      max_tokens: 16,
+      dataset_configs: [
+        {
+          dataset_builder: ({ renderer, tokenizer }) => [new distillation.PromptOnlyDataset({ prompts: ['Hi'], batch_size: 1, group_size: 2, renderer, tokenizer })],
+          teacher_config: { base_model: 'Qwen/Qwen3-32B' },
+          groups_per_batch: 1,
+        },
+      ],
+    },
+    { service, signal },
+  );
+  // @ts-expect-error a dataset config names its teacher
+  await distillation.trainOnPolicy({ learning_rate: 1e-4, model_name: 'm', max_tokens: 1, dataset_configs: [{ dataset_builder: async () => [], groups_per_batch: 1 }] }, { service });
+  void [stoppedAt, last, browserStore, toks, Mine, dpoResult, badRow, rlResult, envFromMessages, distilled];
 }
 export { cookbookUsage };

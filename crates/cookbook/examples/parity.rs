@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use tinker_cookbook::data::{batches_per_epoch, epoch_order, split};
 use tinker_cookbook::hyperparams::HIDDEN_SIZES;
 use tinker_cookbook::rl::{self, Trajectory, TrajectoryGroup, Transition};
-use tinker_cookbook::rl_metrics;
 use tinker_cookbook::{get_lr, LrError, LrSchedule, NumpyRng};
-use tinker_core::types::{Datum, ModelInput, ProvenanceSpan, TensorValues};
+use tinker_cookbook::{rl_kl, rl_metrics};
+use tinker_core::types::{Datum, ModelInput, ModelInputChunk, ProvenanceSpan, TensorValues};
 
 fn main() {
     let path = std::env::args()
@@ -25,7 +25,8 @@ fn main() {
         + schedules(&expected, &mut diffs)
         + hidden_sizes(&expected, &mut diffs)
         + learning_rates(&expected, &mut diffs)
-        + rl_data(&expected, &mut diffs);
+        + rl_data(&expected, &mut diffs)
+        + kl_terms(&expected, &mut diffs);
     for d in &diffs {
         println!("DIFF {d}");
     }
@@ -240,6 +241,80 @@ fn rl_data(expected: &Value, diffs: &mut Vec<String>) -> usize {
         }
     }
     checked + cases.len()
+}
+
+/// The KL terms on each case's datums: the reference penalty of `rl.train` and on-policy
+/// distillation's teacher KL (the sequences scored, the advantages after, the metrics).
+fn kl_terms(expected: &Value, diffs: &mut Vec<String>) -> usize {
+    let mut checked = 0;
+    for (c, case) in rows(expected, "rl_data").iter().enumerate() {
+        for key in ["kl_penalty", "teacher_kl"] {
+            let Some(want) = case.get(key) else { continue };
+            let groups: Vec<TrajectoryGroup> = case["groups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(group)
+                .collect();
+            let adv = rl::advantages(&groups);
+            let (mut data, _) = rl::assemble_training_data(&groups, &adv, true).unwrap();
+            let scores: Vec<Vec<f32>> =
+                serde_json::from_value::<Vec<Vec<f64>>>(want["scores"].clone())
+                    .unwrap()
+                    .iter()
+                    .map(|s| s.iter().map(|&x| x as f32).collect())
+                    .collect();
+            let (coef, discount) = (
+                want["coef"].as_f64().unwrap(),
+                want["discount"].as_f64().unwrap(),
+            );
+            let metrics = if key == "kl_penalty" {
+                let asked: Vec<Vec<Vec<u32>>> =
+                    serde_json::from_value(want["sequences"].clone()).unwrap();
+                let chunks = |m: ModelInput| {
+                    m.chunks
+                        .iter()
+                        .map(|c| match c {
+                            ModelInputChunk::EncodedText { tokens } => tokens.clone(),
+                            _ => Vec::new(),
+                        })
+                        .collect::<Vec<_>>()
+                };
+                let ours: Vec<Vec<Vec<u32>>> = data
+                    .iter()
+                    .map(|d| chunks(rl_kl::full_sequence(d).unwrap()))
+                    .collect();
+                if ours != asked {
+                    diffs.push(format!("rl case {c}: full sequences differ"));
+                }
+                let avg = rl_kl::kl_penalty(&mut data, &scores, coef, discount).unwrap();
+                vec![("kl_policy_base".to_string(), avg)]
+            } else {
+                let ds: Vec<usize> = serde_json::from_value(want["datasets"].clone()).unwrap();
+                rl_kl::teacher_kl(&mut data, &scores, &ds, coef, discount).unwrap()
+            };
+            let ours = serde_json::to_value(&metrics).unwrap();
+            if ours != want["metrics"] {
+                diffs.push(format!(
+                    "rl case {c}: {key} metrics ours {ours}, cookbook {}",
+                    want["metrics"]
+                ));
+            }
+            let ours: Vec<Value> = data.iter().map(datum_json).collect();
+            if let Some(i) = ours
+                .iter()
+                .zip(want["data"].as_array().unwrap())
+                .position(|(a, b)| a != b)
+            {
+                diffs.push(format!(
+                    "rl case {c}: {key} datum {i}: ours {}, cookbook {}",
+                    ours[i], want["data"][i]
+                ));
+            }
+            checked += ours.len() + 1;
+        }
+    }
+    checked
 }
 
 fn group(v: &Value) -> TrajectoryGroup {

@@ -12,7 +12,7 @@ use tinker_support::input::InputError;
 
 use crate::data::parse_conversations;
 use crate::dpo::parse_comparisons;
-use crate::rl_loop::RlConfig;
+use crate::rl_loop::{Method, RlConfig, Scorer};
 use crate::schedule::LrSchedule;
 use crate::sft::{Sft, SftConfig};
 use Kind::*;
@@ -142,6 +142,8 @@ pub const RL_CONFIG: &[(&str, Kind)] = &[
     ("load_checkpoint_path", Str),
     ("renderer_name", Str),
     ("kl_penalty_coef", Num),
+    ("kl_discount_factor", Num),
+    ("kl_reference_config", Obj),
     ("loss_fn", Str),
     ("loss_fn_config", Obj),
     ("num_substeps", Uint),
@@ -153,17 +155,43 @@ pub const RL_CONFIG: &[(&str, Kind)] = &[
     ("max_steps", Uint),
 ];
 
-/// The config of an `rl.train` run from its JSON (`rl.train.Config`'s defaults). What the
-/// loop does not do yet is refused, naming the field: a KL penalty.
-pub fn rl_config(v: &Json) -> Result<RlConfig, InputError> {
-    let c = check(v, "", RL_CONFIG)?;
-    let required = |k: &str| InputError::type_error(k, "is required");
-    let model = c.str("model_name").ok_or_else(|| required("model_name"))?;
-    let lr = c
-        .num("learning_rate")
-        .ok_or_else(|| required("learning_rate"))?;
-    c.uint("max_tokens").ok_or_else(|| required("max_tokens"))?;
-    let mut r = RlConfig::new(model, lr);
+/// `KLReferenceConfig` and `TeacherConfig`: a base model and, optionally, a checkpoint.
+pub const SCORER: &[(&str, Kind)] = &[("base_model", Str), ("load_checkpoint_path", Str)];
+
+/// `distillation.train_on_policy.Config`'s fields (the datasets' builders are the caller's).
+pub const DISTILLATION_CONFIG: &[(&str, Kind)] = &[
+    ("learning_rate", Num),
+    ("dataset_configs", Any),
+    ("model_name", Str),
+    ("recipe_name", Str),
+    ("renderer_name", Str),
+    ("max_tokens", Uint),
+    ("temperature", Num),
+    ("compute_post_kl", Bool),
+    ("evaluator_builders", Any),
+    ("lora_rank", Uint),
+    ("kl_penalty_coef", Num),
+    ("kl_discount_factor", Num),
+    ("loss_fn", Str),
+    ("loss_fn_config", Obj),
+    ("num_substeps", Uint),
+    ("log_path", Str),
+    ("eval_every", Uint),
+    ("save_every", Uint),
+    ("load_checkpoint_path", Str),
+    ("max_steps", Uint),
+];
+
+/// `DistillationDatasetConfig`'s fields.
+pub const DISTILLATION_DATASET: &[(&str, Kind)] = &[
+    ("dataset_builder", Any),
+    ("teacher_config", Obj),
+    ("groups_per_batch", Uint),
+];
+
+/// The fields both loops share, read into `r` (`model_name`, `learning_rate` and
+/// `max_tokens` required).
+fn loop_fields(c: Fields, r: &mut RlConfig) -> Result<(), InputError> {
     r.renderer_name = c.str("renderer_name").map(String::from);
     r.load_checkpoint_path = c.str("load_checkpoint_path").map(String::from);
     if let Some(rank) = c.uint("lora_rank") {
@@ -182,22 +210,99 @@ pub fn rl_config(v: &Json) -> Result<RlConfig, InputError> {
         ));
     }
     r.save_every = c.uint("save_every").unwrap_or(r.save_every);
+    r.max_steps = c.uint("max_steps");
+    r.kl_penalty_coef = c.num("kl_penalty_coef").unwrap_or(r.kl_penalty_coef);
+    r.kl_discount_factor = c.num("kl_discount_factor").unwrap_or(0.0);
+    if !(0.0..=1.0).contains(&r.kl_discount_factor) {
+        return Err(InputError::range_error(
+            "kl_discount_factor",
+            format!("must be from 0 to 1, got {}", r.kl_discount_factor),
+        ));
+    }
+    Ok(())
+}
+
+fn required_loop_fields(c: Fields) -> Result<RlConfig, InputError> {
+    let required = |k: &str| InputError::type_error(k, "is required");
+    let model = c.str("model_name").ok_or_else(|| required("model_name"))?;
+    let lr = c
+        .num("learning_rate")
+        .ok_or_else(|| required("learning_rate"))?;
+    c.uint("max_tokens").ok_or_else(|| required("max_tokens"))?;
+    Ok(RlConfig::new(model, lr))
+}
+
+fn scorer(v: &Json, at: &str) -> Result<Scorer, InputError> {
+    let c = check(v, at, SCORER)?;
+    let base_model = c
+        .str("base_model")
+        .ok_or_else(|| InputError::type_error(join(at, "base_model"), "is required"))?;
+    Ok(Scorer {
+        base_model: base_model.into(),
+        load_checkpoint_path: c.str("load_checkpoint_path").map(String::from),
+    })
+}
+
+/// The config of an `rl.train` run from its JSON (`rl.train.Config`'s defaults).
+pub fn rl_config(v: &Json) -> Result<RlConfig, InputError> {
+    let c = check(v, "", RL_CONFIG)?;
+    let mut r = required_loop_fields(c)?;
+    loop_fields(c, &mut r)?;
     if c.0.contains_key("ttl_seconds") {
         r.ttl_seconds = c.uint("ttl_seconds");
     }
     r.num_epochs = c.uint("num_epochs").unwrap_or(1);
-    r.max_steps = c.uint("max_steps");
-    let not_yet = |k: &str, what: &str| {
-        InputError::range_error(
-            k,
-            format!("{what} is not supported by tinker-wasm/cookbook's rl.train yet"),
-        )
-    };
-    if c.num("kl_penalty_coef").is_some_and(|k| k != 0.0) {
-        return Err(not_yet("kl_penalty_coef", "a KL penalty"));
+    let reference = c.get("kl_reference_config").filter(|v| !v.is_null());
+    let reference = reference
+        .map(|v| scorer(v, "kl_reference_config"))
+        .transpose()?;
+    if r.kl_penalty_coef > 0.0 && reference.is_none() {
+        return Err(InputError::type_error(
+            "kl_reference_config",
+            "must be given when kl_penalty_coef > 0 (the reference policy's base_model)",
+        ));
     }
+    r.method = Method::Rl { reference };
     r.remove_constant_reward_groups =
         c.get("remove_constant_reward_groups") == Some(&Json::Bool(true));
+    Ok(r)
+}
+
+/// The config of a `distillation.trainOnPolicy` run from its JSON (`train_on_policy.Config`'s
+/// defaults: `kl_penalty_coef` 1); its datasets' teachers in order.
+pub fn distillation_config(v: &Json) -> Result<RlConfig, InputError> {
+    let c = check(v, "", DISTILLATION_CONFIG)?;
+    let mut r = required_loop_fields(c)?;
+    r.kl_penalty_coef = 1.0;
+    loop_fields(c, &mut r)?;
+    if c.get("compute_post_kl") == Some(&Json::Bool(true)) {
+        return Err(InputError::range_error(
+            "compute_post_kl",
+            "is not supported by tinker-wasm/cookbook yet",
+        ));
+    }
+    let list = c
+        .get("dataset_configs")
+        .and_then(Json::as_array)
+        .filter(|l| !l.is_empty())
+        .ok_or_else(|| {
+            InputError::type_error(
+                "dataset_configs",
+                "must be a list of one or more dataset configs",
+            )
+        })?;
+    let mut teachers = Vec::new();
+    for (i, d) in list.iter().enumerate() {
+        let at = format!("dataset_configs[{i}]");
+        let dc = check(d, &at, DISTILLATION_DATASET)?;
+        dc.uint("groups_per_batch")
+            .ok_or_else(|| InputError::type_error(join(&at, "groups_per_batch"), "is required"))?;
+        let t = dc
+            .get("teacher_config")
+            .ok_or_else(|| InputError::type_error(join(&at, "teacher_config"), "is required"))?;
+        teachers.push(scorer(t, &join(&at, "teacher_config"))?);
+    }
+    r.method = Method::Distillation { teachers };
     Ok(r)
 }
 

@@ -18,6 +18,7 @@ use tinker_support::input::InputError;
 
 use crate::checkpoints::{last_checkpoint, parse_records, record};
 use crate::rl::{advantages, assemble_training_data, Trajectory, TrajectoryGroup, Transition};
+use crate::rl_kl::{full_sequence, kl_penalty, teacher_kl};
 use crate::rl_metrics::{kl_sample_train, trajectory_metrics};
 use crate::sft::Start;
 
@@ -51,6 +52,50 @@ pub struct RlConfig {
     pub num_epochs: u64,
     /// `max_steps`.
     pub max_steps: Option<u64>,
+    /// `kl_penalty_coef` (0 for `rl.train`: no penalty; 1 for distillation).
+    pub kl_penalty_coef: f64,
+    /// `kl_discount_factor` (0: not discounted).
+    pub kl_discount_factor: f64,
+    /// Which training method, and the samplers its KL term scores on.
+    pub method: Method,
+}
+
+/// A sampler to score sequences on: a base model, with a checkpoint's weights when given
+/// (`KLReferenceConfig`, `TeacherConfig`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scorer {
+    /// `base_model`.
+    pub base_model: String,
+    /// `load_checkpoint_path`.
+    pub load_checkpoint_path: Option<String>,
+}
+
+/// The training method the loop runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Method {
+    /// `rl.train`, with the KL penalty's reference (`kl_reference_config`) when it has one.
+    Rl {
+        /// The reference policy.
+        reference: Option<Scorer>,
+    },
+    /// `distillation.train_on_policy`: the reverse KL to each dataset's teacher, no token
+    /// accounting, metrics kept on resume.
+    Distillation {
+        /// Each dataset's teacher.
+        teachers: Vec<Scorer>,
+    },
+}
+
+/// Another sampler's answer for a sequence to score: its prompt logprobs (the first
+/// position dropped), the prompt tokens it had cached and the tokens it sampled.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Scored {
+    /// The logprobs of positions 1…n.
+    pub logprobs: Vec<f32>,
+    /// `prompt_cache_hit_tokens`.
+    pub cached: u64,
+    /// Tokens the response sampled.
+    pub sampled: u64,
 }
 
 impl RlConfig {
@@ -70,7 +115,20 @@ impl RlConfig {
             ttl_seconds: Some(604_800),
             num_epochs: 1,
             max_steps: None,
+            kl_penalty_coef: 0.0,
+            kl_discount_factor: 0.0,
+            method: Method::Rl { reference: None },
         }
+    }
+
+    /// Whether the run counts tokens (`rl.train`'s `CostTracker`; distillation has none).
+    fn counts_tokens(&self) -> bool {
+        matches!(self.method, Method::Rl { .. })
+    }
+
+    /// Whether each step's datums are scored on another sampler (a KL term).
+    fn scores(&self) -> bool {
+        self.kl_penalty_coef > 0.0 && !matches!(self.method, Method::Rl { reference: None })
     }
 }
 
@@ -122,13 +180,16 @@ pub struct RlSave {
     state: Map<String, Json>,
 }
 
-/// The step being trained: its index, rollouts, their tags, datums and token usage.
+/// The step being trained: its index, rollouts, their tags, each datum's dataset, its
+/// datums, token usage and the KL term's metrics.
 struct InFlight {
     step: u64,
     groups: Vec<TrajectoryGroup>,
     tags: Vec<Vec<String>>,
+    datasets: Vec<usize>,
     data: Vec<Datum>,
     usage: Tokens,
+    kl: Vec<(String, f64)>,
 }
 
 /// A synchronous RL run's state (see the module's documentation for its protocol).
@@ -198,6 +259,11 @@ impl Rl {
             .then(|| self.save(format!("{at:06}"), at, self.cfg.ttl_seconds))
     }
 
+    /// The run's config.
+    pub fn config(&self) -> &RlConfig {
+        &self.cfg
+    }
+
     /// The step the run goes on from (where a stopped run stopped).
     pub fn next_index(&self) -> u64 {
         self.next
@@ -229,8 +295,12 @@ impl Rl {
     }
 
     /// `store.truncate_metrics(start_batch)` of a resumed run: `(backup name, kept text)`.
+    /// Distillation keeps them all.
     pub fn truncate_metrics(&self, text: &str) -> Option<(String, String)> {
         self.resume.as_ref()?;
+        if !self.cfg.counts_tokens() {
+            return None;
+        }
         let keep = |line: &&str| {
             let step = serde_json::from_str::<Json>(line)
                 .ok()
@@ -253,26 +323,103 @@ impl Rl {
         })
     }
 
-    /// The step's rollouts (groups, and each group's logging tags): its datums, split into
-    /// the substeps, and the optimizer's parameters.
-    pub fn train(
+    /// The step's rollouts (groups, each group's logging tags and dataset): the sequences
+    /// its KL term scores, with the sampler to score each on (the reference, or its
+    /// dataset's teacher), none when the run has no KL term. [`Rl::train`] follows.
+    pub fn prepare(
         &mut self,
         groups: Vec<TrajectoryGroup>,
         tags: Vec<Vec<String>>,
-    ) -> Result<TrainOrder, InputError> {
+        datasets: Vec<usize>,
+    ) -> Result<Vec<(ModelInput, usize)>, InputError> {
+        if self.step.is_some() {
+            return Err(InputError::type_error(
+                "prepare",
+                "a step is already in flight",
+            ));
+        }
+        if datasets.len() != groups.len() {
+            return Err(InputError::range_error(
+                "datasets",
+                format!("{} for {} groups", datasets.len(), groups.len()),
+            ));
+        }
         let groups = if self.cfg.remove_constant_reward_groups {
             self.drop_constant_groups(groups)
         } else {
             groups
         };
         let adv = advantages(&groups);
-        let (data, _) = assemble_training_data(&groups, &adv, true)?;
+        let (data, from) = assemble_training_data(&groups, &adv, true)?;
+        let datasets: Vec<usize> = from.iter().map(|(g, _)| datasets[*g]).collect();
         let mut usage = rollout_usage(&groups);
         usage.0[3] = data
             .iter()
             .map(|d| d.model_input.length().unwrap_or(0) as u64)
             .sum();
-        let k = self.cfg.num_substeps.min(data.len() as u64).max(1) as usize;
+        let asked = if self.cfg.scores() {
+            let teacher = |i: usize| match self.cfg.method {
+                Method::Rl { .. } => 0,
+                Method::Distillation { .. } => datasets[i],
+            };
+            let seqs = data
+                .iter()
+                .map(full_sequence)
+                .collect::<Result<Vec<_>, _>>()?;
+            seqs.into_iter()
+                .enumerate()
+                .map(|(i, s)| (s, teacher(i)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        self.step = Some(InFlight {
+            step: self.next - 1,
+            groups,
+            tags,
+            datasets,
+            data,
+            usage,
+            kl: Vec::new(),
+        });
+        Ok(asked)
+    }
+
+    /// The prepared step's scores (one per sequence [`Rl::prepare`] asked for, in order;
+    /// none when it asked for none): its datums with the KL term in their advantages,
+    /// split into the substeps, and the optimizer's parameters.
+    pub fn train(&mut self, scores: &[Scored]) -> Result<TrainOrder, InputError> {
+        let cfg = &self.cfg;
+        let f = self
+            .step
+            .as_mut()
+            .ok_or_else(|| InputError::type_error("train", "no step prepared"))?;
+        if cfg.scores() {
+            let lps: Vec<Vec<f32>> = scores.iter().map(|s| s.logprobs.clone()).collect();
+            let (coef, discount) = (cfg.kl_penalty_coef, cfg.kl_discount_factor);
+            f.kl = match cfg.method {
+                Method::Rl { .. } => {
+                    let avg = kl_penalty(&mut f.data, &lps, coef, discount)?;
+                    vec![("kl_policy_base".into(), avg)]
+                }
+                Method::Distillation { .. } => {
+                    teacher_kl(&mut f.data, &lps, &f.datasets, coef, discount)?
+                }
+            };
+            let cached: u64 = scores.iter().map(|s| s.cached).sum();
+            let prompt: u64 = f
+                .data
+                .iter()
+                .map(|d| d.model_input.length().unwrap_or(0) as u64 + 1)
+                .sum();
+            f.usage.0[0] += scores.iter().map(|s| s.sampled).sum::<u64>();
+            f.usage.0[1] += cached;
+            f.usage.0[2] += prompt - cached.min(prompt);
+        } else if !scores.is_empty() {
+            return Err(InputError::range_error("scores", "none were asked for"));
+        }
+        let data = &f.data;
+        let k = cfg.num_substeps.min(data.len() as u64).max(1) as usize;
         let edges: Vec<usize> = (0..=k).map(|i| i * data.len() / k).collect();
         let stripped = |d: &Datum| {
             let mut d = d.clone();
@@ -283,16 +430,8 @@ impl Rl {
             .windows(2)
             .map(|w| data[w[0]..w[1]].iter().map(stripped).collect())
             .collect();
-        let step = self.next - 1;
-        self.step = Some(InFlight {
-            step,
-            groups,
-            tags,
-            data,
-            usage,
-        });
         let adam = AdamParams {
-            learning_rate: self.cfg.learning_rate,
+            learning_rate: cfg.learning_rate,
             beta1: 0.9,
             beta2: 0.95,
             eps: 1e-8,
@@ -341,6 +480,8 @@ impl Rl {
             tags,
             data,
             usage,
+            kl,
+            ..
         } = self
             .step
             .take()
@@ -354,6 +495,7 @@ impl Rl {
             json!((step + 1) as f64 / self.end as f64),
         );
         m.extend(trajectory_metrics(&groups, &tags));
+        m.extend(kl.into_iter().map(|(k, v)| (k, json!(v))));
         m.extend(
             optim
                 .into_iter()
@@ -362,12 +504,14 @@ impl Rl {
         let kl = kl_sample_train(&data, training)
             .ok_or_else(|| InputError::range_error("rollouts", "sampled no token to train on"))?;
         m.extend(kl.into_iter().map(|(k, v)| (k.to_string(), json!(v))));
-        self.cumulative.add(usage);
-        for (k, v) in TOKEN_KEYS.iter().zip(usage.0) {
-            m.insert(format!("tokens/{k}"), json!(v));
-        }
-        for (k, v) in TOKEN_KEYS.iter().zip(self.cumulative.0) {
-            m.insert(format!("tokens/cumulative/{k}"), json!(v));
+        if self.cfg.counts_tokens() {
+            self.cumulative.add(usage);
+            for (k, v) in TOKEN_KEYS.iter().zip(usage.0) {
+                m.insert(format!("tokens/{k}"), json!(v));
+            }
+            for (k, v) in TOKEN_KEYS.iter().zip(self.cumulative.0) {
+                m.insert(format!("tokens/cumulative/{k}"), json!(v));
+            }
         }
         let due = self.cfg.save_every > 0 && (step + 1) % self.cfg.save_every == 0;
         if due {
@@ -385,12 +529,14 @@ impl Rl {
             return (Map::new(), None);
         }
         let mut m = Map::new();
-        m.insert("step".into(), json!(self.end));
-        for (k, v) in TOKEN_KEYS.iter().zip(self.cumulative.0) {
-            m.insert(format!("tokens/cumulative/{k}"), json!(v));
-        }
-        for (k, v) in TOKEN_KEYS.iter().zip(self.discarded.0) {
-            m.insert(format!("tokens/discarded/{k}"), json!(v));
+        if self.cfg.counts_tokens() {
+            m.insert("step".into(), json!(self.end));
+            for (k, v) in TOKEN_KEYS.iter().zip(self.cumulative.0) {
+                m.insert(format!("tokens/cumulative/{k}"), json!(v));
+            }
+            for (k, v) in TOKEN_KEYS.iter().zip(self.discarded.0) {
+                m.insert(format!("tokens/discarded/{k}"), json!(v));
+            }
         }
         let save = (self.start < self.end).then(|| self.save("final".into(), self.end, None));
         (m, save)
@@ -399,8 +545,10 @@ impl Rl {
     fn save(&self, name: String, batch: u64, ttl_seconds: Option<u64>) -> RlSave {
         let mut state = Map::new();
         state.insert("batch".into(), json!(batch));
-        state.insert("cumulative_tokens".into(), self.cumulative.json());
-        state.insert("discarded_tokens".into(), self.discarded.json());
+        if self.cfg.counts_tokens() {
+            state.insert("cumulative_tokens".into(), self.cumulative.json());
+            state.insert("discarded_tokens".into(), self.discarded.json());
+        }
         RlSave {
             name,
             ttl_seconds,

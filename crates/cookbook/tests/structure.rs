@@ -23,6 +23,7 @@ fn the_cookbook_crate_keeps_its_layers() {
                     "dpo.rs",
                     "rl.rs",
                     "rl_metrics.rs",
+                    "rl_kl.rs",
                 ],
             ),
             ("loops", &["sft.rs", "rl_loop.rs"]),

