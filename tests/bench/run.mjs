@@ -235,6 +235,16 @@ if (section('cookbook')) {
   const per = (r) => r.cpu_s / (r.steps - 1);
   row('supervised.train step (tinker-wasm/cookbook vs tinker-cookbook): client CPU', ms(per(ours)), `tinker-cookbook 0.6.1: ${ms(per(cb))}`, `${f(per(cb) / per(ours), 1)}× less`, '≥ 5× less', per(cb) / per(ours) >= 5);
   details.push(['supervised.train', `tinker-wasm/cookbook's \`supervised.train\` in Node (tests/cookbook/run_sft.mjs) and tinker-cookbook 0.6.1's own \`supervised.train.main\` (tests/cookbook/run_sft.py, its tokenizer registered from local files), the same ${rows_}-conversation JSONL, batches of ${batch}, ${epochs} epochs (${ours.steps} steps each), no saves or evaluation, each against its own simulator. Client CPU: the process's user + system time from the first step's metrics line to the last, over the steps between (start-up, imports and the first step left out): reading rows, rendering and tokenizing them into datums, building and encoding the requests, reading the results and writing the metrics.`]);
+  // rl.train: the arithmetic environment (recipes/math_rl), the cookbook's own in Python, ours in JS.
+  const [batches, groups, size] = QUICK ? [3, 4, 4] : [12, 8, 8];
+  log(`cookbook rl.train: ${batches} steps of ${groups} groups of ${size}`);
+  const rlArgs = ['--tokenizer-dir', path.join(root, 'target/renderer-parity/tokenizers/qwen3'), '--batch-size', groups, '--group-size', size, '--n-batches', batches, '--max-tokens', 16, '--save-every', 0, '--cpu-report'].map(String);
+  const rlDir = mkdtempSync(path.join(os.tmpdir(), 'tinker-bench-rl-'));
+  const rlOurs = await withSim((url) => run(process.execPath, [path.join(root, 'tests/cookbook/run_rl.mjs'), ...rlArgs, '--log-path', path.join(rlDir, 'ours'), '--base-url', url]));
+  const rlCb = await withSim((url) => run(PY, [path.join(root, 'tests/cookbook/run_rl.py'), ...rlArgs, '--log-path', path.join(rlDir, 'cookbook'), '--base-url', url], { env: { HF_HUB_OFFLINE: '1', TINKER_API_KEY: 'tml-bench' } }));
+  rmSync(rlDir, { recursive: true, force: true });
+  row('rl.train step (tinker-wasm/cookbook vs tinker-cookbook): client CPU', ms(per(rlOurs)), `tinker-cookbook 0.6.1: ${ms(per(rlCb))}`, `${f(per(rlCb) / per(rlOurs), 1)}× less`, '—');
+  details.push(['rl.train', `tinker-wasm/cookbook's \`rl.train\` in Node (tests/cookbook/run_rl.mjs, the arithmetic environment of examples/rl-arithmetic.mjs) and tinker-cookbook 0.6.1's own \`rl.train.main\` with its \`ArithmeticDatasetBuilder\` (tests/cookbook/run_rl.py), ${batches} steps of ${groups} groups of ${size} rollouts, \`max_tokens\` 16, no saves but the final one, each against its own simulator (the two runs send the same requests: the differential test's rl-basic compares them). Client CPU: the process's user + system time from the first step's metrics line to the last, over the steps between: each step's sampler, ${groups * size} rollouts (the sampling requests and their results, the environment's parsing and rewards), advantages and datums, the training request and its results, the metrics.`]);
 }
 
 // ---------------------------------------------------------------------------------------

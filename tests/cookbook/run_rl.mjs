@@ -8,6 +8,10 @@ import { ServiceClient, Tokenizer, rl } from '../../pkg/cookbook/index.js';
 import { arithmetic } from '../../examples/rl-arithmetic.mjs';
 
 const argv = process.argv.slice(2);
+// --cpu-report (make bench): the client CPU between the first and the last step's metrics.
+const cpuReport = argv.includes('--cpu-report');
+if (cpuReport) argv.splice(argv.indexOf('--cpu-report'), 1);
+const cpuMarks = [];
 const removeConstant = argv.includes('--remove-constant-reward-groups');
 if (removeConstant) argv.splice(argv.indexOf('--remove-constant-reward-groups'), 1);
 const a = new Map();
@@ -44,8 +48,18 @@ try {
       ...(a.has('kl-reference-model') ? { kl_reference_config: { base_model: a.get('kl-reference-model') } } : {}),
       ...(a.has('max-steps') ? { max_steps: num('max-steps') } : {}),
     },
-    { service, onMetrics: (m) => console.error(`step ${m.step}: reward ${m['env/all/reward/total']}`) },
+    {
+      service,
+      onMetrics: (m) => {
+        if (cpuReport) {
+          const u = process.cpuUsage();
+          cpuMarks.push((u.user + u.system) / 1e6);
+        }
+        console.error(`step ${m.step}: reward ${m['env/all/reward/total']}`);
+      },
+    },
   );
+  if (cpuReport) console.log(JSON.stringify({ steps: cpuMarks.length, cpu_s: cpuMarks.length > 1 ? cpuMarks.at(-1) - cpuMarks[0] : null }));
 } finally {
   await service.close();
 }

@@ -2,7 +2,7 @@
 tinker-sim with its arithmetic environment (recipes/math_rl): the cookbook side of the RL
 configurations of tests/cookbook/sft_differential.py. Same offline measures as run_sft.py."""
 from __future__ import annotations
-import argparse, asyncio, functools, os, sys
+import argparse, asyncio, functools, json, os, sys, time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TINKER_API_KEY", "tml-local")
@@ -28,6 +28,7 @@ def main():
     p.add_argument("--kl-penalty-coef", type=float, default=0.0)
     p.add_argument("--kl-discount-factor", type=float, default=0.0)
     p.add_argument("--kl-reference-model", default=None)
+    p.add_argument("--cpu-report", action="store_true", help="print the client CPU between the first and last step (make bench)")
     a = p.parse_args()
     os.environ["TINKER_BASE_URL"] = a.base_url
     from transformers import AutoTokenizer
@@ -50,7 +51,25 @@ def main():
         max_steps=a.max_steps, remove_constant_reward_groups=a.remove_constant_reward_groups,
         kl_penalty_coef=a.kl_penalty_coef, kl_discount_factor=a.kl_discount_factor,
         kl_reference_config=train.KLReferenceConfig(base_model=a.kl_reference_model) if a.kl_reference_model else None)
+    marks: list[float] = []
+    if a.cpu_report:
+        from tinker_cookbook.utils import ml_log
+        setup = ml_log.setup_logging
+
+        def setup_logging(*args, **kw):
+            logger = setup(*args, **kw)
+            log_metrics = logger.log_metrics
+
+            def wrapped(metrics, step=None, *rest, **k):
+                if "progress/batch" in metrics:  # a step's line, not the final totals
+                    marks.append(time.process_time())
+                return log_metrics(metrics, step, *rest, **k)
+            logger.log_metrics = wrapped
+            return logger
+        ml_log.setup_logging = setup_logging
     asyncio.run(train.main(config))
+    if a.cpu_report:
+        print(json.dumps({"steps": len(marks), "cpu_s": marks[-1] - marks[0] if len(marks) > 1 else None}))
 
 if __name__ == "__main__":
     main()
