@@ -82,19 +82,24 @@ export const fewshot = [
   { role: 'assistant', content: '9' },
 ];
 
-/** ArithmeticDatasetBuilder: each batch's problems drawn from a RandomState seeded with its index. */
-export const arithmetic = ({ batch_size, group_size, n_batches }) => async ({ renderer }) => [
-  {
-    length: n_batches,
-    getBatch(index) {
-      const rng = new RandomState(index);
-      return Array.from({ length: batch_size }, () => {
-        const [x, y] = [rng.randint101(), rng.randint101()];
-        return new rl.ProblemGroupBuilder({ env_thunk: () => new ArithmeticEnv(x, y, renderer, fewshot), num_envs: group_size, dataset_name: 'problems' });
-      });
-    },
+/** ArithmeticDataset: each batch's problems drawn from a RandomState seeded with its index. */
+const problems = ({ batch_size, group_size, n_batches }, renderer) => ({
+  length: n_batches,
+  getBatch(index) {
+    const rng = new RandomState(index);
+    return Array.from({ length: batch_size }, () => {
+      const [x, y] = [rng.randint101(), rng.randint101()];
+      return new rl.ProblemGroupBuilder({ env_thunk: () => new ArithmeticEnv(x, y, renderer, fewshot), num_envs: group_size, dataset_name: 'problems' });
+    });
   },
-];
+});
+
+/**
+ * ArithmeticDatasetBuilder; with `test_batches`, also a test set of that many batches of
+ * two problems, two answers each (evaluated every `eval_every` steps).
+ */
+export const arithmetic = ({ batch_size, group_size, n_batches, test_batches = 0 }) => async ({ renderer }) =>
+  test_batches ? [problems({ batch_size, group_size, n_batches }, renderer), problems({ batch_size: 2, group_size: 2, n_batches: test_batches }, renderer)] : [problems({ batch_size, group_size, n_batches }, renderer)];
 
 /** Trains on the arithmetic problems and prints each step's reward. */
 async function main() {

@@ -573,15 +573,16 @@ export function cookbook(tinker, host = {}) {
    */
   async function rlTrain(config, options = {}) {
     if (config === null || typeof config !== 'object') throw new TypeError(`rl.train config: must be an object, got ${config === null ? 'null' : typeof config}`);
-    const { dataset_builder: builder, evaluator_builders: evaluators, ...cfg } = config;
+    const { dataset_builder: builder, evaluator_builders: _e, ...cfg } = config;
     if (typeof builder !== 'function') throw new TypeError(`dataset_builder: must be an async function ({ tokenizer, renderer }) => [train, test?], got ${builder === null ? 'null' : typeof builder}`);
-    noEvaluators(evaluators, 'evaluator_builders');
+    const evaluators = samplingEvaluators(config);
     return policyLoop(cfg, false, options, async (ctx, sm) => {
-      const train = dataset(await builder(ctx), 'dataset_builder');
+      const [train, test] = dataset(await builder(ctx), 'dataset_builder');
+      if (test) evaluators.push({ test: await testBuilders(test) });
       // The reference of the KL penalty, once: `create_sampling_client(base_model, model_path)`.
       const scorers = [];
       for (const s of sm.scorers()) scorers.push(await ctx.service.createSamplingClient(s));
-      return { length: train.length, batch: async (/** @type {number} */ i) => [await train.getBatch(i), undefined], scorers };
+      return { length: train.length, batch: async (/** @type {number} */ i) => [await train.getBatch(i), undefined], scorers, evaluators };
     });
   }
 
@@ -595,12 +596,12 @@ export function cookbook(tinker, host = {}) {
    */
   async function trainOnPolicy(config, options = {}) {
     if (config === null || typeof config !== 'object') throw new TypeError(`distillation.trainOnPolicy config: must be an object, got ${config === null ? 'null' : typeof config}`);
-    const { dataset_configs: list, evaluator_builders: evaluators, ...rest } = config;
+    const { dataset_configs: list, evaluator_builders: _e, ...rest } = config;
     if (!Array.isArray(list) || list.length === 0) throw new TypeError('dataset_configs: must be a list of one or more { dataset_builder, teacher_config, groups_per_batch }');
     list.forEach((d, i) => {
       if (typeof d?.dataset_builder !== 'function') throw new TypeError(`dataset_configs[${i}].dataset_builder: must be an async function ({ tokenizer, renderer }) => [train, test?], got ${typeof d?.dataset_builder}`);
     });
-    noEvaluators(evaluators, 'evaluator_builders');
+    const evaluators = samplingEvaluators(config);
     const cfg = { ...rest, dataset_configs: list.map(({ dataset_builder: _b, ...d }) => d) };
     return policyLoop(cfg, true, options, async (ctx, sm) => {
       // Per dataset, as `main` does it: its builder, then its teacher's sampler (a second one
@@ -609,7 +610,9 @@ export function cookbook(tinker, host = {}) {
       const datasets = [];
       const scorers = [];
       for (const [i, d] of list.entries()) {
-        datasets.push(dataset(await d.dataset_builder(ctx), `dataset_configs[${i}].dataset_builder`));
+        const [train, test] = dataset(await d.dataset_builder(ctx), `dataset_configs[${i}].dataset_builder`);
+        datasets.push(train);
+        if (test) evaluators.push({ test: await testBuilders(test) });
         const t = teachers[i];
         let client = await ctx.service.createSamplingClient({ base_model: t.base_model });
         if (t.model_path !== undefined) client = await ctx.service.createSamplingClient(t);
@@ -627,23 +630,56 @@ export function cookbook(tinker, host = {}) {
         }
         return /** @type {[any[], number[]]} */ ([builders, indices]);
       };
-      return { length: Math.min(...datasets.map((d) => d.length)), batch, scorers };
+      return { length: Math.min(...datasets.map((d) => d.length)), batch, scorers, evaluators };
     });
   }
 
-  /** @param {unknown} evaluators @param {string} field */
-  function noEvaluators(evaluators, field) {
-    if (evaluators !== undefined && (!Array.isArray(evaluators) || evaluators.length)) throw new RangeError(`${field}: evaluations are not supported by tinker-wasm/cookbook's RL loops yet`);
+  /**
+   * The RL loops' `evaluator_builders`: functions that build SamplingClientEvaluators.
+   * @param {any} config @returns {any[]}
+   */
+  function samplingEvaluators(config) {
+    const built = buildEvaluators(config, 'evaluator_builders');
+    built.forEach((e, i) => {
+      if (!(e instanceof SamplingClientEvaluator)) throw new TypeError(`evaluator_builders[${i}]: must build a SamplingClientEvaluator (the RL loops evaluate samplers)`);
+    });
+    return built.map((e) => ({ sampling: e }));
   }
 
-  /** A builder's `[train, test?]`: its train dataset (a test one is refused: no evaluations yet). @param {any} built @param {string} field */
+  /** `dataset_to_env_group_builders`: every batch's group builders, once. @param {any} test */
+  async function testBuilders(test) {
+    const out = [];
+    for (let i = 0; i < test.length; i++) out.push(...(await test.getBatch(i)));
+    return out;
+  }
+
+  /** A builder's `[train, test?]`. @param {any} built @param {string} field @returns {[any, any]} */
   function dataset(built, field) {
     const [train, test] = Array.isArray(built) ? built : [];
-    if (train === null || typeof train !== 'object' || typeof train.getBatch !== 'function' || !Number.isInteger(train.length)) {
-      throw new TypeError(`${field}: must return [train, test?], train an object with getBatch(index) and a whole-number length`);
+    for (const [k, d] of /** @type {[string, any][]} */ ([['train', train], ['test', test ?? {}]])) {
+      if (d === null || typeof d !== 'object' || (k === 'train' || test) && (typeof d.getBatch !== 'function' || !Number.isInteger(d.length))) {
+        throw new TypeError(`${field}: must return [train, test?], each an object with getBatch(index) and a whole-number length (the ${k} dataset is not)`);
+      }
     }
-    if (test !== undefined && test !== null) throw new RangeError(`${field}: returned a test dataset; evaluations (RLTestSetEvaluator) are not supported by tinker-wasm/cookbook's RL loops yet`);
-    return train;
+    return [train, test ?? null];
+  }
+
+  /**
+   * The evaluations before a step (and of the final weights), as `recordEval` takes them:
+   * a user evaluator's metrics, or a test set's rollouts on `sampler` (`RLTestSetEvaluator`,
+   * temperature 1). `rl.train` runs them concurrently, distillation one after another.
+   * @param {any[]} evaluators @param {any} sampler @param {number} max_tokens @param {boolean} parallel
+   */
+  async function evaluate(evaluators, sampler, max_tokens, parallel) {
+    const one = async (/** @type {any} */ e) => {
+      if (e.sampling) return e.sampling.evaluate(sampler);
+      const policy = new TinkerTokenCompleter({ sampling_client: sampler, max_tokens });
+      return JSON.stringify(await Promise.all(e.test.map((/** @type {any} */ b) => rolloutGroup(b, policy))));
+    };
+    if (parallel) return Promise.all(evaluators.map(one));
+    const out = [];
+    for (const e of evaluators) out.push(await one(e));
+    return out;
   }
 
   /**
@@ -651,7 +687,7 @@ export function cookbook(tinker, host = {}) {
    * rl_loop::Rl decides; this sends). `setup(ctx, sm)` builds the datasets and the
    * samplers the KL term scores on: `{ length, batch(i) → [builders, dataset indices?], scorers }`.
    * @param {any} cfg @param {boolean} distillation @param {any} options
-   * @param {(ctx: any, sm: any) => Promise<{ length: number, batch: (i: number) => Promise<[any[], number[] | undefined]>, scorers: any[] }>} setup
+   * @param {(ctx: any, sm: any) => Promise<{ length: number, batch: (i: number) => Promise<[any[], number[] | undefined]>, scorers: any[], evaluators: any[] }>} setup
    */
   async function policyLoop(cfg, distillation, options, setup) {
     const { service, signal, onMetrics, store } = options;
@@ -676,6 +712,8 @@ export function cookbook(tinker, host = {}) {
       const renderer = cfg.renderer_name ? new tinker.Renderer(cfg.renderer_name, tokenizer) : tinker.Renderer.forModel(cfg.model_name, tokenizer);
       const data = await setup({ tokenizer, renderer, service }, sm);
       sm.setBatches(data.length);
+      sm.setEvaluators(data.evaluators.length > 0);
+      const evals = () => evaluate(data.evaluators, sampler, cfg.max_tokens, !distillation);
       const c = { tc, files, sm };
       let sampler = await tc.saveWeightsAndGetSamplingClient();
       for (;;) {
@@ -686,6 +724,7 @@ export function cookbook(tinker, host = {}) {
         }
         const next = sm.nextStep();
         if (next === undefined) break;
+        if (sm.evalDue(next[0])) sm.recordEval(await evals());
         const policy = new TinkerTokenCompleter({ sampling_client: sampler, max_tokens: cfg.max_tokens, temperature: cfg.temperature ?? 1.0 });
         const [builders, indices] = await data.batch(next[1]);
         const groups = await Promise.all(builders.map((/** @type {any} */ b) => rolloutGroup(b, policy)));
@@ -702,6 +741,8 @@ export function cookbook(tinker, host = {}) {
         await files.append('metrics.jsonl', line);
         onMetrics?.(metrics);
       }
+      // The final weights' evaluation (rl.train), then the token totals and the final save.
+      if (sm.finalEvalDue()) await files.append('metrics.jsonl', sm.finalEvalLine(await evals()));
       const [row, last] = sm.end();
       if (row) await files.append('metrics.jsonl', row);
       if (last !== undefined) await rlSave(c, last);

@@ -236,9 +236,10 @@ export interface RLConfig {
   kl_reference_config?: ScorerConfig | null;
   /** Groups whose rewards are all equal are not trained on (default false). */
   remove_constant_reward_groups?: boolean;
+  /** Evaluate every this many steps, before the step, and the final weights (default 20; 0: never). */
   eval_every?: number;
-  /** Not supported yet (none only). */
-  evaluator_builders?: never[];
+  /** Builders of sampling evaluators (run with the builder's test set, if any, which is evaluated as `test/…`). */
+  evaluator_builders?: Array<() => SamplingClientEvaluator>;
 }
 
 export declare const rl: {
@@ -307,6 +308,7 @@ export interface OnPolicyDistillationConfig {
   loss_fn_config?: Record<string, number | string>;
   num_substeps?: number;
   log_path?: string;
+  /** Evaluate every this many steps, before the step (default 20; 0: never); metrics under `test/`. */
   eval_every?: number;
   /** Save every this many steps (default 20). */
   save_every?: number;
@@ -314,8 +316,8 @@ export interface OnPolicyDistillationConfig {
   max_steps?: number;
   /** Not supported yet (false only). */
   compute_post_kl?: boolean;
-  /** Not supported yet (none only). */
-  evaluator_builders?: never[];
+  /** Builders of sampling evaluators (run with the datasets' test sets, if any). */
+  evaluator_builders?: Array<() => SamplingClientEvaluator>;
 }
 
 export declare const distillation: {

@@ -3,7 +3,7 @@
 //! Nothing here decides: it converts.
 
 use js_sys::{Array, Float32Array, Object};
-use tinker_cookbook::rl_loop::{groups_from_json, Method, Rl, RlSave, Scored};
+use tinker_cookbook::rl_loop::{groups_from_json, EvalPart, Method, Rl, RlSave, Scored};
 use tinker_cookbook::sft::dumps;
 use wasm_bindgen::prelude::*;
 
@@ -21,6 +21,20 @@ pub struct CookbookRl {
 
 fn json_of(text: &str, what: &str) -> Result<serde_json::Value, JsValue> {
     serde_json::from_str(text).map_err(|e| type_error(what, e.to_string()))
+}
+
+fn eval_parts(parts: &Array) -> Result<Vec<EvalPart>, JsValue> {
+    parts
+        .iter()
+        .map(|p| match p.as_string() {
+            Some(text) => {
+                let (g, t) = groups_from_json(&json_of(&text, "test rollouts")?)
+                    .map_err(|e| input_error(&e))?;
+                Ok(EvalPart::TestSet(g, t))
+            }
+            None => Ok(EvalPart::Metrics(metrics_of(&p, "evaluator metrics")?)),
+        })
+        .collect()
 }
 
 fn map_to_js(m: serde_json::Map<String, serde_json::Value>) -> Result<JsValue, JsValue> {
@@ -64,6 +78,39 @@ impl CookbookRl {
                 r
             })
             .collect()
+    }
+
+    /// Whether the run has evaluators.
+    #[wasm_bindgen(js_name = setEvaluators)]
+    pub fn set_evaluators(&mut self, any: bool) {
+        self.rl.set_evaluators(any);
+    }
+
+    /// Whether the evaluations run before `step`.
+    #[wasm_bindgen(js_name = evalDue)]
+    pub fn eval_due(&self, step: f64) -> bool {
+        self.rl.eval_due(step as u64)
+    }
+
+    /// The evaluations before the next step, in the evaluators' order: each a user
+    /// evaluator's metrics (an object) or a test set's rollouts (JSON text).
+    #[wasm_bindgen(js_name = recordEval)]
+    pub fn record_eval(&mut self, parts: Array) -> Result<(), JsValue> {
+        let parts = eval_parts(&parts)?;
+        self.rl.record_eval(parts);
+        Ok(())
+    }
+
+    /// Whether the final weights are evaluated (`rl.train`, after a run that trained).
+    #[wasm_bindgen(js_name = finalEvalDue)]
+    pub fn final_eval_due(&self) -> bool {
+        self.rl.final_eval_due()
+    }
+
+    /// The final evaluation's metrics line (its parts as `recordEval` takes them).
+    #[wasm_bindgen(js_name = finalEvalLine)]
+    pub fn final_eval_line(&self, parts: Array) -> Result<String, JsValue> {
+        Ok(dumps(&self.rl.final_eval_line(eval_parts(&parts)?)))
     }
 
     /// The dataset's length (its number of batches).

@@ -17,6 +17,8 @@ const PROMPTS = [
 ];
 
 const argv = process.argv.slice(2);
+const withTest = argv.includes('--test');
+if (withTest) argv.splice(argv.indexOf('--test'), 1);
 const a = new Map();
 for (let i = 0; i < argv.length; i += 2) a.set(argv[i].replace(/^--/, ''), argv[i + 1]);
 const num = (k, d) => (a.has(k) ? Number(a.get(k)) : d);
@@ -36,6 +38,10 @@ const service = new ServiceClient({
 /** @param {number} index @param {number | null} max_prompt_tokens */
 const prompts = (index, max_prompt_tokens) => async ({ tokenizer, renderer }) => [
   new distillation.PromptOnlyDataset({ prompts: PROMPTS[index], batch_size: groups, group_size: num('group-size', 2), renderer, tokenizer, max_prompt_tokens, dataset_name: `prompts${index}` }),
+  // The cookbook's PromptOnlyDatasetBuilder's test set: one sample per prompt.
+  withTest && index === 0
+    ? new distillation.PromptOnlyDataset({ prompts: PROMPTS[index].slice(0, 2), batch_size: groups, group_size: 1, renderer, tokenizer, max_prompt_tokens, dataset_name: `prompts${index}_test` })
+    : null,
 ];
 try {
   await distillation.trainOnPolicy(
@@ -51,6 +57,7 @@ try {
       max_tokens: num('max-tokens', 8),
       log_path: a.get('log-path'),
       save_every: num('save-every', 20),
+      eval_every: num('eval-every', 20),
       kl_penalty_coef: num('kl-penalty-coef', 1.0),
       kl_discount_factor: num('kl-discount-factor', 0),
       ...(a.has('max-steps') ? { max_steps: num('max-steps') } : {}),

@@ -36,6 +36,8 @@ def main():
     p.add_argument("--kl-penalty-coef", type=float, default=1.0)
     p.add_argument("--kl-discount-factor", type=float, default=0.0)
     p.add_argument("--max-steps", type=int, default=None)
+    p.add_argument("--eval-every", type=int, default=20)
+    p.add_argument("--test", action="store_true", help="the first dataset has a test set (its first two prompts, one sample each)")
     a = p.parse_args()
     os.environ["TINKER_BASE_URL"] = a.base_url
     import chz
@@ -58,9 +60,12 @@ def main():
         async def __call__(self):
             tok = tokenizer_utils.get_tokenizer(a.model)
             r = renderers.get_renderer(a.renderer, tokenizer=tok)
+            test = PromptOnlyDataset(prompts=PROMPTS[self.index][:2], batch_size=a.groups_per_batch, group_size=1, renderer=r,
+                                     tokenizer=tok, max_prompt_tokens=self.max_prompt_tokens,
+                                     dataset_name=f"prompts{self.index}_test") if a.test and self.index == 0 else None
             return PromptOnlyDataset(prompts=PROMPTS[self.index], batch_size=a.groups_per_batch, group_size=a.group_size,
                                      renderer=r, tokenizer=tok, max_prompt_tokens=self.max_prompt_tokens,
-                                     dataset_name=f"prompts{self.index}"), None
+                                     dataset_name=f"prompts{self.index}"), test
 
     configs = [
         DistillationDatasetConfig(dataset_builder=Prompts(index=0, max_prompt_tokens=None),
@@ -72,7 +77,7 @@ def main():
     config = train_on_policy.Config(learning_rate=1e-3, dataset_configs=configs, model_name=a.model,
         recipe_name="distill_local", renderer_name=a.renderer, max_tokens=a.max_tokens, log_path=a.log_path,
         base_url=a.base_url, save_every=a.save_every, kl_penalty_coef=a.kl_penalty_coef,
-        kl_discount_factor=a.kl_discount_factor, max_steps=a.max_steps)
+        kl_discount_factor=a.kl_discount_factor, max_steps=a.max_steps, eval_every=a.eval_every)
     asyncio.run(train_on_policy.main(config))
 
 if __name__ == "__main__":

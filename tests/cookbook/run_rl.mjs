@@ -33,7 +33,8 @@ try {
   await rl.train(
     {
       learning_rate: 1e-4,
-      dataset_builder: arithmetic({ batch_size: num('batch-size', 2), group_size: num('group-size', 3), n_batches: num('n-batches', 3) }),
+      dataset_builder: arithmetic({ batch_size: num('batch-size', 2), group_size: num('group-size', 3), n_batches: num('n-batches', 3), test_batches: num('test-batches', 0) }),
+      eval_every: num('eval-every', 20),
       model_name: model,
       recipe_name: 'rl_local',
       max_tokens: num('max-tokens', 5),

@@ -28,6 +28,8 @@ def main():
     p.add_argument("--kl-penalty-coef", type=float, default=0.0)
     p.add_argument("--kl-discount-factor", type=float, default=0.0)
     p.add_argument("--kl-reference-model", default=None)
+    p.add_argument("--eval-every", type=int, default=20)
+    p.add_argument("--test-batches", type=int, default=0, help="a test set of this many batches of arithmetic problems (RLTestSetEvaluator)")
     p.add_argument("--cpu-report", action="store_true", help="print the client CPU between the first and last step (make bench)")
     a = p.parse_args()
     os.environ["TINKER_BASE_URL"] = a.base_url
@@ -45,9 +47,22 @@ def main():
     cost_estimation._pricing_entries = None
     builder = ArithmeticDatasetBuilder(batch_size=a.batch_size, model_name_for_tokenizer=a.model,
         renderer_name=a.renderer, n_batches=a.n_batches, group_size=a.group_size)
+    if a.test_batches:
+        import chz
+        from tinker_cookbook.recipes.math_rl.arithmetic_env import ArithmeticDataset
+        from tinker_cookbook.rl.types import RLDatasetBuilder
+
+        @chz.chz
+        class WithTest(RLDatasetBuilder):
+            inner: ArithmeticDatasetBuilder
+
+            async def __call__(self):
+                train, _ = await self.inner()
+                return train, ArithmeticDataset(batch_size=2, renderer=train.renderer, group_size=2, n_batches=a.test_batches)
+        builder = WithTest(inner=builder)
     config = train.Config(learning_rate=1e-4, dataset_builder=builder, model_name=a.model,
         recipe_name="rl_local", max_tokens=a.max_tokens, log_path=a.log_path, renderer_name=a.renderer,
-        base_url=a.base_url, save_every=a.save_every, num_substeps=a.num_substeps, loss_fn=a.loss_fn,
+        base_url=a.base_url, save_every=a.save_every, eval_every=a.eval_every, num_substeps=a.num_substeps, loss_fn=a.loss_fn,
         max_steps=a.max_steps, remove_constant_reward_groups=a.remove_constant_reward_groups,
         kl_penalty_coef=a.kl_penalty_coef, kl_discount_factor=a.kl_discount_factor,
         kl_reference_config=train.KLReferenceConfig(base_model=a.kl_reference_model) if a.kl_reference_model else None)

@@ -95,6 +95,8 @@ RL_CONFIGS = [
     ("rl-resume", ["--n-batches", "4", "--save-every", "2"]),
     # Groups of one reward dropped (their sampling counted as discarded), and the ppo loss.
     ("rl-constant-ppo", ["--n-batches", "3", "--batch-size", "3", "--group-size", "2", "--remove-constant-reward-groups", "--loss-fn", "ppo"]),
+    # A test set evaluated every two steps and on the final weights (RLTestSetEvaluator).
+    ("rl-eval", ["--n-batches", "3", "--eval-every", "2", "--test-batches", "2", "--save-every", "2"]),
     # The KL penalty against the base model, discounted, with two substeps.
     ("rl-kl", ["--n-batches", "3", "--max-tokens", "16", "--group-size", "4", "--kl-penalty-coef", "0.3", "--kl-discount-factor", "0.9", "--kl-reference-model", "Qwen/Qwen3-32B", "--num-substeps", "2"]),
 ]
@@ -104,7 +106,7 @@ RESUMED["rl-resume"] = ["--max-steps", "2"]
 # first distilled from a teacher checkpoint that make_teacher.py trains on each side's
 # simulator first (the same script, so the same requests), the second from the base model.
 DISTILL_CONFIGS = [
-    ("distill-basic", ["--save-every", "2"]),
+    ("distill-basic", ["--save-every", "2", "--eval-every", "1", "--test"]),
     ("distill-discount-resume", ["--kl-discount-factor", "0.8", "--kl-penalty-coef", "0.5", "--save-every", "1", "--group-size", "3"]),
 ]
 RESUMED["distill-discount-resume"] = ["--max-steps", "1"]

@@ -210,6 +210,7 @@ fn loop_fields(c: Fields, r: &mut RlConfig) -> Result<(), InputError> {
         ));
     }
     r.save_every = c.uint("save_every").unwrap_or(r.save_every);
+    r.eval_every = c.uint("eval_every").unwrap_or(r.eval_every);
     r.max_steps = c.uint("max_steps");
     r.kl_penalty_coef = c.num("kl_penalty_coef").unwrap_or(r.kl_penalty_coef);
     r.kl_discount_factor = c.num("kl_discount_factor").unwrap_or(0.0);

@@ -19,7 +19,7 @@ use tinker_support::input::InputError;
 use crate::checkpoints::{last_checkpoint, parse_records, record};
 use crate::rl::{advantages, assemble_training_data, Trajectory, TrajectoryGroup, Transition};
 use crate::rl_kl::{full_sequence, kl_penalty, teacher_kl};
-use crate::rl_metrics::{kl_sample_train, trajectory_metrics};
+use crate::rl_metrics::{kl_sample_train, test_set_metrics, trajectory_metrics};
 use crate::sft::Start;
 
 /// `rl.train.Config`'s fields that the synchronous loop reads, with the cookbook's defaults.
@@ -58,6 +58,9 @@ pub struct RlConfig {
     pub kl_discount_factor: f64,
     /// Which training method, and the samplers its KL term scores on.
     pub method: Method,
+    /// `eval_every` (20; 0: never): evaluations before every this many steps (and, for
+    /// `rl.train`, on the final weights).
+    pub eval_every: u64,
 }
 
 /// A sampler to score sequences on: a base model, with a checkpoint's weights when given
@@ -118,6 +121,7 @@ impl RlConfig {
             kl_penalty_coef: 0.0,
             kl_discount_factor: 0.0,
             method: Method::Rl { reference: None },
+            eval_every: 20,
         }
     }
 
@@ -195,6 +199,10 @@ struct InFlight {
 /// A synchronous RL run's state (see the module's documentation for its protocol).
 pub struct Rl {
     cfg: RlConfig,
+    /// Whether the run has evaluators (its own and the datasets' test sets).
+    evaluators: bool,
+    /// The evaluations' metrics of the step about to run.
+    evals: Map<String, Json>,
     n_batches: u64,
     start: u64,
     end: u64,
@@ -223,6 +231,8 @@ impl Rl {
             cumulative: tokens("cumulative_tokens"),
             discarded: tokens("discarded_tokens"),
             cfg,
+            evaluators: false,
+            evals: Map::new(),
             n_batches: 0,
             start,
             end: 0,
@@ -467,6 +477,49 @@ impl Rl {
         (&self.cfg.loss_fn, self.cfg.loss_fn_config.as_ref())
     }
 
+    /// The run has evaluators (set before the first step).
+    pub fn set_evaluators(&mut self, any: bool) {
+        self.evaluators = any;
+    }
+
+    /// Whether the evaluations run before `step` (`_should_run_evals`: every `eval_every`
+    /// steps, and for `rl.train` on the final weights too).
+    pub fn eval_due(&self, step: u64) -> bool {
+        let final_ = matches!(self.cfg.method, Method::Rl { .. }) && step == self.end;
+        self.evaluators && self.cfg.eval_every > 0 && (step % self.cfg.eval_every == 0 || final_)
+    }
+
+    /// The evaluations before the next step, in the evaluators' order, their metrics
+    /// merged (a later key updates an earlier one in place, as `dict.update`); they go into
+    /// its line after the progress (distillation prefixes `test/`).
+    pub fn record_eval(&mut self, parts: Vec<EvalPart>) {
+        let prefix = match self.cfg.method {
+            Method::Rl { .. } => "",
+            Method::Distillation { .. } => "test/",
+        };
+        self.evals = merge(parts)
+            .into_iter()
+            .map(|(k, v)| (format!("{prefix}{k}"), v))
+            .collect();
+    }
+
+    /// Whether `rl.train` evaluates the final weights (after the last step of a run that
+    /// trained and was not stopped).
+    pub fn final_eval_due(&self) -> bool {
+        matches!(self.cfg.method, Method::Rl { .. })
+            && !self.stopped
+            && self.start < self.end
+            && self.eval_due(self.end)
+    }
+
+    /// The line of the final evaluation's metrics (`{step, …}`).
+    pub fn final_eval_line(&self, parts: Vec<EvalPart>) -> Map<String, Json> {
+        let mut m = Map::new();
+        m.insert("step".into(), json!(self.end));
+        m.extend(merge(parts));
+        m
+    }
+
     /// The step trained: its metrics (from the training logprobs, one list per datum, and
     /// the last `optim_step`'s metrics) and the save due after it.
     pub fn finish(
@@ -494,6 +547,7 @@ impl Rl {
             "progress/done_frac".into(),
             json!((step + 1) as f64 / self.end as f64),
         );
+        m.extend(std::mem::take(&mut self.evals));
         m.extend(trajectory_metrics(&groups, &tags));
         m.extend(kl.into_iter().map(|(k, v)| (k, json!(v))));
         m.extend(
@@ -563,6 +617,30 @@ impl Rl {
         paths.insert("sampler_path".into(), json!(sampler_path));
         record(&order.name, &order.state, &paths)
     }
+}
+
+/// An evaluator's result: a user evaluator's metrics, or the rollouts of a test set
+/// (`RLTestSetEvaluator`: its groups and their tags; metrics under `test/`).
+#[derive(Debug, Clone)]
+pub enum EvalPart {
+    /// Metrics as the evaluator returned them.
+    Metrics(Map<String, Json>),
+    /// A test set's rolled-out groups and their logging tags.
+    TestSet(Vec<TrajectoryGroup>, Vec<Vec<String>>),
+}
+
+fn merge(parts: Vec<EvalPart>) -> Map<String, Json> {
+    let mut m = Map::new();
+    for p in parts {
+        let entries = match p {
+            EvalPart::Metrics(x) => x.into_iter().collect(),
+            EvalPart::TestSet(g, t) => test_set_metrics(&g, &t, "test"),
+        };
+        for (k, v) in entries {
+            m.insert(k, v);
+        }
+    }
+    m
 }
 
 /// `rollout_usage`: the groups' sampled tokens and prompt tokens (cached and not); none trained.
@@ -669,6 +747,56 @@ pub fn groups_from_json(v: &Json) -> Result<(Vec<TrajectoryGroup>, Vec<Vec<Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn evaluations_follow_eval_every_and_the_method() {
+        // (method, eval_every, evaluators?) → the steps before which evaluations run of 0..=5
+        // (5 the end), and whether the final weights are evaluated.
+        let teachers = Method::Distillation {
+            teachers: Vec::new(),
+        };
+        let rl = Method::Rl { reference: None };
+        let table: [(Method, u64, bool, &[u64], bool); 5] = [
+            (rl.clone(), 2, true, &[0, 2, 4, 5], true),
+            (rl.clone(), 5, true, &[0, 5], true),
+            (rl.clone(), 0, true, &[], false),
+            (rl.clone(), 2, false, &[], false),
+            (teachers, 2, true, &[0, 2, 4], false),
+        ];
+        for (method, every, any, due, fin) in table {
+            let mut cfg = RlConfig::new("Qwen/Qwen3-8B", 1e-4);
+            (cfg.method, cfg.eval_every) = (method.clone(), every);
+            let mut r = Rl::new(cfg, "").unwrap();
+            r.set_batches(5).unwrap();
+            r.set_evaluators(any);
+            let got: Vec<u64> = (0..=5).filter(|&s| r.eval_due(s)).collect();
+            assert_eq!(
+                (got.as_slice(), r.final_eval_due()),
+                (due, fin),
+                "{method:?} {every} {any}"
+            );
+        }
+        // Distillation's metrics go under test/ (its evaluators' keys already are).
+        let mut cfg = RlConfig::new("Qwen/Qwen3-8B", 1e-4);
+        cfg.method = Method::Distillation {
+            teachers: Vec::new(),
+        };
+        let mut r = Rl::new(cfg, "").unwrap();
+        let mut a = Map::new();
+        a.insert("x".into(), json!(1));
+        let mut b = Map::new();
+        b.insert("y".into(), json!(2));
+        b.insert("x".into(), json!(3));
+        r.record_eval(vec![EvalPart::Metrics(a), EvalPart::Metrics(b)]);
+        let keys: Vec<(&String, &Json)> = r.evals.iter().collect();
+        assert_eq!(
+            keys,
+            [
+                (&"test/x".to_string(), &json!(3)),
+                (&"test/y".to_string(), &json!(2))
+            ]
+        );
+    }
 
     #[test]
     fn steps_cycle_the_dataset_and_saves_follow_save_every() {

@@ -174,6 +174,22 @@ pub fn kl_sample_train(data: &[Datum], training: &[Vec<f32>]) -> Option<[(&'stat
     ])
 }
 
+/// `RLTestSetEvaluator`'s metrics: the test groups' trajectory metrics, each key under
+/// `name/` (`test/env/all/reward/total`).
+pub fn test_set_metrics(
+    groups: &[TrajectoryGroup],
+    tags: &[Vec<String>],
+    name: &str,
+) -> Vec<(String, Json)> {
+    if groups.is_empty() {
+        return Vec::new();
+    }
+    trajectory_metrics(groups, tags)
+        .into_iter()
+        .map(|(k, v)| (format!("{name}/{k}"), v))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -385,6 +385,29 @@ export default {
     assert.equal(row['env/all/total_episodes'], 2, 'the first group alone');
     assert.ok(totals['tokens/discarded/sampled'] > 0 && totals['tokens/cumulative/sampled'] > row['tokens/sampled'], JSON.stringify(totals));
     await assert.rejects(rl.train(config({ max_tokens: undefined }), { service: svc, store: memoryStore() }), /max_tokens: is required/);
+    // Evaluations: a user's sampling evaluator and the builder's test set, every step and on
+    // the final weights (a line of its own at the step after the last, before the totals).
+    class Probe extends evaluators.SamplingClientEvaluator {
+      async evaluate(sampler) {
+        const lp = await sampler.computeLogprobs({ chunks: [{ type: 'encoded_text', tokens: [1, 2, 3] }] });
+        return { 'probe/logprob': lp[1] };
+      }
+    }
+    const evalStore = memoryStore();
+    const withTest = async ({ renderer }) => {
+      const group = (x) => new rl.ProblemGroupBuilder({ env_thunk: () => new Sum(x, renderer), num_envs: 2 });
+      return [{ length: 2, getBatch: (i) => [group(i + 1)] }, { length: 1, getBatch: () => [group(7), group(8)] }];
+    };
+    await rl.train(config({ dataset_builder: withTest, eval_every: 1, evaluator_builders: [() => new Probe()] }), { service: svc, store: evalStore });
+    const evalRows = lines(evalStore, 'metrics.jsonl');
+    assert.deepEqual(evalRows.map((m) => m.step), [0, 1, 2, 2]);
+    for (const m of evalRows.slice(0, 3)) {
+      assert.equal(typeof m['probe/logprob'], 'number', JSON.stringify(m));
+      assert.equal(m['test/env/all/total_episodes'], 4, JSON.stringify(m));
+    }
+    assert.ok(!('env/all/total_episodes' in evalRows[2]) && 'tokens/cumulative/trained' in evalRows[3]);
+    await assert.rejects(rl.train(config({ evaluator_builders: [() => ({})] }), { service: svc, store: memoryStore() }), /evaluator_builders\[0\]: must build/);
+    await assert.rejects(rl.train(config({ dataset_builder: async () => [{ length: 1, getBatch: () => [] }, { length: 'x' }] }), { service: svc, store: memoryStore() }), /the test dataset is not/);
     await svc.close();
   },
 
