@@ -133,6 +133,7 @@ test-cookbook: setup sim renderer-tokenizers wasm
 	tests/conformance/.venv/bin/python tests/cookbook/oracle.py target/cookbook/expected.json
 	cargo run -q -p tinker-cookbook --example parity -- target/cookbook/expected.json
 	tests/conformance/.venv/bin/python tests/cookbook/sft_differential.py
+	tests/conformance/.venv/bin/python tests/cookbook/rl_async.py
 
 # The whole lineup through the official SDK against tinker-sim: all 46 models end to end,
 # stop strings decoded with each family's tokenizer (after the renderer oracle wrote them).

@@ -212,12 +212,14 @@ function completers(tinker) {
       this.max_tokens = max_tokens;
       this.temperature = temperature;
       this.context_window = context_window;
+      /** @type {AbortSignal | undefined} the run's, to cancel rollouts it no longer needs */
+      this.signal = undefined;
     }
 
     /** @param {any} modelInput @param {string[] | number[]} stop @param {{ max_tokens?: number }} [options] */
     async complete(modelInput, stop, options = {}) {
       const max_tokens = tinker.__cookbookCompleterMaxTokens(this.max_tokens, options.max_tokens ?? undefined, this.context_window ?? undefined, modelInput);
-      const r = await this.sampling_client.sample({ prompt: modelInput, num_samples: 1, sampling_params: { stop, max_tokens, temperature: this.temperature } });
+      const r = await this.sampling_client.sample({ prompt: modelInput, num_samples: 1, sampling_params: { stop, max_tokens, temperature: this.temperature } }, this.signal ? { signal: this.signal } : undefined);
       const seq = r.sequences[0];
       if (!seq.logprobs) throw new Error('TinkerTokenCompleter: the sampler returned no logprobs');
       return new TokensWithLogprobs({
@@ -713,36 +715,29 @@ export function cookbook(tinker, host = {}) {
       const data = await setup({ tokenizer, renderer, service }, sm);
       sm.setBatches(data.length);
       sm.setEvaluators(data.evaluators.length > 0);
-      const evals = () => evaluate(data.evaluators, sampler, cfg.max_tokens, !distillation);
-      const c = { tc, files, sm };
-      let sampler = await tc.saveWeightsAndGetSamplingClient();
-      for (;;) {
-        if (signal?.aborted) {
-          const due = sm.stop();
-          if (due !== undefined) await rlSave(c, due);
-          return { stopped: true, stopped_at_step: sm.nextIndex };
+      const c = { tc, files, sm, scorers: data.scorers, stab: { record_stability_info: sm.recordsStabilityInfo } };
+      if (sm.isAsync) {
+        const stopped = await asyncLoop(c, data, { cfg, signal, onMetrics });
+        if (stopped) return stopped;
+      } else {
+        let sampler = await tc.saveWeightsAndGetSamplingClient(c.stab);
+        const evals = () => evaluate(data.evaluators, sampler, cfg.max_tokens, !distillation);
+        for (;;) {
+          if (signal?.aborted) return stop(c);
+          const next = sm.nextStep();
+          if (next === undefined) break;
+          if (sm.evalDue(next[0])) sm.recordEval(await evals());
+          const policy = new TinkerTokenCompleter({ sampling_client: sampler, max_tokens: cfg.max_tokens, temperature: cfg.temperature ?? 1.0 });
+          const [builders, indices] = await data.batch(next[1]);
+          const groups = await Promise.all(builders.map((/** @type {any} */ b) => rolloutGroup(b, policy)));
+          const [line, metrics, due] = await trainPrepared(c, sm.prepare(JSON.stringify(groups), indices));
+          sampler = await nextSampler(c, due);
+          await files.append('metrics.jsonl', line);
+          onMetrics?.(metrics);
         }
-        const next = sm.nextStep();
-        if (next === undefined) break;
-        if (sm.evalDue(next[0])) sm.recordEval(await evals());
-        const policy = new TinkerTokenCompleter({ sampling_client: sampler, max_tokens: cfg.max_tokens, temperature: cfg.temperature ?? 1.0 });
-        const [builders, indices] = await data.batch(next[1]);
-        const groups = await Promise.all(builders.map((/** @type {any} */ b) => rolloutGroup(b, policy)));
-        const asked = sm.prepare(JSON.stringify(groups), indices);
-        const order = sm.train(await Promise.all(asked.map(([p, i]) => score(data.scorers[i], p))));
-        // Every substep's forward_backward and optim_step sent before any is awaited.
-        const params = { loss_fn_config: order.loss_fn_config };
-        const sent = order.substeps.map((/** @type {any} */ d) => [tc.forwardBackward(d, order.loss_fn, params), tc.optimStep(order.adam)]);
-        const outs = await Promise.all(sent.map(([f]) => f));
-        const optims = await Promise.all(sent.map(([, o]) => o));
-        const training = outs.flatMap((o) => o.loss_fn_outputs.map((/** @type {any} */ x) => x.logprobs.data));
-        const [line, metrics, due] = sm.finish(training, optims.at(-1)?.metrics ?? {});
-        sampler = due === undefined ? await tc.saveWeightsAndGetSamplingClient() : await tc.createSamplingClient(await rlSave(c, due));
-        await files.append('metrics.jsonl', line);
-        onMetrics?.(metrics);
+        // The final weights' evaluation (rl.train), then the token totals and the final save.
+        if (sm.finalEvalDue()) await files.append('metrics.jsonl', sm.finalEvalLine(await evals()));
       }
-      // The final weights' evaluation (rl.train), then the token totals and the final save.
-      if (sm.finalEvalDue()) await files.append('metrics.jsonl', sm.finalEvalLine(await evals()));
       const [row, last] = sm.end();
       if (row) await files.append('metrics.jsonl', row);
       if (last !== undefined) await rlSave(c, last);
@@ -750,6 +745,217 @@ export function cookbook(tinker, host = {}) {
     } finally {
       sm.free();
     }
+  }
+
+  /** A run stopped by its signal: the save that lets it resume. @param {any} c */
+  async function stop(c) {
+    const due = c.sm.stop();
+    if (due !== undefined) await rlSave(c, due);
+    return { stopped: true, stopped_at_step: c.sm.nextIndex };
+  }
+
+  /**
+   * A prepared step trained: its KL scores, then every substep's forward_backward and
+   * optim_step sent before any is awaited; `[line, metrics, save due]`.
+   * @param {any} c @param {any[]} asked
+   */
+  async function trainPrepared(c, asked) {
+    const { tc, sm } = c;
+    const order = sm.train(await Promise.all(asked.map(([p, i]) => score(c.scorers[i], p))));
+    const params = { loss_fn_config: order.loss_fn_config };
+    const sent = order.substeps.map((/** @type {any} */ d) => [tc.forwardBackward(d, order.loss_fn, params), tc.optimStep(order.adam)]);
+    const outs = await Promise.all(sent.map(([f]) => f));
+    const optims = await Promise.all(sent.map(([, o]) => o));
+    const training = outs.flatMap((o) => o.loss_fn_outputs.map((/** @type {any} */ x) => x.logprobs.data));
+    return sm.finish(training, optims.at(-1)?.metrics ?? {});
+  }
+
+  /** The sampler of the new weights, or of the periodic save due. @param {any} c @param {any} due */
+  async function nextSampler(c, due) {
+    return due === undefined ? c.tc.saveWeightsAndGetSamplingClient(c.stab) : c.tc.createSamplingClient(await rlSave(c, due), c.stab);
+  }
+
+  /**
+   * `do_async_training`: a dataloader feeding group builders through a queue of
+   * `groups_per_batch`, one rollout worker per slot (a slot held from the rollout's start
+   * until its group is trained), the training loop on the oldest completed groups, and
+   * the evaluation loop on each new sampler; the state machine decides (rl_async).
+   * Returns a stopped result, or null when the run finished.
+   * @param {any} c @param {any} data @param {{ cfg: any, signal?: AbortSignal, onMetrics?: (m: any) => void }} o
+   */
+  async function asyncLoop(c, data, { cfg, signal, onMetrics }) {
+    const { sm, tc, files } = c;
+    const t0 = performance.now();
+    const secs = () => (performance.now() - t0) / 1000;
+    const first = sm.nextIndex;
+    let sampler = await tc.createSamplingClient(await rlSave(c, sm.asyncStart()), c.stab);
+    let samplerStep = first;
+    let snapshotAt = secs();
+    const cut = new AbortController();
+    /** @type {Set<AbortController>} the rollouts in flight */
+    const live = new Set();
+    const slots = semaphore(sm.slots);
+    const builders = channel(cfg.async_config.groups_per_batch);
+    const wake = signalling();
+    let workersDone = false;
+    let trainingDone = false;
+    /** @type {unknown} */
+    let failure = null;
+    const failed = (/** @type {unknown} */ e) => {
+      if (!cut.signal.aborted) failure ??= e;
+      wake.fire();
+    };
+    // Lines in arrival order, one append at a time (a store may read then write).
+    let appended = Promise.resolve();
+    const append = (/** @type {string} */ line) => (appended = appended.then(() => files.append('metrics.jsonl', line)));
+    const dataloader = (async () => {
+      for (let i = first; i < sm.endStep; i++) for (const b of (await data.batch(i % data.length))[0]) await builders.put(b);
+      for (let w = 0; w < sm.slots; w++) await builders.put(null);
+    })().catch(failed);
+    const worker = async () => {
+      for (let b; (b = await builders.get()) !== null; ) {
+        await slots.acquire();
+        if (cut.signal.aborted) return;
+        const [s, step] = [sampler, samplerStep];
+        const policy = new TinkerTokenCompleter({ sampling_client: s, max_tokens: cfg.max_tokens, temperature: cfg.temperature ?? 1.0 });
+        // Its own controller (one listener per request in flight), aborted with the run's rollouts.
+        const ctl = new AbortController();
+        live.add(ctl);
+        policy.signal = ctl.signal;
+        try {
+          const group = await rolloutGroup(b, policy);
+          if (!sm.complete(JSON.stringify([group]), step)) slots.release(1);
+        } finally {
+          live.delete(ctl);
+        }
+        wake.fire();
+      }
+    };
+    const workers = Promise.all(Array.from({ length: sm.slots }, worker)).then(() => {
+      workersDone = true;
+      wake.fire();
+    }, failed);
+    // Evaluations on each new sampler (and the final weights), as event lines.
+    let evalEnd = sm.stepsLeft ? sm.endStep : undefined;
+    let lastEval = -1;
+    const evaluationLoop = (async () => {
+      if (!data.evaluators.length || !(cfg.eval_every ?? 20)) return;
+      for (;;) {
+        const shutting = trainingDone;
+        const [s, step, at] = [sampler, samplerStep, snapshotAt];
+        if (step !== lastEval && sm.evalDueAt(step, evalEnd)) {
+          lastEval = step;
+          const parts = await evaluate(data.evaluators, s, cfg.max_tokens, true);
+          await append(sm.evalEventLine(step, parts, at, secs()));
+        }
+        if (shutting) return;
+        await wake.next();
+      }
+    })().catch(failed);
+    try {
+      let i = first;
+      while (sm.stepsLeft) {
+        if (signal?.aborted) return await stop(c);
+        while (!sm.batchReady(workersDone) && !workersDone && failure === null) await wake.next();
+        if (failure !== null) throw failure;
+        if (!sm.batchReady(workersDone)) break;
+        const [step, asked, n] = sm.prepareAsync();
+        const [line, metrics, due] = await trainPrepared(c, asked);
+        const reuse = workersDone && due === undefined && sm.mayReuse(step + 1);
+        if (!reuse) {
+          sampler = await nextSampler(c, due);
+          [samplerStep, snapshotAt] = [step + 1, secs()];
+        }
+        slots.release(n);
+        await append(line);
+        onMetrics?.(metrics);
+        wake.fire();
+        i = step + 1;
+      }
+      // Sampling ran out early, or the final weights need a sampler for their evaluation.
+      evalEnd = i > first ? i : undefined;
+      if (samplerStep < i && sm.evalDueAt(i, evalEnd)) {
+        sampler = await tc.saveWeightsAndGetSamplingClient(c.stab);
+        [samplerStep, snapshotAt] = [i, secs()];
+      }
+      return null;
+    } finally {
+      trainingDone = true;
+      cut.abort();
+      for (const ctl of live) ctl.abort();
+      builders.close();
+      slots.release(sm.slots);
+      wake.fire();
+      await Promise.allSettled([dataloader, workers]);
+      await evaluationLoop;
+      await appended;
+      if (failure !== null) throw failure;
+    }
+  }
+
+  /** A counting semaphore (`asyncio.Semaphore`). @param {number} n */
+  function semaphore(n) {
+    /** @type {(() => void)[]} */
+    const waiting = [];
+    return {
+      acquire: () => (n > 0 ? (n--, Promise.resolve()) : new Promise((r) => waiting.push(() => r(undefined)))),
+      release: (/** @type {number} */ k) => {
+        for (; k > 0; k--) {
+          const w = waiting.shift();
+          if (w) w();
+          else n++;
+        }
+      },
+    };
+  }
+
+  /** A bounded queue (`asyncio.Queue(maxsize)`); once closed, gets give null and puts return. @param {number} size */
+  function channel(size) {
+    /** @type {any[]} */
+    const items = [];
+    /** @type {((x: any) => void)[]} */
+    const takers = [];
+    /** @type {(() => void)[]} */
+    const putters = [];
+    let closed = false;
+    return {
+      async put(/** @type {any} */ x) {
+        while (!closed && items.length >= size) await new Promise((r) => putters.push(() => r(undefined)));
+        if (closed) return;
+        const t = takers.shift();
+        if (t) t(x);
+        else items.push(x);
+      },
+      async get() {
+        if (items.length) {
+          const x = items.shift();
+          putters.shift()?.();
+          return x;
+        }
+        if (closed) return null;
+        return new Promise((r) => takers.push(r));
+      },
+      close() {
+        closed = true;
+        for (const t of takers.splice(0)) t(null);
+        for (const p of putters.splice(0)) p();
+      },
+    };
+  }
+
+  /** Wakes every waiter on each `fire()` (a condition without a lock). */
+  function signalling() {
+    /** @type {() => void} */
+    let fire = () => {};
+    let next = new Promise((r) => (fire = () => r(undefined)));
+    return {
+      next: () => next,
+      fire() {
+        const f = fire;
+        next = new Promise((r) => (fire = () => r(undefined)));
+        f();
+      },
+    };
   }
 
   /**

@@ -240,6 +240,12 @@ export interface RLConfig {
   eval_every?: number;
   /** Builders of sampling evaluators (run with the builder's test set, if any, which is evaluated as `test/…`). */
   evaluator_builders?: Array<() => SamplingClientEvaluator>;
+  /**
+   * Off-policy training: sampling runs up to `max_steps_off_policy` steps ahead of training,
+   * each step trains `groups_per_batch` completed groups (oldest weights first), with
+   * `loss_fn` (default "stable_reinforce") in place of the config's.
+   */
+  async_config?: { max_steps_off_policy: number; groups_per_batch: number; loss_fn?: string } | null;
 }
 
 export declare const rl: {

@@ -80,6 +80,103 @@ impl CookbookRl {
             .collect()
     }
 
+    /// Whether the run is off-policy (`async_config`).
+    #[wasm_bindgen(getter, js_name = isAsync)]
+    pub fn is_async(&self) -> bool {
+        self.rl.config().async_config.is_some()
+    }
+
+    /// Whether samplers record stability info (`stable_reinforce`).
+    #[wasm_bindgen(getter, js_name = recordsStabilityInfo)]
+    pub fn records_stability_info(&self) -> bool {
+        self.rl.config().records_stability_info()
+    }
+
+    /// The step after the last (the run's end).
+    #[wasm_bindgen(getter, js_name = endStep)]
+    pub fn end_step(&self) -> f64 {
+        self.rl.end_step() as f64
+    }
+
+    /// Async: the rollout slots.
+    #[wasm_bindgen(getter)]
+    pub fn slots(&self) -> f64 {
+        self.rl.slots() as f64
+    }
+
+    /// Async: the save before the first step (`{ name, ttl_seconds }`).
+    #[wasm_bindgen(js_name = asyncStart)]
+    pub fn async_start(&mut self) -> JsValue {
+        let save = self.rl.async_start();
+        self.pending(Some(save))
+    }
+
+    /// Async: a group completed (`[group]` as JSON text) on the weights of
+    /// `sampler_step`: kept (true) or dropped for constant rewards (false).
+    pub fn complete(&mut self, rollout: &str, sampler_step: f64) -> Result<bool, JsValue> {
+        let (g, t) = tinker_cookbook::rl_async::one_group(&json_of(rollout, "rollout")?)
+            .map_err(|e| input_error(&e))?;
+        Ok(self.rl.complete(g, t, sampler_step as u64))
+    }
+
+    /// Async: whether a step can be trained.
+    #[wasm_bindgen(js_name = batchReady)]
+    pub fn batch_ready(&self, workers_done: bool) -> bool {
+        self.rl.batch_ready(workers_done)
+    }
+
+    /// Async: whether steps remain.
+    #[wasm_bindgen(getter, js_name = stepsLeft)]
+    pub fn steps_left(&self) -> bool {
+        self.rl.steps_left()
+    }
+
+    /// Async: the next step on the oldest groups: `[step, sequences to score, groups]`.
+    #[wasm_bindgen(js_name = prepareAsync)]
+    pub fn prepare_async(&mut self) -> Result<Array, JsValue> {
+        let (step, asked, n) = self.rl.prepare_async().map_err(|e| input_error(&e))?;
+        let asked: Array = asked
+            .iter()
+            .map(|(p, i)| JsValue::from(Array::of2(&model_input_to_js(p), &(*i as f64).into())))
+            .collect();
+        Ok(Array::of3(
+            &(step as f64).into(),
+            &asked,
+            &(n as f64).into(),
+        ))
+    }
+
+    /// Whether the evaluations of the weights of `step` are due (`end`: the final step,
+    /// or undefined).
+    #[wasm_bindgen(js_name = evalDueAt)]
+    pub fn eval_due_at(&self, step: f64, end: Option<f64>) -> bool {
+        self.rl.eval_due_at(step as u64, end.map(|e| e as u64))
+    }
+
+    /// Async: whether the step completing `step` may keep its sampler once sampling is over.
+    #[wasm_bindgen(js_name = mayReuse)]
+    pub fn may_reuse(&self, step: f64) -> bool {
+        self.rl.may_reuse(step as u64)
+    }
+
+    /// Async: the evaluation of the weights of `step` as its event line.
+    #[wasm_bindgen(js_name = evalEventLine)]
+    pub fn eval_event_line(
+        &self,
+        step: f64,
+        parts: Array,
+        snapshot_seconds: f64,
+        completed_seconds: f64,
+    ) -> Result<String, JsValue> {
+        let m = self.rl.eval_event_line(
+            step as u64,
+            eval_parts(&parts)?,
+            snapshot_seconds,
+            completed_seconds,
+        );
+        Ok(dumps(&m))
+    }
+
     /// Whether the run has evaluators.
     #[wasm_bindgen(js_name = setEvaluators)]
     pub fn set_evaluators(&mut self, any: bool) {

@@ -29,6 +29,9 @@ def main():
     p.add_argument("--kl-discount-factor", type=float, default=0.0)
     p.add_argument("--kl-reference-model", default=None)
     p.add_argument("--eval-every", type=int, default=20)
+    p.add_argument("--async-off-policy", type=int, default=None, help="async_config.max_steps_off_policy (async mode)")
+    p.add_argument("--async-groups", type=int, default=2, help="async_config.groups_per_batch")
+    p.add_argument("--async-loss", default="stable_reinforce")
     p.add_argument("--test-batches", type=int, default=0, help="a test set of this many batches of arithmetic problems (RLTestSetEvaluator)")
     p.add_argument("--cpu-report", action="store_true", help="print the client CPU between the first and last step (make bench)")
     a = p.parse_args()
@@ -62,7 +65,9 @@ def main():
         builder = WithTest(inner=builder)
     config = train.Config(learning_rate=1e-4, dataset_builder=builder, model_name=a.model,
         recipe_name="rl_local", max_tokens=a.max_tokens, log_path=a.log_path, renderer_name=a.renderer,
-        base_url=a.base_url, save_every=a.save_every, eval_every=a.eval_every, num_substeps=a.num_substeps, loss_fn=a.loss_fn,
+        base_url=a.base_url, save_every=a.save_every, eval_every=a.eval_every,
+        async_config=train.AsyncConfig(max_steps_off_policy=a.async_off_policy, groups_per_batch=a.async_groups, loss_fn=a.async_loss)
+        if a.async_off_policy is not None else None, num_substeps=a.num_substeps, loss_fn=a.loss_fn,
         max_steps=a.max_steps, remove_constant_reward_groups=a.remove_constant_reward_groups,
         kl_penalty_coef=a.kl_penalty_coef, kl_discount_factor=a.kl_discount_factor,
         kl_reference_config=train.KLReferenceConfig(base_model=a.kl_reference_model) if a.kl_reference_model else None)

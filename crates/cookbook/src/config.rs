@@ -12,7 +12,7 @@ use tinker_support::input::InputError;
 
 use crate::data::parse_conversations;
 use crate::dpo::parse_comparisons;
-use crate::rl_loop::{Method, RlConfig, Scorer};
+use crate::rl_loop::{AsyncConfig, Method, RlConfig, Scorer};
 use crate::schedule::LrSchedule;
 use crate::sft::{Sft, SftConfig};
 use Kind::*;
@@ -153,6 +153,14 @@ pub const RL_CONFIG: &[(&str, Kind)] = &[
     ("ttl_seconds", Uint),
     ("num_epochs", Uint),
     ("max_steps", Uint),
+    ("async_config", Obj),
+];
+
+/// `rl.train.AsyncConfig`'s fields.
+pub const ASYNC_CONFIG: &[(&str, Kind)] = &[
+    ("max_steps_off_policy", Uint),
+    ("groups_per_batch", Uint),
+    ("loss_fn", Str),
 ];
 
 /// `KLReferenceConfig` and `TeacherConfig`: a base model and, optionally, a checkpoint.
@@ -264,9 +272,49 @@ pub fn rl_config(v: &Json) -> Result<RlConfig, InputError> {
         ));
     }
     r.method = Method::Rl { reference };
+    if let Some(a) = c.get("async_config").filter(|v| !v.is_null()) {
+        async_config(a, c.str("loss_fn"), &mut r)?;
+    }
+    if r.records_stability_info() && r.kl_penalty_coef > 0.0 && r.kl_discount_factor > 0.0 {
+        return Err(InputError::range_error(
+            "kl_discount_factor",
+            "> 0 is not supported with loss_fn 'stable_reinforce' (the async_config default): it spreads the penalty onto prompt tokens; set it to 0 or choose another loss_fn",
+        ));
+    }
     r.remove_constant_reward_groups =
         c.get("remove_constant_reward_groups") == Some(&Json::Bool(true));
     Ok(r)
+}
+
+/// `async_config` into `r`: the run trains with its `loss_fn` (`stable_reinforce` by
+/// default), which the config's own `loss_fn` may not contradict.
+fn async_config(v: &Json, loss_fn: Option<&str>, r: &mut RlConfig) -> Result<(), InputError> {
+    let c = check(v, "async_config", ASYNC_CONFIG)?;
+    let need = |k: &str| {
+        c.uint(k)
+            .ok_or_else(|| InputError::type_error(join("async_config", k), "is required"))
+    };
+    let (max_steps_off_policy, groups_per_batch) =
+        (need("max_steps_off_policy")?, need("groups_per_batch")?);
+    if groups_per_batch == 0 {
+        return Err(InputError::range_error(
+            "async_config.groups_per_batch",
+            "must be at least 1, got 0",
+        ));
+    }
+    let loss = c.str("loss_fn").unwrap_or("stable_reinforce");
+    if let Some(l) = loss_fn.filter(|l| *l != "importance_sampling" && *l != loss) {
+        return Err(InputError::range_error(
+            "loss_fn",
+            format!("{l:?} conflicts with async_config.loss_fn {loss:?}; async runs train with async_config.loss_fn, so set the loss there"),
+        ));
+    }
+    r.loss_fn = loss.into();
+    r.async_config = Some(AsyncConfig {
+        max_steps_off_policy,
+        groups_per_batch,
+    });
+    Ok(())
 }
 
 /// The config of a `distillation.trainOnPolicy` run from its JSON (`train_on_policy.Config`'s

@@ -20,6 +20,7 @@ pub mod hyperparams;
 pub mod nll;
 pub mod plan;
 pub mod rl;
+pub mod rl_async;
 pub mod rl_kl;
 pub mod rl_loop;
 pub mod rl_metrics;

@@ -61,6 +61,18 @@ pub struct RlConfig {
     /// `eval_every` (20; 0: never): evaluations before every this many steps (and, for
     /// `rl.train`, on the final weights).
     pub eval_every: u64,
+    /// `async_config`: off-policy training (`rl_async`), `None` for the synchronous loop.
+    pub async_config: Option<AsyncConfig>,
+}
+
+/// `rl.train.AsyncConfig`: sampling runs up to `max_steps_off_policy` steps ahead of
+/// training; each step trains `groups_per_batch` completed groups, oldest weights first.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AsyncConfig {
+    /// `max_steps_off_policy`.
+    pub max_steps_off_policy: u64,
+    /// `groups_per_batch`.
+    pub groups_per_batch: u64,
 }
 
 /// A sampler to score sequences on: a base model, with a checkpoint's weights when given
@@ -122,7 +134,13 @@ impl RlConfig {
             kl_discount_factor: 0.0,
             method: Method::Rl { reference: None },
             eval_every: 20,
+            async_config: None,
         }
+    }
+
+    /// `records_stability_info`: samplers record what `stable_reinforce` trains on.
+    pub fn records_stability_info(&self) -> bool {
+        self.loss_fn == "stable_reinforce"
     }
 
     /// Whether the run counts tokens (`rl.train`'s `CostTracker`; distillation has none).
@@ -138,7 +156,7 @@ impl RlConfig {
 
 /// The token counts of `CostTracker` (sampled, prefill cached, prefill uncached, trained).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-struct Tokens([u64; 4]);
+pub(crate) struct Tokens(pub(crate) [u64; 4]);
 
 const TOKEN_KEYS: [&str; 4] = ["sampled", "prefill_cached", "prefill_uncached", "trained"];
 
@@ -157,7 +175,7 @@ impl Tokens {
         Tokens(TOKEN_KEYS.map(n))
     }
 
-    fn add(&mut self, o: Tokens) {
+    pub(crate) fn add(&mut self, o: Tokens) {
         for (a, b) in self.0.iter_mut().zip(o.0) {
             *a += b;
         }
@@ -185,8 +203,9 @@ pub struct RlSave {
 }
 
 /// The step being trained: its index, rollouts, their tags, each datum's dataset, its
-/// datums, token usage and the KL term's metrics.
-struct InFlight {
+/// datums, token usage, the KL term's metrics and (async) the line's first metrics.
+pub(crate) struct InFlight {
+    pub(crate) header: Option<Map<String, Json>>,
     step: u64,
     groups: Vec<TrajectoryGroup>,
     tags: Vec<Vec<String>>,
@@ -198,20 +217,23 @@ struct InFlight {
 
 /// A synchronous RL run's state (see the module's documentation for its protocol).
 pub struct Rl {
-    cfg: RlConfig,
+    pub(crate) cfg: RlConfig,
+    /// Async: the completed groups not trained yet (the sampler step each was sampled
+    /// on, the group, its tags), in the order they completed.
+    pub(crate) pending: Vec<(u64, TrajectoryGroup, Vec<String>)>,
     /// Whether the run has evaluators (its own and the datasets' test sets).
-    evaluators: bool,
+    pub(crate) evaluators: bool,
     /// The evaluations' metrics of the step about to run.
     evals: Map<String, Json>,
-    n_batches: u64,
-    start: u64,
-    end: u64,
-    next: u64,
+    pub(crate) n_batches: u64,
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) next: u64,
     resume: Option<Map<String, Json>>,
-    cumulative: Tokens,
-    discarded: Tokens,
-    step: Option<InFlight>,
-    stopped: bool,
+    pub(crate) cumulative: Tokens,
+    pub(crate) discarded: Tokens,
+    pub(crate) step: Option<InFlight>,
+    pub(crate) stopped: bool,
     /// The step whose state the last periodic save holds.
     saved_at: Option<u64>,
 }
@@ -231,6 +253,7 @@ impl Rl {
             cumulative: tokens("cumulative_tokens"),
             discarded: tokens("discarded_tokens"),
             cfg,
+            pending: Vec::new(),
             evaluators: false,
             evals: Map::new(),
             n_batches: 0,
@@ -359,6 +382,18 @@ impl Rl {
         } else {
             groups
         };
+        self.assemble(groups, tags, datasets, None)
+    }
+
+    /// The groups' datums and token usage as the step in flight (with `header`, the line's
+    /// first metrics, for an async step), and the sequences its KL term scores.
+    pub(crate) fn assemble(
+        &mut self,
+        groups: Vec<TrajectoryGroup>,
+        tags: Vec<Vec<String>>,
+        datasets: Vec<usize>,
+        header: Option<Map<String, Json>>,
+    ) -> Result<Vec<(ModelInput, usize)>, InputError> {
         let adv = advantages(&groups);
         let (data, from) = assemble_training_data(&groups, &adv, true)?;
         let datasets: Vec<usize> = from.iter().map(|(g, _)| datasets[*g]).collect();
@@ -384,6 +419,7 @@ impl Rl {
             Vec::new()
         };
         self.step = Some(InFlight {
+            header,
             step: self.next - 1,
             groups,
             tags,
@@ -428,6 +464,15 @@ impl Rl {
         } else if !scores.is_empty() {
             return Err(InputError::range_error("scores", "none were asked for"));
         }
+        // `_check_provenance`: stable_reinforce needs every datum's provenance.
+        if cfg.loss_fn == "stable_reinforce"
+            && f.data.iter().any(|d| d.loss_fn_input_spans.is_none())
+        {
+            return Err(InputError::range_error(
+                "loss_fn",
+                "'stable_reinforce' needs provenance on every datum: one has none (an action without a Tinker sequence_id, or no sampled target); fix the data or train with another loss_fn",
+            ));
+        }
         let data = &f.data;
         let k = cfg.num_substeps.min(data.len() as u64).max(1) as usize;
         let edges: Vec<usize> = (0..=k).map(|i| i * data.len() / k).collect();
@@ -453,7 +498,10 @@ impl Rl {
     /// `remove_constant_reward_groups` (the first group alone when all are constant), the
     /// dropped groups' sampling counted in the cumulative and discarded totals at once
     /// (`count_discarded_rollout`).
-    fn drop_constant_groups(&mut self, groups: Vec<TrajectoryGroup>) -> Vec<TrajectoryGroup> {
+    pub(crate) fn drop_constant_groups(
+        &mut self,
+        groups: Vec<TrajectoryGroup>,
+    ) -> Vec<TrajectoryGroup> {
         let varied = |g: &TrajectoryGroup| {
             let r = g.total_rewards();
             r.iter().any(|x| *x != r[0])
@@ -485,8 +533,8 @@ impl Rl {
     /// Whether the evaluations run before `step` (`_should_run_evals`: every `eval_every`
     /// steps, and for `rl.train` on the final weights too).
     pub fn eval_due(&self, step: u64) -> bool {
-        let final_ = matches!(self.cfg.method, Method::Rl { .. }) && step == self.end;
-        self.evaluators && self.cfg.eval_every > 0 && (step % self.cfg.eval_every == 0 || final_)
+        let end = matches!(self.cfg.method, Method::Rl { .. }).then_some(self.end);
+        self.eval_due_at(step, end)
     }
 
     /// The evaluations before the next step, in the evaluators' order, their metrics
@@ -528,6 +576,7 @@ impl Rl {
         optim: Map<String, Json>,
     ) -> Result<(Map<String, Json>, Option<RlSave>), InputError> {
         let InFlight {
+            header,
             step,
             groups,
             tags,
@@ -539,15 +588,7 @@ impl Rl {
             .step
             .take()
             .ok_or_else(|| InputError::type_error("finish", "no step in flight"))?;
-        let mut m = Map::new();
-        m.insert("step".into(), json!(step));
-        m.insert("progress/batch".into(), json!(step));
-        m.insert("optim/lr".into(), json!(self.cfg.learning_rate));
-        m.insert(
-            "progress/done_frac".into(),
-            json!((step + 1) as f64 / self.end as f64),
-        );
-        m.extend(std::mem::take(&mut self.evals));
+        let mut m = header.unwrap_or_else(|| self.sync_header(step));
         m.extend(trajectory_metrics(&groups, &tags));
         m.extend(kl.into_iter().map(|(k, v)| (k, json!(v))));
         m.extend(
@@ -576,6 +617,20 @@ impl Rl {
         Ok((m, save))
     }
 
+    /// A synchronous step's first metrics: its index, progress, rate and evaluations.
+    fn sync_header(&mut self, step: u64) -> Map<String, Json> {
+        let mut m = Map::new();
+        m.insert("step".into(), json!(step));
+        m.insert("progress/batch".into(), json!(step));
+        m.insert("optim/lr".into(), json!(self.cfg.learning_rate));
+        m.insert(
+            "progress/done_frac".into(),
+            json!((step + 1) as f64 / self.end as f64),
+        );
+        m.extend(std::mem::take(&mut self.evals));
+        m
+    }
+
     /// After the last step: the row of token totals (at the step after the last) and the
     /// final save (none when there was nothing left to train).
     pub fn end(&self) -> (Map<String, Json>, Option<RlSave>) {
@@ -594,6 +649,11 @@ impl Rl {
         }
         let save = (self.start < self.end).then(|| self.save("final".into(), self.end, None));
         (m, save)
+    }
+
+    /// A save of the state at `batch`, named after it.
+    pub(crate) fn save_at(&self, batch: u64, ttl_seconds: Option<u64>) -> RlSave {
+        self.save(format!("{batch:06}"), batch, ttl_seconds)
     }
 
     fn save(&self, name: String, batch: u64, ttl_seconds: Option<u64>) -> RlSave {
@@ -629,7 +689,7 @@ pub enum EvalPart {
     TestSet(Vec<TrajectoryGroup>, Vec<Vec<String>>),
 }
 
-fn merge(parts: Vec<EvalPart>) -> Map<String, Json> {
+pub(crate) fn merge(parts: Vec<EvalPart>) -> Map<String, Json> {
     let mut m = Map::new();
     for p in parts {
         let entries = match p {
@@ -644,7 +704,7 @@ fn merge(parts: Vec<EvalPart>) -> Map<String, Json> {
 }
 
 /// `rollout_usage`: the groups' sampled tokens and prompt tokens (cached and not); none trained.
-fn rollout_usage(groups: &[TrajectoryGroup]) -> Tokens {
+pub(crate) fn rollout_usage(groups: &[TrajectoryGroup]) -> Tokens {
     let turns = || {
         groups
             .iter()

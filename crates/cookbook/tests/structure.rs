@@ -26,7 +26,7 @@ fn the_cookbook_crate_keeps_its_layers() {
                     "rl_kl.rs",
                 ],
             ),
-            ("loops", &["sft.rs", "rl_loop.rs"]),
+            ("loops", &["sft.rs", "rl_loop.rs", "rl_async.rs"]),
             ("configs", &["config.rs"]),
         ],
     )

@@ -407,6 +407,15 @@ export default {
     }
     assert.ok(!('env/all/total_episodes' in evalRows[2]) && 'tokens/cumulative/trained' in evalRows[3]);
     await assert.rejects(rl.train(config({ evaluator_builders: [() => ({})] }), { service: svc, store: memoryStore() }), /evaluator_builders\[0\]: must build/);
+    // Off-policy: sampling one step ahead; each line says which weights its groups came from.
+    const offPolicy = memoryStore();
+    const asyncSeen = [];
+    await rl.train(config({ async_config: { max_steps_off_policy: 1, groups_per_batch: 2, loss_fn: 'ppo' } }), { service: svc, store: offPolicy, onMetrics: (m) => asyncSeen.push(m) });
+    assert.deepEqual(asyncSeen.map((m) => [m.step, m['training_client/step'], m['env/all/total_episodes']]), [[0, 0, 4], [1, 1, 4]]);
+    for (const m of asyncSeen) assert.ok(m['async/staleness_max'] >= 0 && m['async/staleness_max'] === m.step - m['sampling_client/step_min'], JSON.stringify(m));
+    assert.deepEqual(lines(offPolicy, 'checkpoints.jsonl').map((r) => r.name), ['000000', '000002', 'final']);
+    await assert.rejects(rl.train(config({ async_config: { max_steps_off_policy: 1, groups_per_batch: 0 } }), { service: svc, store: memoryStore() }), /async_config\.groups_per_batch: must be at least 1, got 0/);
+    await assert.rejects(rl.train(config({ loss_fn: 'cispo', async_config: { max_steps_off_policy: 0, groups_per_batch: 1, loss_fn: 'ppo' } }), { service: svc, store: memoryStore() }), /loss_fn: "cispo" conflicts with async_config\.loss_fn "ppo"/);
     await assert.rejects(rl.train(config({ dataset_builder: async () => [{ length: 1, getBatch: () => [] }, { length: 'x' }] }), { service: svc, store: memoryStore() }), /the test dataset is not/);
     await svc.close();
   },
