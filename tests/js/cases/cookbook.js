@@ -342,6 +342,11 @@ export default {
     assert.ok(metrics[4]['tokens/cumulative/trained'] > 0 && 'tokens/discarded/sampled' in metrics[4]);
     const recs = lines(store, 'checkpoints.jsonl');
     assert.deepEqual(recs.map((r) => r.name), ['000002', '000004', 'final']);
+    // Stopped where no periodic save is: the stop saves there (the run's state still alive).
+    const unsaved = memoryStore();
+    const ctl2 = new AbortController();
+    assert.deepEqual(await rl.train(config({ save_every: 0 }), { service: svc, store: unsaved, signal: ctl2.signal, onMetrics: () => ctl2.abort() }), { stopped: true, stopped_at_step: 1 });
+    assert.deepEqual(lines(unsaved, 'checkpoints.jsonl').map((r) => [r.name, r.batch]), [['000001', 1]]);
     assert.ok(recs[0].cumulative_tokens.sampled > 0);
     // Bad input: an environment that throws, a reward that is not a number, a config the loop does not do.
     class Broken extends Sum {
