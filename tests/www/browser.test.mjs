@@ -238,6 +238,54 @@ test('compare the base model with the fine-tuned one, side by side', async () =>
   await shot('4-compare');
 });
 
+test('RL with a reward function written in the page: the reward curve and the sampled groups, scored by it', async () => {
+  await page.click('#tab-rl');
+  await page.waitForSelector('#panel-rl:not([hidden])');
+  await page.selectOption('#rl-model', 'base:Qwen/Qwen3-8B');
+  // A reward that varies within a group, so every step trains.
+  await page.fill('#rl-reward', 'return (answer.length % 7) / 7 + (prompt.length > 20 ? 1 : 0);');
+  await page.fill('#rl-steps', '3');
+  await page.fill('#rl-max-tokens', '12');
+  await page.click('#rl-run');
+  await page.waitForSelector('#rl-status[data-state="done"]');
+  const rewards = JSON.parse(await page.getAttribute('#rl-chart', 'data-losses'));
+  assert.equal(rewards.length, 3);
+  assert.equal(await page.locator('#rl-chart circle.pt').count(), 3);
+  assert.match(await page.textContent('#rl-status'), /^Trained 3 steps in .*: mean reward/);
+  // The last step's groups: two prompts, four answers each, every reward the function's.
+  assert.equal(await page.getAttribute('#rl-sampled', 'data-step'), '2');
+  const groups = await page.locator('#rl-sampled .group').evaluateAll((els) => els.map((g) => ({
+    prompt: g.querySelector('h4').textContent,
+    answers: [...g.querySelectorAll('li')].map((li) => ({ reward: Number(li.dataset.reward), text: li.textContent.replace(/^\S+ /, '') })),
+  })));
+  assert.equal(groups.length, 2);
+  let sum = 0;
+  for (const g of groups) {
+    assert.equal(g.answers.length, 4);
+    for (const a of g.answers) {
+      const text = a.text === '(empty)' ? '' : a.text;
+      assert.equal(a.reward, (text.length % 7) / 7 + (g.prompt.length > 20 ? 1 : 0), `${g.prompt} → ${a.text}`);
+      sum += a.reward;
+    }
+  }
+  // The chart's last point is the step's mean reward over its answers.
+  assert.ok(Math.abs(rewards[2] - sum / 8) < 1e-5, `${rewards[2]} against ${sum / 8}`);
+  assert.match(await page.locator('#ops .op').first().textContent(), /RL · Qwen\/Qwen3-8B · 3 steps/);
+  await shot('4-rl');
+  // Bad reward functions are refused with a clear message, nothing sent.
+  await page.fill('#rl-reward', 'return (');
+  await page.click('#rl-run');
+  await page.waitForSelector('#rl-status[data-state="failed"]');
+  assert.match(await page.textContent('#rl-error'), /the reward function does not compile/);
+  await page.fill('#rl-reward', "return 'high';");
+  await page.fill('#rl-steps', '1');
+  await page.click('#rl-run');
+  await page.waitForFunction(() => /returned "high"/.test(document.querySelector('#rl-error').textContent));
+  assert.match(await page.textContent('#rl-error'), /the reward function returned "high" for the answer .*: it must return a finite number/);
+  assert.equal(await page.getAttribute('#rl-status', 'data-state'), 'failed');
+  await page.click('#tab-sample');
+});
+
 test('cancel a pending sample: the UI shows it cancelled and stays usable', async () => {
   await simConfig({ future_delay_ms: 600_000, poll_hold_ms: 100 });
   try {

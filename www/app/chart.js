@@ -16,7 +16,7 @@ function s(tag, attrs = {}, text) {
 
 const nice = (v) => (Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 10 ? v.toFixed(1) : v.toFixed(2));
 
-export function lossChart(container) {
+export function lossChart(container, { name = 'Loss' } = {}) {
   let losses = [];
   /** Held-out losses: [step index, loss]. */
   let evals = [];
@@ -77,8 +77,8 @@ export function lossChart(container) {
   }
 
   function label() {
-    if (!losses.length) return 'Loss chart: no steps yet';
-    return `Loss chart: ${losses.map((v, i) => `step ${i + 1} ${v.toFixed(3)}`).join(', ')}`;
+    if (!losses.length) return `${name} chart: no steps yet`;
+    return `${name} chart: ${losses.map((v, i) => `step ${i + 1} ${v.toFixed(3)}`).join(', ')}`;
   }
 
   draw();

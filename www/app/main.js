@@ -8,6 +8,7 @@ import { installTokenInspector } from './render.js';
 import { samplePanel } from './sample.js';
 import { tokensPanel } from './tokens.js';
 import { finetunePanel } from './finetune.js';
+import { rlPanel } from './rl.js';
 import { loadTokenizerIndex, setTokenizerBase } from './tokenizers.js';
 
 const app = {
@@ -23,6 +24,7 @@ app.selectTab = setupTabs($('.tabs'));
 app.sample = samplePanel(app);
 app.tokens = tokensPanel(app);
 app.finetune = finetunePanel(app);
+app.rl = rlPanel(app);
 installTokenInspector(document.body, $('#tooltip'));
 
 /** The Sample panel's sampling parameters (shared by the fine-tune "try it" box). */
@@ -64,6 +66,7 @@ app.refreshModels = async () => {
     app.models = models;
     app.sample.setModels(models);
     app.finetune.setModels(models);
+    app.rl.setModels(models);
     document.body.dataset.models = String(models.base.length + models.samplers.length);
   } catch (e) {
     showError($('#sample-error'), e);
@@ -83,6 +86,7 @@ async function connect() {
   app.conn = null;
   app.sample.busy(false);
   app.finetune.busy(false);
+  app.rl.busy(false);
   if (old) old.close();
   setPill('connecting', 'Connecting…');
   connDetail.textContent = '';
@@ -108,6 +112,7 @@ async function connect() {
     document.body.dataset.mode = mode;
     app.sample.busy(false);
     app.finetune.busy(false);
+    app.rl.busy(false);
     await app.refreshModels();
     $('#connection').open = false;
   } catch (e) {
