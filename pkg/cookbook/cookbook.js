@@ -281,7 +281,7 @@ export class SamplingClientEvaluator {
 /** A sampler's prompt logprobs (`(number | null)[]`) as float32s, null as NaN. @param {(number | null)[]} l */
 const floats = (l) => Float32Array.from(l, (x) => x ?? NaN);
 
-import { Env, EnvGroupBuilder, ProblemEnv, ProblemGroupBuilder, PromptOnlyEnv, PromptOnlyDataset, MessageEnv, EnvFromMessageEnv, InitialObservationOverflow, rolloutGroup } from './rl.js';
+import { Env, EnvGroupBuilder, ProblemEnv, ProblemGroupBuilder, PromptOnlyEnv, PromptOnlyDataset, MessageEnv, EnvFromMessageEnv, InitialObservationOverflow, FailFast, RetryOnFailure, MinViableGroup, rolloutStrategy, rolloutGroup } from './rl.js';
 
 /** The held-out NLL evaluator's place in the list. */
 const NLL = Symbol('SamplerNLLEvaluator');
@@ -575,16 +575,19 @@ export function cookbook(tinker, host = {}) {
    */
   async function rlTrain(config, options = {}) {
     if (config === null || typeof config !== 'object') throw new TypeError(`rl.train config: must be an object, got ${config === null ? 'null' : typeof config}`);
-    const { dataset_builder: builder, evaluator_builders: _e, ...cfg } = config;
+    const { dataset_builder: builder, evaluator_builders: _e, rollout_error_tolerance: tolerance, ...rest } = config;
     if (typeof builder !== 'function') throw new TypeError(`dataset_builder: must be an async function ({ tokenizer, renderer }) => [train, test?], got ${builder === null ? 'null' : typeof builder}`);
     const evaluators = samplingEvaluators(config);
+    // The strategy stays here; the state machine learns whether it drops failed groups.
+    const strategy = rolloutStrategy(tolerance, rest.model_name);
+    const cfg = { ...rest, rollout_error_tolerance: strategy.catchesGroupErrors };
     return policyLoop(cfg, false, options, async (ctx, sm) => {
       const [train, test] = dataset(await builder(ctx), 'dataset_builder');
       if (test) evaluators.push({ test: await testBuilders(test) });
       // The reference of the KL penalty, once: `create_sampling_client(base_model, model_path)`.
       const scorers = [];
       for (const s of sm.scorers()) scorers.push(await ctx.service.createSamplingClient(s));
-      return { length: train.length, batch: async (/** @type {number} */ i) => [await train.getBatch(i), undefined], scorers, evaluators };
+      return { length: train.length, batch: async (/** @type {number} */ i) => [await train.getBatch(i), undefined], scorers, evaluators, strategy };
     });
   }
 
@@ -632,7 +635,7 @@ export function cookbook(tinker, host = {}) {
         }
         return /** @type {[any[], number[]]} */ ([builders, indices]);
       };
-      return { length: Math.min(...datasets.map((d) => d.length)), batch, scorers, evaluators };
+      return { length: Math.min(...datasets.map((d) => d.length)), batch, scorers, evaluators, strategy: new FailFast() };
     });
   }
 
@@ -670,13 +673,13 @@ export function cookbook(tinker, host = {}) {
    * The evaluations before a step (and of the final weights), as `recordEval` takes them:
    * a user evaluator's metrics, or a test set's rollouts on `sampler` (`RLTestSetEvaluator`,
    * temperature 1). `rl.train` runs them concurrently, distillation one after another.
-   * @param {any[]} evaluators @param {any} sampler @param {number} max_tokens @param {boolean} parallel
+   * @param {any[]} evaluators @param {any} sampler @param {number} max_tokens @param {boolean} parallel @param {any} strategy
    */
-  async function evaluate(evaluators, sampler, max_tokens, parallel) {
+  async function evaluate(evaluators, sampler, max_tokens, parallel, strategy) {
     const one = async (/** @type {any} */ e) => {
       if (e.sampling) return e.sampling.evaluate(sampler);
       const policy = new TinkerTokenCompleter({ sampling_client: sampler, max_tokens });
-      return JSON.stringify(await Promise.all(e.test.map((/** @type {any} */ b) => rolloutGroup(b, policy))));
+      return JSON.stringify(await Promise.all(e.test.map((/** @type {any} */ b) => rolloutGroup(b, policy, strategy))));
     };
     if (parallel) return Promise.all(evaluators.map(one));
     const out = [];
@@ -689,7 +692,7 @@ export function cookbook(tinker, host = {}) {
    * rl_loop::Rl decides; this sends). `setup(ctx, sm)` builds the datasets and the
    * samplers the KL term scores on: `{ length, batch(i) → [builders, dataset indices?], scorers }`.
    * @param {any} cfg @param {boolean} distillation @param {any} options
-   * @param {(ctx: any, sm: any) => Promise<{ length: number, batch: (i: number) => Promise<[any[], number[] | undefined]>, scorers: any[], evaluators: any[] }>} setup
+   * @param {(ctx: any, sm: any) => Promise<{ length: number, batch: (i: number) => Promise<[any[], number[] | undefined]>, scorers: any[], evaluators: any[], strategy: any }>} setup
    */
   async function policyLoop(cfg, distillation, options, setup) {
     const { service, signal, onMetrics, store } = options;
@@ -721,7 +724,7 @@ export function cookbook(tinker, host = {}) {
         if (stopped) return stopped;
       } else {
         let sampler = await tc.saveWeightsAndGetSamplingClient(c.stab);
-        const evals = () => evaluate(data.evaluators, sampler, cfg.max_tokens, !distillation);
+        const evals = () => evaluate(data.evaluators, sampler, cfg.max_tokens, !distillation, data.strategy);
         for (;;) {
           if (signal?.aborted) return await stop(c);
           const next = sm.nextStep();
@@ -729,8 +732,19 @@ export function cookbook(tinker, host = {}) {
           if (sm.evalDue(next[0])) sm.recordEval(await evals());
           const policy = new TinkerTokenCompleter({ sampling_client: sampler, max_tokens: cfg.max_tokens, temperature: cfg.temperature ?? 1.0 });
           const [builders, indices] = await data.batch(next[1]);
-          const groups = await Promise.all(builders.map((/** @type {any} */ b) => rolloutGroup(b, policy)));
-          const [line, metrics, due] = await trainPrepared(c, sm.prepare(JSON.stringify(groups), indices));
+          const results = await Promise.all(builders.map((/** @type {any} */ b) => rolloutGroup(b, policy, data.strategy)));
+          for (const g of results) sm.ingestRollout(g?.errors ?? [], g === null);
+          // The groups the strategy kept (a dropped one's dataset index goes with it).
+          const kept = results.flatMap((g, i) => (g === null ? [] : [[g, indices?.[i]]]));
+          if (!kept.length) {
+            // Every group dropped: a line without training, the same sampler.
+            const [line, metrics] = sm.skipStep();
+            await files.append('metrics.jsonl', line);
+            onMetrics?.(metrics);
+            continue;
+          }
+          const groups = kept.map(([g]) => g);
+          const [line, metrics, due] = await trainPrepared(c, sm.prepare(JSON.stringify(groups), indices && kept.map(([, i]) => i)));
           sampler = await nextSampler(c, due);
           await files.append('metrics.jsonl', line);
           onMetrics?.(metrics);
@@ -823,8 +837,11 @@ export function cookbook(tinker, host = {}) {
         live.add(ctl);
         policy.signal = ctl.signal;
         try {
-          const group = await rolloutGroup(b, policy);
-          if (!sm.complete(JSON.stringify([group]), step)) slots.release(1);
+          const group = await rolloutGroup(b, policy, data.strategy);
+          // Dropped by its strategy or for constant rewards: skipped, its slot freed.
+          const kept = group !== null && sm.complete(JSON.stringify([group]), step);
+          sm.ingestRollout(group?.errors ?? [], !kept);
+          if (!kept) slots.release(1);
         } finally {
           live.delete(ctl);
         }
@@ -845,7 +862,7 @@ export function cookbook(tinker, host = {}) {
         const [s, step, at] = [sampler, samplerStep, snapshotAt];
         if (step !== lastEval && sm.evalDueAt(step, evalEnd)) {
           lastEval = step;
-          const parts = await evaluate(data.evaluators, s, cfg.max_tokens, true);
+          const parts = await evaluate(data.evaluators, s, cfg.max_tokens, true, data.strategy);
           await append(sm.evalEventLine(step, parts, at, secs()));
         }
         if (shutting) return;
@@ -1007,7 +1024,7 @@ export function cookbook(tinker, host = {}) {
 
   return {
     supervised: { train, FromConversationFileBuilder },
-    rl: { train: rlTrain, Env, EnvGroupBuilder, ProblemEnv, ProblemGroupBuilder, MessageEnv, EnvFromMessageEnv, InitialObservationOverflow },
+    rl: { train: rlTrain, Env, EnvGroupBuilder, ProblemEnv, ProblemGroupBuilder, MessageEnv, EnvFromMessageEnv, InitialObservationOverflow, FailFast, RetryOnFailure, MinViableGroup },
     distillation: { trainOnPolicy, PromptOnlyEnv, PromptOnlyDataset },
     preference: { trainDpo, DPODatasetBuilderFromComparisons, ComparisonBuilderFromJsonl },
     hyperparams: {

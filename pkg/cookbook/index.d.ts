@@ -186,6 +186,23 @@ declare class EnvFromMessageEnv extends Env {
   step(action: number[], extra?: { stop_reason?: string }): Promise<StepResult>;
 }
 
+/** `rl.FailFast`: any rollout's error fails the run (the default, but for thinkingmachines/Inkling models). */
+declare class FailFast {
+  readonly catchesGroupErrors: false;
+}
+
+/** `rl.RetryOnFailure`: failed (or timed-out) rollouts retried on fresh environments within a budget; past it the group is dropped. */
+declare class RetryOnFailure {
+  constructor(params?: { max_retries?: number; per_rollout_timeout?: number });
+  readonly catchesGroupErrors: true;
+}
+
+/** `rl.MinViableGroup`: a group is kept once `min_successful` (default ceil(0.75 · size)) rollouts succeed, dropped below it. */
+declare class MinViableGroup {
+  constructor(params?: { min_successful?: number | null; max_retries?: number; per_rollout_timeout?: number | null });
+  readonly catchesGroupErrors: true;
+}
+
 /** A dataset of groups: `getBatch(index)` gives a step's group builders. */
 export interface RLDataset {
   getBatch(index: number): EnvGroupBuilder[] | Promise<EnvGroupBuilder[]>;
@@ -246,6 +263,8 @@ export interface RLConfig {
    * `loss_fn` (default "stable_reinforce") in place of the config's.
    */
   async_config?: { max_steps_off_policy: number; groups_per_batch: number; loss_fn?: string } | null;
+  /** How rollout errors are handled: false (FailFast), true (RetryOnFailure()), or a strategy; errors counted under `rollout_errors/`. */
+  rollout_error_tolerance?: boolean | FailFast | RetryOnFailure | MinViableGroup | null;
 }
 
 export declare const rl: {
@@ -263,6 +282,9 @@ export declare const rl: {
   MessageEnv: typeof MessageEnv;
   EnvFromMessageEnv: typeof EnvFromMessageEnv;
   InitialObservationOverflow: typeof InitialObservationOverflow;
+  FailFast: typeof FailFast;
+  RetryOnFailure: typeof RetryOnFailure;
+  MinViableGroup: typeof MinViableGroup;
 };
 
 /** `distillation.PromptOnlyEnv`: a prompt, no reward (distillation's signal is the teacher's KL). */

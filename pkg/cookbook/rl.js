@@ -135,25 +135,190 @@ export class ProblemGroupBuilder extends EnvGroupBuilder {
   }
 }
 
+/** `AllTrajectoriesFailedError`: too few of a group's rollouts succeeded; the group is dropped. */
+export class AllTrajectoriesFailedError extends Error {
+  name = 'AllTrajectoriesFailedError';
+}
+
 /**
- * `do_group_rollout`: the group's environments, each run to the end of its episode through
- * `policy` (a TokenCompleter), concurrently; then the group's rewards. Returns the group in
- * the form `rl.train`'s state machine reads.
- * @param {EnvGroupBuilder} builder @param {any} policy
+ * One rollout on `env`, cancelled and failed with a TimeoutError after `timeout` seconds
+ * (0 or null: none).
+ * @param {any} policy @param {Env} env @param {number | null} timeout
  */
-export async function rolloutGroup(builder, policy) {
-  const envs = await builder.makeEnvs();
-  const trajectories = await Promise.all(envs.map((env) => rollout(env, policy)));
-  const rewards = await builder.computeGroupRewards(trajectories, envs);
-  if (!Array.isArray(rewards) || rewards.length !== trajectories.length) {
-    throw new TypeError(`computeGroupRewards: must return one [reward, metrics] per trajectory (${trajectories.length}), got ${Array.isArray(rewards) ? rewards.length : typeof rewards}`);
+async function timedRollout(policy, env, timeout) {
+  if (!timeout) return rollout(env, policy);
+  const ctl = new AbortController();
+  const outer = policy.signal;
+  const onAbort = () => ctl.abort(outer.reason);
+  outer?.addEventListener('abort', onAbort, { once: true });
+  /** @type {any} */
+  let timer;
+  try {
+    const timedOut = new Promise((_, reject) => {
+      timer = setTimeout(() => {
+        const e = Object.assign(new Error(`the rollout took more than ${timeout} s`), { name: 'TimeoutError' });
+        ctl.abort(e);
+        reject(e);
+      }, timeout * 1000);
+    });
+    return await Promise.race([rollout(env, Object.create(policy, { signal: { value: ctl.signal } })), timedOut]);
+  } finally {
+    clearTimeout(timer);
+    outer?.removeEventListener('abort', onAbort);
   }
-  return {
-    trajectories,
-    final_rewards: rewards.map(([r]) => r),
-    metrics: rewards.map(([, m]) => m ?? {}),
-    tags: builder.loggingTags(),
+}
+
+/**
+ * The retrying strategies' loop: every env's rollout at once; a failure is recorded and,
+ * while `retry(successes)` allows and the budget lasts, retried on a fresh env of the
+ * builder (its first). Returns `{ trajectories, envs, errors }`; `onExhausted` decides what
+ * a failure with no retry left does (throw it, or record it).
+ * @param {EnvGroupBuilder} builder @param {any} policy @param {{ max_retries: number, timeout: number | null, retry: (n: number) => boolean, raiseWhenExhausted: boolean }} o
+ */
+async function withRetries(builder, policy, { max_retries, timeout, retry, raiseWhenExhausted }) {
+  const envs = await builder.makeEnvs();
+  /** @type {Map<Promise<any>, Env>} */
+  const pending = new Map();
+  const launch = (/** @type {Env} */ env) => {
+    const p = timedRollout(policy, env, timeout).then((t) => ({ t }), (e) => ({ e }));
+    pending.set(p, env);
   };
+  envs.forEach(launch);
+  const out = { trajectories: /** @type {any[]} */ ([]), envs: /** @type {Env[]} */ ([]), errors: /** @type {string[]} */ ([]) };
+  let left = max_retries;
+  while (pending.size) {
+    const done = await Promise.race([...pending.keys()].map((p) => p.then((r) => [p, r])));
+    const [p, r] = /** @type {[Promise<any>, any]} */ (done);
+    const env = /** @type {Env} */ (pending.get(p));
+    pending.delete(p);
+    if (!('e' in r)) {
+      out.trajectories.push(r.t);
+      out.envs.push(env);
+      continue;
+    }
+    out.errors.push(r.e?.name ?? 'Error');
+    if (retry(out.trajectories.length) && left > 0) {
+      left -= 1;
+      launch((await builder.makeEnvs())[0]);
+    } else if (raiseWhenExhausted) {
+      throw r.e;
+    }
+  }
+  return out;
+}
+
+/** `rl.FailFast`: any rollout's error fails the group (and the run). The default. */
+export class FailFast {
+  get catchesGroupErrors() {
+    return false;
+  }
+
+  /** @param {EnvGroupBuilder} builder @param {any} policy */
+  async execute(builder, policy) {
+    const envs = await builder.makeEnvs();
+    return { trajectories: await Promise.all(envs.map((env) => rollout(env, policy))), envs, errors: [] };
+  }
+}
+
+/**
+ * `rl.RetryOnFailure({ max_retries = 3, per_rollout_timeout = 0 })`: a failed or timed-out
+ * rollout is retried on a fresh environment while the group's retry budget lasts; past it
+ * the group is skipped (counted under `rollout_errors/`), not trained on incomplete.
+ */
+export class RetryOnFailure {
+  /** @param {{ max_retries?: number, per_rollout_timeout?: number }} [p] */
+  constructor({ max_retries = 3, per_rollout_timeout = 0 } = {}) {
+    this.max_retries = max_retries;
+    this.per_rollout_timeout = per_rollout_timeout;
+  }
+
+  get catchesGroupErrors() {
+    return true;
+  }
+
+  /** @param {EnvGroupBuilder} builder @param {any} policy */
+  execute(builder, policy) {
+    return withRetries(builder, policy, { max_retries: this.max_retries, timeout: this.per_rollout_timeout || null, retry: () => true, raiseWhenExhausted: true });
+  }
+}
+
+/**
+ * `rl.MinViableGroup({ min_successful = ceil(0.75 · group size), max_retries = 3,
+ * per_rollout_timeout = null })`: failures are retried only while fewer than
+ * `min_successful` rollouts have succeeded; a group reaching the floor is kept (smaller),
+ * one that cannot is dropped.
+ */
+export class MinViableGroup {
+  /** @param {{ min_successful?: number | null, max_retries?: number, per_rollout_timeout?: number | null }} [p] */
+  constructor({ min_successful = null, max_retries = 3, per_rollout_timeout = null } = {}) {
+    this.min_successful = min_successful;
+    this.max_retries = max_retries;
+    this.per_rollout_timeout = per_rollout_timeout;
+  }
+
+  get catchesGroupErrors() {
+    return true;
+  }
+
+  /** @param {EnvGroupBuilder} builder @param {any} policy */
+  async execute(builder, policy) {
+    let floor = this.min_successful ?? 0;
+    const counting = Object.create(builder, {
+      makeEnvs: {
+        value: async () => {
+          const envs = await builder.makeEnvs();
+          if (this.min_successful === null && floor === 0) floor = Math.ceil(0.75 * envs.length);
+          return envs;
+        },
+      },
+    });
+    const out = await withRetries(counting, policy, { max_retries: this.max_retries, timeout: this.per_rollout_timeout, retry: (n) => n < floor, raiseWhenExhausted: false });
+    if (out.trajectories.length < floor) {
+      throw new AllTrajectoriesFailedError(`only ${out.trajectories.length} rollouts of the group succeeded, under its minimum viable group size ${floor} (${out.errors.length} failures, max_retries=${this.max_retries}); dropping the group`);
+    }
+    return out;
+  }
+}
+
+/**
+ * `Config.effective_rollout_strategy`: unset → the model's default (MinViableGroup for
+ * thinkingmachines/Inkling models, FailFast for the others); false → FailFast, true →
+ * RetryOnFailure(), a strategy as is.
+ * @param {unknown} v @param {string} modelName @returns {FailFast | RetryOnFailure | MinViableGroup}
+ */
+export function rolloutStrategy(v, modelName) {
+  if (v === undefined || v === null) return String(modelName).split(':')[0].startsWith('thinkingmachines/Inkling') ? new MinViableGroup() : new FailFast();
+  if (v === false) return new FailFast();
+  if (v === true) return new RetryOnFailure();
+  if (v instanceof FailFast || v instanceof RetryOnFailure || v instanceof MinViableGroup) return v;
+  throw new TypeError('rollout_error_tolerance: must be true, false, or a rollout strategy (rl.FailFast, rl.RetryOnFailure, rl.MinViableGroup)');
+}
+
+/**
+ * `do_group_rollout_and_filter_constant_reward` without the filter: the group's
+ * rollouts as `strategy` runs them (concurrently, through `policy`: a TokenCompleter),
+ * then its rewards. Returns the group in the form the state machine reads (`errors`: the
+ * failures it survived), or null when the strategy drops it (its errors in `skipped`).
+ * @param {EnvGroupBuilder} builder @param {any} policy @param {any} [strategy]
+ */
+export async function rolloutGroup(builder, policy, strategy = new FailFast()) {
+  try {
+    const { trajectories, envs, errors } = await strategy.execute(builder, policy);
+    const rewards = await builder.computeGroupRewards(trajectories, envs);
+    if (!Array.isArray(rewards) || rewards.length !== trajectories.length) {
+      throw new TypeError(`computeGroupRewards: must return one [reward, metrics] per trajectory (${trajectories.length}), got ${Array.isArray(rewards) ? rewards.length : typeof rewards}`);
+    }
+    return {
+      trajectories,
+      final_rewards: rewards.map(([r]) => r),
+      metrics: rewards.map(([, m]) => m ?? {}),
+      tags: builder.loggingTags(),
+      errors,
+    };
+  } catch (e) {
+    if (policy.signal?.aborted || !(e instanceof AllTrajectoriesFailedError || strategy.catchesGroupErrors)) throw e;
+    return null;
+  }
 }
 
 /**

@@ -27,14 +27,31 @@ fn eval_parts(parts: &Array) -> Result<Vec<EvalPart>, JsValue> {
     parts
         .iter()
         .map(|p| match p.as_string() {
-            Some(text) => {
-                let (g, t) = groups_from_json(&json_of(&text, "test rollouts")?)
-                    .map_err(|e| input_error(&e))?;
-                Ok(EvalPart::TestSet(g, t))
-            }
+            Some(text) => test_set(&json_of(&text, "test rollouts")?),
             None => Ok(EvalPart::Metrics(metrics_of(&p, "evaluator metrics")?)),
         })
         .collect()
+}
+
+/// A test set's rollouts: `[group | null]` (null: a group its strategy dropped), each
+/// group with the `errors` it survived.
+fn test_set(v: &serde_json::Value) -> Result<EvalPart, JsValue> {
+    let all = v.as_array().cloned().unwrap_or_default();
+    let skipped = all.iter().filter(|g| g.is_null()).count() as u64;
+    let kept: Vec<serde_json::Value> = all.into_iter().filter(|g| !g.is_null()).collect();
+    let errors = kept
+        .iter()
+        .flat_map(|g| g["errors"].as_array().cloned().unwrap_or_default())
+        .filter_map(|e| e.as_str().map(String::from))
+        .collect();
+    let (groups, tags) =
+        groups_from_json(&serde_json::Value::Array(kept)).map_err(|e| input_error(&e))?;
+    Ok(EvalPart::TestSet {
+        groups,
+        tags,
+        errors,
+        skipped,
+    })
 }
 
 fn map_to_js(m: serde_json::Map<String, serde_json::Value>) -> Result<JsValue, JsValue> {
@@ -175,6 +192,20 @@ impl CookbookRl {
             completed_seconds,
         );
         Ok(dumps(&m))
+    }
+
+    /// A group's rollout errors (their types), or a group its strategy dropped.
+    #[wasm_bindgen(js_name = ingestRollout)]
+    pub fn ingest_rollout(&mut self, errors: Vec<String>, skipped: bool) {
+        self.rl.ingest_rollout(&errors, skipped);
+    }
+
+    /// A step whose every group was dropped: `[metrics line, metrics]` (nothing trained).
+    #[wasm_bindgen(js_name = skipStep)]
+    pub fn skip_step(&mut self) -> Result<Array, JsValue> {
+        let m = self.rl.skip_step();
+        let line = dumps(&m);
+        Ok(Array::of2(&line.into(), &map_to_js(m)?))
     }
 
     /// Whether the run has evaluators.

@@ -5,7 +5,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ServiceClient, Tokenizer, rl } from '../../pkg/cookbook/index.js';
-import { arithmetic } from '../../examples/rl-arithmetic.mjs';
+import { arithmetic, ArithmeticEnv } from '../../examples/rl-arithmetic.mjs';
 
 const argv = process.argv.slice(2);
 // --cpu-report (make bench): the client CPU between the first and the last step's metrics.
@@ -20,6 +20,23 @@ const num = (k, d) => (a.has(k) ? Number(a.get(k)) : d);
 const tokDir = a.get('tokenizer-dir');
 const model = a.get('model') ?? 'Qwen/Qwen3-8B';
 
+// Failures as run_rl.py injects them: an answer's step (RuntimeError), a group's grading (ValueError).
+const named = (name, message) => Object.assign(new Error(message), { name });
+if (a.has('fail-mod')) {
+  const step = ArithmeticEnv.prototype.step;
+  ArithmeticEnv.prototype.step = async function (action) {
+    if ((this.x + this.y) % num('fail-mod') === 0 && action[0] % 2 === 0) throw named('RuntimeError', `the grader of ${this.x} + ${this.y} is down`);
+    return step.call(this, action);
+  };
+}
+if (a.has('group-fail-mod')) {
+  const rewards = rl.ProblemGroupBuilder.prototype.computeGroupRewards;
+  rl.ProblemGroupBuilder.prototype.computeGroupRewards = async function (trajectories, envs) {
+    if ((envs[0].x + envs[0].y) % num('group-fail-mod') === 1) throw named('ValueError', 'no group reward');
+    return rewards.call(this, trajectories, envs);
+  };
+}
+const tolerance = { none: undefined, true: true, minviable: new rl.MinViableGroup({ min_successful: 1, max_retries: 0 }) }[a.get('tolerance') ?? 'none'];
 const service = new ServiceClient({
   baseURL: a.get('base-url'),
   apiKey: process.env.TINKER_API_KEY ?? 'tml-local',
@@ -35,6 +52,7 @@ try {
       learning_rate: 1e-4,
       dataset_builder: arithmetic({ batch_size: num('batch-size', 2), group_size: num('group-size', 3), n_batches: num('n-batches', 3), test_batches: num('test-batches', 0) }),
       eval_every: num('eval-every', 20),
+      ...(tolerance === undefined ? {} : { rollout_error_tolerance: tolerance }),
       ...(a.has('async-off-policy') ? { async_config: { max_steps_off_policy: num('async-off-policy'), groups_per_batch: num('async-groups', 2), loss_fn: a.get('async-loss') ?? 'stable_reinforce' } } : {}),
       model_name: model,
       recipe_name: 'rl_local',

@@ -33,6 +33,9 @@ def main():
     p.add_argument("--async-groups", type=int, default=2, help="async_config.groups_per_batch")
     p.add_argument("--async-loss", default="stable_reinforce")
     p.add_argument("--test-batches", type=int, default=0, help="a test set of this many batches of arithmetic problems (RLTestSetEvaluator)")
+    p.add_argument("--fail-mod", type=int, default=0, help="an answer whose first token id is even to x + y with (x + y) % N == 0 fails its step (RuntimeError)")
+    p.add_argument("--group-fail-mod", type=int, default=0, help="a group with (x + y) % N == 1 fails its grading (ValueError)")
+    p.add_argument("--tolerance", choices=["none", "true", "minviable"], default="none")
     p.add_argument("--cpu-report", action="store_true", help="print the client CPU between the first and last step (make bench)")
     a = p.parse_args()
     os.environ["TINKER_BASE_URL"] = a.base_url
@@ -48,6 +51,27 @@ def main():
     tokenizer_utils.register_tokenizer(a.model, _tok)
     cost_estimation._pricing_fetched = True
     cost_estimation._pricing_entries = None
+    from tinker_cookbook.recipes.math_rl import arithmetic_env
+    from tinker_cookbook.rl.problem_env import ProblemGroupBuilder
+    if a.fail_mod:
+        step = arithmetic_env.ArithmeticEnv.step
+
+        async def failing_step(self, action, *, extra=None):
+            if (self.x + self.y) % a.fail_mod == 0 and action[0] % 2 == 0:
+                raise RuntimeError(f"the grader of {self.x} + {self.y} is down")
+            return await step(self, action, extra=extra)
+        arithmetic_env.ArithmeticEnv.step = failing_step
+    if a.group_fail_mod:
+        rewards = ProblemGroupBuilder.compute_group_rewards
+
+        async def failing_rewards(self, trajectory_group, env_group):
+            e = env_group[0]
+            if (e.x + e.y) % a.group_fail_mod == 1:
+                raise ValueError("no group reward")
+            return await rewards(self, trajectory_group, env_group)
+        ProblemGroupBuilder.compute_group_rewards = failing_rewards
+    from tinker_cookbook.rl.rollout_strategy import MinViableGroup
+    tolerance = {"none": None, "true": True, "minviable": MinViableGroup(min_successful=1, max_retries=0)}[a.tolerance]
     builder = ArithmeticDatasetBuilder(batch_size=a.batch_size, model_name_for_tokenizer=a.model,
         renderer_name=a.renderer, n_batches=a.n_batches, group_size=a.group_size)
     if a.test_batches:
@@ -65,7 +89,7 @@ def main():
         builder = WithTest(inner=builder)
     config = train.Config(learning_rate=1e-4, dataset_builder=builder, model_name=a.model,
         recipe_name="rl_local", max_tokens=a.max_tokens, log_path=a.log_path, renderer_name=a.renderer,
-        base_url=a.base_url, save_every=a.save_every, eval_every=a.eval_every,
+        base_url=a.base_url, save_every=a.save_every, eval_every=a.eval_every, rollout_error_tolerance=tolerance,
         async_config=train.AsyncConfig(max_steps_off_policy=a.async_off_policy, groups_per_batch=a.async_groups, loss_fn=a.async_loss)
         if a.async_off_policy is not None else None, num_substeps=a.num_substeps, loss_fn=a.loss_fn,
         max_steps=a.max_steps, remove_constant_reward_groups=a.remove_constant_reward_groups,

@@ -242,6 +242,9 @@ async function cookbookUsage(service: CookbookService, signal: AbortSignal, prom
   await rl.train({ ...rlConfig, max_tokens: undefined }, { service });
   await rl.train({ ...rlConfig, kl_penalty_coef: 0.1, kl_reference_config: { base_model: 'Qwen/Qwen3-8B' } }, { service });
   await rl.train({ ...rlConfig, async_config: { max_steps_off_policy: 2, groups_per_batch: 8, loss_fn: 'ppo' } }, { service });
+  await rl.train({ ...rlConfig, rollout_error_tolerance: new rl.MinViableGroup({ min_successful: 3, per_rollout_timeout: 60 }) }, { service });
+  // @ts-expect-error a strategy or a boolean
+  await rl.train({ ...rlConfig, rollout_error_tolerance: 'retry' }, { service });
   // @ts-expect-error async_config needs groups_per_batch
   await rl.train({ ...rlConfig, async_config: { max_steps_off_policy: 2 } }, { service });
   // @ts-expect-error the reference needs its base_model

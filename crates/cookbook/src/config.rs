@@ -154,6 +154,7 @@ pub const RL_CONFIG: &[(&str, Kind)] = &[
     ("num_epochs", Uint),
     ("max_steps", Uint),
     ("async_config", Obj),
+    ("rollout_error_tolerance", Bool),
 ];
 
 /// `rl.train.AsyncConfig`'s fields.
@@ -283,6 +284,7 @@ pub fn rl_config(v: &Json) -> Result<RlConfig, InputError> {
     }
     r.remove_constant_reward_groups =
         c.get("remove_constant_reward_groups") == Some(&Json::Bool(true));
+    r.counts_rollout_errors = c.get("rollout_error_tolerance") == Some(&Json::Bool(true));
     Ok(r)
 }
 

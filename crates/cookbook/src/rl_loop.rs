@@ -63,6 +63,9 @@ pub struct RlConfig {
     pub eval_every: u64,
     /// `async_config`: off-policy training (`rl_async`), `None` for the synchronous loop.
     pub async_config: Option<AsyncConfig>,
+    /// Whether the rollout strategy skips failed groups (`catches_group_errors`): the run
+    /// then counts rollout errors and skipped groups (`rollout_errors/…`).
+    pub counts_rollout_errors: bool,
 }
 
 /// `rl.train.AsyncConfig`: sampling runs up to `max_steps_off_policy` steps ahead of
@@ -135,6 +138,7 @@ impl RlConfig {
             method: Method::Rl { reference: None },
             eval_every: 20,
             async_config: None,
+            counts_rollout_errors: false,
         }
     }
 
@@ -221,6 +225,8 @@ pub struct Rl {
     /// Async: the completed groups not trained yet (the sampler step each was sampled
     /// on, the group, its tags), in the order they completed.
     pub(crate) pending: Vec<(u64, TrajectoryGroup, Vec<String>)>,
+    /// The rollout errors and skipped groups so far.
+    pub(crate) rollout_errors: RolloutErrors,
     /// Whether the run has evaluators (its own and the datasets' test sets).
     pub(crate) evaluators: bool,
     /// The evaluations' metrics of the step about to run.
@@ -254,6 +260,7 @@ impl Rl {
             discarded: tokens("discarded_tokens"),
             cfg,
             pending: Vec::new(),
+            rollout_errors: RolloutErrors::default(),
             evaluators: false,
             evals: Map::new(),
             n_batches: 0,
@@ -608,6 +615,7 @@ impl Rl {
                 m.insert(format!("tokens/cumulative/{k}"), json!(v));
             }
         }
+        m.extend(self.rollout_error_metrics());
         let due = self.cfg.save_every > 0 && (step + 1) % self.cfg.save_every == 0;
         if due {
             self.saved_at = Some(step + 1);
@@ -615,6 +623,29 @@ impl Rl {
         let save =
             due.then(|| self.save(format!("{:06}", step + 1), step + 1, self.cfg.ttl_seconds));
         Ok((m, save))
+    }
+
+    /// `RolloutErrorCounter.ingest`: a group's rollout errors (their types), or a group
+    /// skipped (its strategy dropped it).
+    pub fn ingest_rollout(&mut self, errors: &[String], skipped: bool) {
+        let errors = if skipped { &[][..] } else { errors };
+        self.rollout_errors.ingest(errors, u64::from(skipped));
+    }
+
+    fn rollout_error_metrics(&self) -> Vec<(String, Json)> {
+        if !self.cfg.counts_rollout_errors {
+            return Vec::new();
+        }
+        self.rollout_errors.metrics("rollout_errors")
+    }
+
+    /// A synchronous step whose every group was skipped: no training, its line (progress,
+    /// evaluations, the error counts), and no save.
+    pub fn skip_step(&mut self) -> Map<String, Json> {
+        let step = self.next - 1;
+        let mut m = self.sync_header(step);
+        m.extend(self.rollout_error_metrics());
+        m
     }
 
     /// A synchronous step's first metrics: its index, progress, rate and evaluations.
@@ -679,14 +710,64 @@ impl Rl {
     }
 }
 
+/// `RolloutErrorCounter`: rollout errors by type (first-seen order) and groups skipped.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RolloutErrors {
+    counts: Vec<(String, u64)>,
+    skipped: u64,
+}
+
+impl RolloutErrors {
+    /// Errors a group survived (by type), and groups dropped.
+    pub fn ingest(&mut self, errors: &[String], skipped: u64) {
+        self.skipped += skipped;
+        for e in errors {
+            match self.counts.iter_mut().find(|(k, _)| k == e) {
+                Some((_, n)) => *n += 1,
+                None => self.counts.push((e.clone(), 1)),
+            }
+        }
+    }
+
+    /// `get_metrics(prefix)`: each type's count, the total and the groups skipped (floats);
+    /// none when nothing happened.
+    pub fn metrics(&self, prefix: &str) -> Vec<(String, Json)> {
+        if self.counts.is_empty() && self.skipped == 0 {
+            return Vec::new();
+        }
+        let mut m: Vec<(String, Json)> = self
+            .counts
+            .iter()
+            .map(|(k, n)| (format!("{prefix}/{k}"), json!(*n as f64)))
+            .collect();
+        let total: u64 = self.counts.iter().map(|(_, n)| n).sum();
+        m.push((format!("{prefix}/total"), json!(total as f64)));
+        m.push((
+            format!("{prefix}/groups_skipped"),
+            json!(self.skipped as f64),
+        ));
+        m
+    }
+}
+
 /// An evaluator's result: a user evaluator's metrics, or the rollouts of a test set
 /// (`RLTestSetEvaluator`: its groups and their tags; metrics under `test/`).
 #[derive(Debug, Clone)]
 pub enum EvalPart {
     /// Metrics as the evaluator returned them.
     Metrics(Map<String, Json>),
-    /// A test set's rolled-out groups and their logging tags.
-    TestSet(Vec<TrajectoryGroup>, Vec<Vec<String>>),
+    /// A test set's rolled-out groups and their logging tags, the rollout errors they
+    /// survived (by type) and how many groups the strategy dropped.
+    TestSet {
+        /// The groups.
+        groups: Vec<TrajectoryGroup>,
+        /// Their tags.
+        tags: Vec<Vec<String>>,
+        /// The errors' types.
+        errors: Vec<String>,
+        /// Groups dropped.
+        skipped: u64,
+    },
 }
 
 pub(crate) fn merge(parts: Vec<EvalPart>) -> Map<String, Json> {
@@ -694,7 +775,18 @@ pub(crate) fn merge(parts: Vec<EvalPart>) -> Map<String, Json> {
     for p in parts {
         let entries = match p {
             EvalPart::Metrics(x) => x.into_iter().collect(),
-            EvalPart::TestSet(g, t) => test_set_metrics(&g, &t, "test"),
+            EvalPart::TestSet {
+                groups,
+                tags,
+                errors,
+                skipped,
+            } => {
+                let mut counter = RolloutErrors::default();
+                counter.ingest(&errors, skipped);
+                let mut m = test_set_metrics(&groups, &tags, "test");
+                m.extend(counter.metrics("test/rollout_errors"));
+                m
+            }
         };
         for (k, v) in entries {
             m.insert(k, v);
@@ -856,6 +948,37 @@ mod tests {
                 (&"test/y".to_string(), &json!(2))
             ]
         );
+    }
+
+    #[test]
+    fn rollout_errors_are_counted_by_type_then_totalled() {
+        let mut c = RolloutErrors::default();
+        assert!(c.metrics("rollout_errors").is_empty(), "nothing to say");
+        c.ingest(
+            &["TimeoutError".into(), "Error".into(), "TimeoutError".into()],
+            0,
+        );
+        c.ingest(&[], 2);
+        let m: Vec<(String, Json)> = c.metrics("p");
+        let want = [
+            ("p/TimeoutError", 2.0),
+            ("p/Error", 1.0),
+            ("p/total", 3.0),
+            ("p/groups_skipped", 2.0),
+        ];
+        assert_eq!(m, want.map(|(k, v)| (k.to_string(), json!(v))));
+        // A run counts them only with a strategy that drops groups; a skipped group's
+        // errors are not counted (the cookbook ingests None).
+        let mut cfg = RlConfig::new("Qwen/Qwen3-8B", 1e-4);
+        cfg.counts_rollout_errors = true;
+        let mut r = Rl::new(cfg, "").unwrap();
+        r.set_batches(1).unwrap();
+        r.next_step();
+        r.ingest_rollout(&["Error".into()], true);
+        let line = r.skip_step();
+        assert_eq!(line["rollout_errors/total"], json!(0.0));
+        assert_eq!(line["rollout_errors/groups_skipped"], json!(1.0));
+        assert_eq!(line["progress/batch"], json!(0));
     }
 
     #[test]

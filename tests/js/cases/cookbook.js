@@ -412,6 +412,41 @@ export default {
     }
     assert.ok(!('env/all/total_episodes' in evalRows[2]) && 'tokens/cumulative/trained' in evalRows[3]);
     await assert.rejects(rl.train(config({ evaluator_builders: [() => ({})] }), { service: svc, store: memoryStore() }), /evaluator_builders\[0\]: must build/);
+    // Rollout error tolerance. RetryOnFailure: a flaky grader's first two answers per problem
+    // fail and are retried on fresh environments; problems that always fail are dropped, and
+    // a step whose every group was dropped writes its line without training.
+    const failures = new Map();
+    class Flaky extends Sum {
+      async step(a) {
+        const n = failures.get(this.x) ?? 0;
+        if (this.x >= 100 || n < 2) {
+          failures.set(this.x, n + 1);
+          throw new Error(`grader down for ${this.x}`);
+        }
+        return super.step(a);
+      }
+    }
+    const flakyData = async ({ renderer }) => [{ length: 2, getBatch: (i) => [1, 2].map((k) => new rl.ProblemGroupBuilder({ env_thunk: () => new Flaky(i * 100 + k, renderer), num_envs: 2 })) }];
+    const tolerant = memoryStore();
+    await rl.train(config({ dataset_builder: flakyData, rollout_error_tolerance: true }), { service: svc, store: tolerant });
+    const [retried, skipped] = lines(tolerant, 'metrics.jsonl');
+    assert.equal(retried['env/all/total_episodes'], 4, JSON.stringify(retried));
+    assert.deepEqual([retried['rollout_errors/Error'], retried['rollout_errors/groups_skipped']], [4, 0]);
+    assert.ok(!('env/all/total_episodes' in skipped) && !('tokens/trained' in skipped), JSON.stringify(skipped));
+    assert.deepEqual([skipped.step, skipped['rollout_errors/groups_skipped']], [1, 2]);
+    // MinViableGroup: a rollout that never ends times out; three of four make the floor.
+    class Hangs extends Sum {
+      async step(a) {
+        return this.x === 0 ? new Promise(() => {}) : super.step(a);
+      }
+    }
+    let made = 0;
+    const partial = memoryStore();
+    const hangData = async ({ renderer }) => [{ length: 1, getBatch: () => [new rl.ProblemGroupBuilder({ env_thunk: () => new Hangs(made++ % 4, renderer), num_envs: 4 })] }];
+    await rl.train(config({ dataset_builder: hangData, rollout_error_tolerance: new rl.MinViableGroup({ per_rollout_timeout: 0.05 }) }), { service: svc, store: partial });
+    const [kept] = lines(partial, 'metrics.jsonl');
+    assert.deepEqual([kept['env/all/total_episodes'], kept['rollout_errors/TimeoutError']], [3, 1], JSON.stringify(kept));
+    await assert.rejects(rl.train(config({ rollout_error_tolerance: 'yes' }), { service: svc, store: memoryStore() }), /rollout_error_tolerance: must be true, false, or a rollout strategy/);
     // Off-policy: sampling one step ahead; each line says which weights its groups came from.
     const offPolicy = memoryStore();
     const asyncSeen = [];
