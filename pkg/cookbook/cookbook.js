@@ -718,7 +718,7 @@ export function cookbook(tinker, host = {}) {
       const data = await setup({ tokenizer, renderer, service }, sm);
       sm.setBatches(data.length);
       sm.setEvaluators(data.evaluators.length > 0);
-      const c = { tc, files, sm, scorers: data.scorers, stab: { record_stability_info: sm.recordsStabilityInfo } };
+      const c = { tc, files, sm, service, scorers: data.scorers, stab: { record_stability_info: sm.recordsStabilityInfo }, rolling: Promise.resolve() };
       if (sm.isAsync) {
         const stopped = await asyncLoop(c, data, { cfg, signal, onMetrics });
         if (stopped) return stopped;
@@ -746,6 +746,7 @@ export function cookbook(tinker, host = {}) {
           const groups = kept.map(([g]) => g);
           const [line, metrics, due] = await trainPrepared(c, sm.prepare(JSON.stringify(groups), indices && kept.map(([, i]) => i)));
           sampler = await nextSampler(c, due);
+          await rolling(c, next[0] + 1);
           await files.append('metrics.jsonl', line);
           onMetrics?.(metrics);
         }
@@ -754,7 +755,12 @@ export function cookbook(tinker, host = {}) {
       }
       const [row, last] = sm.end();
       if (row) await files.append('metrics.jsonl', row);
+      // `save_final_async` (or `finalize_async`): the pending rolling save, the final one,
+      // then the last rolling checkpoint deleted.
+      await c.rolling;
       if (last !== undefined) await rlSave(c, last);
+      const leftover = sm.finalize();
+      if (leftover !== undefined) await deleteRolling(c, leftover);
       return { stopped: false, stopped_at_step: null };
     } finally {
       sm.free();
@@ -763,6 +769,7 @@ export function cookbook(tinker, host = {}) {
 
   /** A run stopped by its signal: the save that lets it resume. @param {any} c */
   async function stop(c) {
+    await c.rolling;
     const due = c.sm.stop();
     if (due !== undefined) await rlSave(c, due);
     return { stopped: true, stopped_at_step: c.sm.nextIndex };
@@ -884,6 +891,7 @@ export function cookbook(tinker, host = {}) {
           [samplerStep, snapshotAt] = [step + 1, secs()];
         }
         slots.release(n);
+        await rolling(c, step + 1);
         await append(line);
         onMetrics?.(metrics);
         wake.fire();
@@ -993,10 +1001,25 @@ export function cookbook(tinker, host = {}) {
   async function rlSave(/** @type {any} */ c, /** @type {any} */ order) {
     const params = order.ttl_seconds === undefined ? {} : { ttl_seconds: order.ttl_seconds };
     const state = c.tc.saveState(order.name, params);
-    const sampler = c.tc.saveWeightsForSampler(order.name, params);
-    const [s, w] = [(await state).path, (await sampler).path];
-    await c.files.append('checkpoints.jsonl', c.sm.saved(order.name, s, w));
+    // A rolling save is the state alone.
+    const sampler = order.rolling ? undefined : c.tc.saveWeightsForSampler(order.name, params);
+    const [s, w] = [(await state).path, sampler && (await sampler).path];
+    const [line, replaced] = c.sm.saved(order.name, s, w);
+    // Records in the order the saves finish, one append at a time (a store may read then write).
+    await (c.records = (c.records ?? Promise.resolve()).then(() => c.files.append('checkpoints.jsonl', line)));
+    if (replaced !== undefined) await deleteRolling(c, replaced);
     return w;
+  }
+
+  /**
+   * `maybe_save_rolling_async` after the step completing `step`: the pending rolling save
+   * awaited, then a due one started in the background.
+   * @param {any} c @param {number} step
+   */
+  async function rolling(c, step) {
+    await c.rolling;
+    const due = c.sm.rollingDue(step);
+    if (due !== undefined) c.rolling = rlSave(c, due).catch((/** @type {any} */ e) => console.warn(`tinker-wasm/cookbook: rolling checkpoint ${due.name} failed: ${e?.message ?? e}`));
   }
 
   /** @param {unknown} logPath @returns {RunStore} */

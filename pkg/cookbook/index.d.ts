@@ -263,6 +263,9 @@ export interface RLConfig {
    * `loss_fn` (default "stable_reinforce") in place of the config's.
    */
   async_config?: { max_steps_off_policy: number; groups_per_batch: number; loss_fn?: string } | null;
+  /** Rolling saves (the state alone, kept `rolling_ttl_seconds`, default 7200) every this many steps between the periodic ones; each deletes the previous (default 0: none). */
+  rolling_save_every?: number;
+  rolling_ttl_seconds?: number;
   /** How rollout errors are handled: false (FailFast), true (RetryOnFailure()), or a strategy; errors counted under `rollout_errors/`. */
   rollout_error_tolerance?: boolean | FailFast | RetryOnFailure | MinViableGroup | null;
 }

@@ -133,7 +133,9 @@ impl CookbookRl {
     pub fn complete(&mut self, rollout: &str, sampler_step: f64) -> Result<bool, JsValue> {
         let (g, t) = tinker_cookbook::rl_async::one_group(&json_of(rollout, "rollout")?)
             .map_err(|e| input_error(&e))?;
-        Ok(self.rl.complete(g, t, sampler_step as u64))
+        self.rl
+            .complete(g, t, sampler_step as u64)
+            .map_err(|e| input_error(&e))
     }
 
     /// Async: whether a step can be trained.
@@ -378,20 +380,35 @@ impl CookbookRl {
         Array::of2(&line.into(), &self.pending(save))
     }
 
-    /// The save named `name` is done: its `checkpoints.jsonl` line.
+    /// The save named `name` is done (a rolling one has no sampler path): `[its
+    /// checkpoints.jsonl line, the rolling checkpoint to delete or undefined]`.
     pub fn saved(
         &mut self,
         name: &str,
         state_path: &str,
-        sampler_path: &str,
-    ) -> Result<String, JsValue> {
+        sampler_path: Option<String>,
+    ) -> Result<Array, JsValue> {
         let i = self
             .saves
             .iter()
             .position(|o| o.name == name)
             .ok_or_else(|| type_error("saved", format!("no save {name} pending")))?;
         let order = self.saves.remove(i);
-        Ok(dumps(&self.rl.saved(&order, state_path, sampler_path)))
+        let (line, delete) = self.rl.saved(&order, state_path, sampler_path.as_deref());
+        let delete = delete.map_or(JsValue::UNDEFINED, |p| p.into());
+        Ok(Array::of2(&dumps(&line).into(), &delete))
+    }
+
+    /// The rolling save after the step completing `step`, or undefined.
+    #[wasm_bindgen(js_name = rollingDue)]
+    pub fn rolling_due(&mut self, step: f64) -> JsValue {
+        let save = self.rl.rolling_due(step as u64);
+        self.pending(save)
+    }
+
+    /// After the final save: the last rolling checkpoint to delete, or undefined.
+    pub fn finalize(&mut self) -> Option<String> {
+        self.rl.finalize()
     }
 
     fn pending(&mut self, save: Option<RlSave>) -> JsValue {
@@ -400,6 +417,7 @@ impl CookbookRl {
         };
         let r: JsValue = Object::new().into();
         set(&r, "name", &o.name.as_str().into());
+        set(&r, "rolling", &o.rolling.into());
         set(
             &r,
             "ttl_seconds",

@@ -53,6 +53,7 @@ try {
       dataset_builder: arithmetic({ batch_size: num('batch-size', 2), group_size: num('group-size', 3), n_batches: num('n-batches', 3), test_batches: num('test-batches', 0) }),
       eval_every: num('eval-every', 20),
       ...(tolerance === undefined ? {} : { rollout_error_tolerance: tolerance }),
+      rolling_save_every: num('rolling-save-every', 0),
       ...(a.has('async-off-policy') ? { async_config: { max_steps_off_policy: num('async-off-policy'), groups_per_batch: num('async-groups', 2), loss_fn: a.get('async-loss') ?? 'stable_reinforce' } } : {}),
       model_name: model,
       recipe_name: 'rl_local',

@@ -102,6 +102,8 @@ RL_CONFIGS = [
     # rollout_errors/* counts both.
     ("rl-tolerance", ["--n-batches", "3", "--batch-size", "3", "--group-fail-mod", "4", "--tolerance", "true"]),
     ("rl-minviable", ["--n-batches", "3", "--batch-size", "3", "--fail-mod", "2", "--tolerance", "minviable"]),
+    # Rolling saves between the periodic ones, each replacing (deleting) the previous.
+    ("rl-rolling", ["--n-batches", "5", "--save-every", "2", "--rolling-save-every", "1"]),
     # The KL penalty against the base model, discounted, with two substeps.
     ("rl-kl", ["--n-batches", "3", "--max-tokens", "16", "--group-size", "4", "--kl-penalty-coef", "0.3", "--kl-discount-factor", "0.9", "--kl-reference-model", "Qwen/Qwen3-32B", "--num-substeps", "2"]),
 ]
@@ -228,6 +230,12 @@ def calls(log: Path) -> list[dict]:
     return out
 
 
+def rolling_saves(cs: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The calls without the rolling saves (save_weights with the rolling TTL), and those."""
+    rolling = lambda c: c["call"] == "save_weights" and c["body"].get("ttl_seconds") == 7200  # noqa: E731
+    return [c for c in cs if not rolling(c)], [c for c in cs if rolling(c)]
+
+
 def unordered(cs: list[dict]) -> list[dict]:
     """Each forward_backward's datums sorted, their sequence ids' labels dropped (ORDER_FREE)."""
     import re
@@ -350,10 +358,17 @@ def one(name: str, extra: list[str], tmp: Path, data: Path, ours: list[str]) -> 
     py_dir, our_dir = tmp / f"{name}-cookbook", tmp / f"{name}-ours"
     run_side([str(PY), str(HERE / script), "--log-path", str(py_dir)] + args, tmp / f"{name}-cookbook.requests.jsonl", tmp, f"{name}-cookbook", resume, setup)
     run_side(ours + ["--log-path", str(our_dir)] + args, tmp / f"{name}-ours.requests.jsonl", tmp, f"{name}-ours", resume, setup)
-    problems: list[str] = []
     a, b = calls(tmp / f"{name}-cookbook.requests.jsonl"), calls(tmp / f"{name}-ours.requests.jsonl")
     if name in ORDER_FREE:
         a, b = unordered(a), unordered(b)
+    problems: list[str] = []
+    if name.startswith("rl-"):
+        # A rolling save runs in the background while the next step samples: where its
+        # request lands among the samples is arrival order; its seq_id (the training run's
+        # order) is compared, with the rolling saves in order among themselves.
+        (a, ra), (b, rb) = rolling_saves(a), rolling_saves(b)
+        if ra != rb:
+            problems.append(f"rolling saves: {ra} (cookbook) against {rb} (ours)")
     for i, (x, y) in enumerate(zip(a, b)):
         if not close(x, y, DPO_TOLERANCE if dpo else None):
             problems.append(f"call {i}: cookbook {json.dumps(x)[:400]}\n      ours     {json.dumps(y)[:400]}")

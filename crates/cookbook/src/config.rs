@@ -155,6 +155,8 @@ pub const RL_CONFIG: &[(&str, Kind)] = &[
     ("max_steps", Uint),
     ("async_config", Obj),
     ("rollout_error_tolerance", Bool),
+    ("rolling_save_every", Uint),
+    ("rolling_ttl_seconds", Uint),
 ];
 
 /// `rl.train.AsyncConfig`'s fields.
@@ -285,6 +287,10 @@ pub fn rl_config(v: &Json) -> Result<RlConfig, InputError> {
     r.remove_constant_reward_groups =
         c.get("remove_constant_reward_groups") == Some(&Json::Bool(true));
     r.counts_rollout_errors = c.get("rollout_error_tolerance") == Some(&Json::Bool(true));
+    r.rolling_save_every = c.uint("rolling_save_every").unwrap_or(0);
+    r.rolling_ttl_seconds = c
+        .uint("rolling_ttl_seconds")
+        .unwrap_or(r.rolling_ttl_seconds);
     Ok(r)
 }
 

@@ -42,22 +42,26 @@ impl Rl {
     }
 
     /// A group completed on the weights of `sampler_step`: kept for training (true), or
-    /// dropped for constant rewards (false; its sampling counted as discarded).
+    /// dropped for constant rewards (false; its sampling counted as discarded) or for having
+    /// a single trajectory under a dropping strategy (an error otherwise).
     pub fn complete(
         &mut self,
         group: TrajectoryGroup,
         tags: Vec<String>,
         sampler_step: u64,
-    ) -> bool {
+    ) -> Result<bool, InputError> {
+        let Some(group) = self.single_trajectory_groups(vec![group])?.pop() else {
+            return Ok(false);
+        };
         let r = group.total_rewards();
         if self.cfg.remove_constant_reward_groups && r.iter().all(|x| *x == r[0]) {
             let u = rollout_usage(std::slice::from_ref(&group));
             self.cumulative.add(u);
             self.discarded.add(u);
-            return false;
+            return Ok(false);
         }
         self.pending.push((sampler_step, group, tags));
-        true
+        Ok(true)
     }
 
     /// Whether a step can be trained: a full batch has completed, or sampling is over

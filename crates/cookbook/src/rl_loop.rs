@@ -66,6 +66,10 @@ pub struct RlConfig {
     /// Whether the rollout strategy skips failed groups (`catches_group_errors`): the run
     /// then counts rollout errors and skipped groups (`rollout_errors/…`).
     pub counts_rollout_errors: bool,
+    /// `rolling_save_every` (0: none): state-only saves between the periodic ones.
+    pub rolling_save_every: u64,
+    /// `rolling_ttl_seconds` (7200).
+    pub rolling_ttl_seconds: u64,
 }
 
 /// `rl.train.AsyncConfig`: sampling runs up to `max_steps_off_policy` steps ahead of
@@ -139,6 +143,8 @@ impl RlConfig {
             eval_every: 20,
             async_config: None,
             counts_rollout_errors: false,
+            rolling_save_every: 0,
+            rolling_ttl_seconds: 7200,
         }
     }
 
@@ -203,6 +209,9 @@ pub struct RlSave {
     pub name: String,
     /// Its time to live (`None`: kept).
     pub ttl_seconds: Option<u64>,
+    /// A rolling save: the state alone, made in the background; the previous rolling
+    /// checkpoint is deleted once it is done.
+    pub rolling: bool,
     state: Map<String, Json>,
 }
 
@@ -227,6 +236,8 @@ pub struct Rl {
     pub(crate) pending: Vec<(u64, TrajectoryGroup, Vec<String>)>,
     /// The rollout errors and skipped groups so far.
     pub(crate) rollout_errors: RolloutErrors,
+    /// The last rolling checkpoint's state path (deleted when the next one is saved).
+    rolling_prev: Option<String>,
     /// Whether the run has evaluators (its own and the datasets' test sets).
     pub(crate) evaluators: bool,
     /// The evaluations' metrics of the step about to run.
@@ -261,6 +272,7 @@ impl Rl {
             cfg,
             pending: Vec::new(),
             rollout_errors: RolloutErrors::default(),
+            rolling_prev: None,
             evaluators: false,
             evals: Map::new(),
             n_batches: 0,
@@ -384,12 +396,37 @@ impl Rl {
                 format!("{} for {} groups", datasets.len(), groups.len()),
             ));
         }
+        let groups = self.single_trajectory_groups(groups)?;
         let groups = if self.cfg.remove_constant_reward_groups {
             self.drop_constant_groups(groups)
         } else {
             groups
         };
         self.assemble(groups, tags, datasets, None)
+    }
+
+    /// A group of one trajectory has an advantage of 0 (its reward minus its own mean):
+    /// with no KL term it trains nothing. Refused naming it, or, when the rollout strategy
+    /// drops groups, dropped and counted as skipped. (The cookbook trains it silently.)
+    pub(crate) fn single_trajectory_groups(
+        &mut self,
+        groups: Vec<TrajectoryGroup>,
+    ) -> Result<Vec<TrajectoryGroup>, InputError> {
+        let signal_elsewhere = self.cfg.kl_penalty_coef > 0.0 || !self.cfg.counts_tokens();
+        let single = |g: &TrajectoryGroup| g.trajectories.len() == 1;
+        if signal_elsewhere || !groups.iter().any(single) {
+            return Ok(groups);
+        }
+        if !self.cfg.counts_rollout_errors {
+            let i = groups.iter().position(single).unwrap_or(0);
+            return Err(InputError::range_error(
+                format!("groups[{i}]"),
+                "has a single trajectory: its advantage (its reward minus its group's mean) is always 0, so it would train nothing; make groups of 2 or more (num_envs)",
+            ));
+        }
+        let (kept, dropped): (Vec<_>, Vec<_>) = groups.into_iter().partition(|g| !single(g));
+        self.rollout_errors.ingest(&[], dropped.len() as u64);
+        Ok(kept)
     }
 
     /// The groups' datums and token usage as the step in flight (with `header`, the line's
@@ -697,16 +734,49 @@ impl Rl {
         RlSave {
             name,
             ttl_seconds,
+            rolling: false,
             state,
         }
     }
 
     /// A save is done: its `checkpoints.jsonl` record.
-    pub fn saved(&self, order: &RlSave, state_path: &str, sampler_path: &str) -> Map<String, Json> {
+    /// (A rolling save has no sampler path, and returns the previous rolling checkpoint
+    /// for the driver to delete.)
+    pub fn saved(
+        &mut self,
+        order: &RlSave,
+        state_path: &str,
+        sampler_path: Option<&str>,
+    ) -> (Map<String, Json>, Option<String>) {
         let mut paths = Map::new();
         paths.insert("state_path".into(), json!(state_path));
-        paths.insert("sampler_path".into(), json!(sampler_path));
-        record(&order.name, &order.state, &paths)
+        if let Some(p) = sampler_path {
+            paths.insert("sampler_path".into(), json!(p));
+        }
+        let delete = order
+            .rolling
+            .then(|| self.rolling_prev.replace(state_path.into()))
+            .flatten();
+        (record(&order.name, &order.state, &paths), delete)
+    }
+
+    /// `_should_save_rolling`: the rolling save after the step completing `step` (none on
+    /// a step the periodic save covers).
+    pub fn rolling_due(&self, step: u64) -> Option<RlSave> {
+        let r = self.cfg.rolling_save_every;
+        let periodic = self.cfg.save_every > 0 && step % self.cfg.save_every == 0;
+        if r == 0 || step == 0 || step % r != 0 || periodic {
+            return None;
+        }
+        let mut o = self.save_at(step, Some(self.cfg.rolling_ttl_seconds));
+        o.state.insert("rolling".into(), true.into());
+        o.rolling = true;
+        Some(o)
+    }
+
+    /// The run is over (after its final save): the last rolling checkpoint, to delete.
+    pub fn finalize(&mut self) -> Option<String> {
+        self.rolling_prev.take()
     }
 }
 

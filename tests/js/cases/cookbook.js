@@ -446,6 +446,14 @@ export default {
     await rl.train(config({ dataset_builder: hangData, rollout_error_tolerance: new rl.MinViableGroup({ per_rollout_timeout: 0.05 }) }), { service: svc, store: partial });
     const [kept] = lines(partial, 'metrics.jsonl');
     assert.deepEqual([kept['env/all/total_episodes'], kept['rollout_errors/TimeoutError']], [3, 1], JSON.stringify(kept));
+    // A group of one trajectory trains nothing (advantage 0): refused, or a counted skip
+    // under a strategy that drops groups.
+    const single = async ({ renderer }) => [{ length: 1, getBatch: () => [1, 2].map((x) => new rl.ProblemGroupBuilder({ env_thunk: () => new Sum(x, renderer), num_envs: x })) }];
+    await assert.rejects(rl.train(config({ dataset_builder: single }), { service: svc, store: memoryStore() }), /groups\[0\]: has a single trajectory: its advantage .* is always 0/);
+    const singles = memoryStore();
+    await rl.train(config({ dataset_builder: single, rollout_error_tolerance: true }), { service: svc, store: singles });
+    const [one] = lines(singles, 'metrics.jsonl');
+    assert.deepEqual([one['env/all/total_episodes'], one['rollout_errors/groups_skipped']], [2, 1], JSON.stringify(one));
     await assert.rejects(rl.train(config({ rollout_error_tolerance: 'yes' }), { service: svc, store: memoryStore() }), /rollout_error_tolerance: must be true, false, or a rollout strategy/);
     // Off-policy: sampling one step ahead; each line says which weights its groups came from.
     const offPolicy = memoryStore();
