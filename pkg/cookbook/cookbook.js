@@ -744,8 +744,9 @@ export function cookbook(tinker, host = {}) {
             continue;
           }
           const groups = kept.map(([g]) => g);
-          const [line, metrics, due] = await trainPrepared(c, sm.prepare(JSON.stringify(groups), indices && kept.map(([, i]) => i)));
+          let [line, metrics, due] = await trainPrepared(c, sm.prepare(JSON.stringify(groups), indices && kept.map(([, i]) => i)));
           sampler = await nextSampler(c, due);
+          if (sm.computesPostKl) [line, metrics] = await postKl(c, sampler);
           await rolling(c, next[0] + 1);
           await files.append('metrics.jsonl', line);
           onMetrics?.(metrics);
@@ -789,6 +790,11 @@ export function cookbook(tinker, host = {}) {
     const optims = await Promise.all(sent.map(([, o]) => o));
     const training = outs.flatMap((o) => o.loss_fn_outputs.map((/** @type {any} */ x) => x.logprobs.data));
     return sm.finish(training, optims.at(-1)?.metrics ?? {});
+  }
+
+  /** `compute_post_kl`: the step's datums scored on the new weights; `[line, metrics]`. @param {any} c @param {any} sampler */
+  async function postKl(c, sampler) {
+    return c.sm.postKl(await Promise.all(c.sm.postKlSequences().map((/** @type {any} */ p) => score(sampler, p))));
   }
 
   /** The sampler of the new weights, or of the periodic save due. @param {any} c @param {any} due */
@@ -884,12 +890,13 @@ export function cookbook(tinker, host = {}) {
         if (failure !== null) throw failure;
         if (!sm.batchReady(workersDone)) break;
         const [step, asked, n] = sm.prepareAsync();
-        const [line, metrics, due] = await trainPrepared(c, asked);
-        const reuse = workersDone && due === undefined && sm.mayReuse(step + 1);
+        let [line, metrics, due] = await trainPrepared(c, asked);
+        const reuse = workersDone && due === undefined && sm.mayReuse(step + 1) && !sm.computesPostKl;
         if (!reuse) {
           sampler = await nextSampler(c, due);
           [samplerStep, snapshotAt] = [step + 1, secs()];
         }
+        if (sm.computesPostKl) [line, metrics] = await postKl(c, sampler);
         slots.release(n);
         await rolling(c, step + 1);
         await append(line);

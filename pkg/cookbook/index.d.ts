@@ -266,6 +266,8 @@ export interface RLConfig {
   /** Rolling saves (the state alone, kept `rolling_ttl_seconds`, default 7200) every this many steps between the periodic ones; each deletes the previous (default 0: none). */
   rolling_save_every?: number;
   rolling_ttl_seconds?: number;
+  /** Score each step's datums again on the new weights: `kl_pre_post_v1`, `kl_pre_post_v2` (default false). */
+  compute_post_kl?: boolean;
   /** How rollout errors are handled: false (FailFast), true (RetryOnFailure()), or a strategy; errors counted under `rollout_errors/`. */
   rollout_error_tolerance?: boolean | FailFast | RetryOnFailure | MinViableGroup | null;
 }
@@ -345,7 +347,7 @@ export interface OnPolicyDistillationConfig {
   save_every?: number;
   load_checkpoint_path?: string;
   max_steps?: number;
-  /** Not supported yet (false only). */
+  /** Score each step's datums again on the new weights: `kl_pre_post_v1`, `kl_pre_post_v2` (default false). */
   compute_post_kl?: boolean;
   /** Builders of sampling evaluators (run with the datasets' test sets, if any). */
   evaluator_builders?: Array<() => SamplingClientEvaluator>;

@@ -23,6 +23,21 @@ fn json_of(text: &str, what: &str) -> Result<serde_json::Value, JsValue> {
     serde_json::from_str(text).map_err(|e| type_error(what, e.to_string()))
 }
 
+/// Scores as JS gives them: `[logprobs of positions 1…n (Float32Array), cached, sampled][]`.
+fn scored(scores: &Array) -> Vec<Scored> {
+    scores
+        .iter()
+        .map(|s| {
+            let s = Array::from(&s);
+            Scored {
+                logprobs: Float32Array::from(s.get(0)).to_vec(),
+                cached: s.get(1).as_f64().unwrap_or(0.0) as u64,
+                sampled: s.get(2).as_f64().unwrap_or(0.0) as u64,
+            }
+        })
+        .collect()
+}
+
 fn eval_parts(parts: &Array) -> Result<Vec<EvalPart>, JsValue> {
     parts
         .iter()
@@ -210,6 +225,30 @@ impl CookbookRl {
         Ok(Array::of2(&line.into(), &map_to_js(m)?))
     }
 
+    /// Whether each step's datums are scored again on the new weights (`compute_post_kl`).
+    #[wasm_bindgen(getter, js_name = computesPostKl)]
+    pub fn computes_post_kl(&self) -> bool {
+        self.rl.config().compute_post_kl
+    }
+
+    /// The last step's datums' full sequences, to score on the new weights.
+    #[wasm_bindgen(js_name = postKlSequences)]
+    pub fn post_kl_sequences(&self) -> Result<Array, JsValue> {
+        let seqs = self.rl.post_kl_sequences().map_err(|e| input_error(&e))?;
+        Ok(seqs.iter().map(model_input_to_js).collect())
+    }
+
+    /// Their scores (as `train` takes them): `[the step's metrics line, metrics]`.
+    #[wasm_bindgen(js_name = postKl)]
+    pub fn post_kl(&mut self, scores: Array) -> Result<Array, JsValue> {
+        let m = self
+            .rl
+            .post_kl(&scored(&scores))
+            .map_err(|e| input_error(&e))?;
+        let line = dumps(&m);
+        Ok(Array::of2(&line.into(), &map_to_js(m)?))
+    }
+
     /// Whether the run has evaluators.
     #[wasm_bindgen(js_name = setEvaluators)]
     pub fn set_evaluators(&mut self, any: bool) {
@@ -319,18 +358,10 @@ impl CookbookRl {
     /// Float32Array, prompt tokens cached, tokens sampled][]`): `{ substeps: Datum[][],
     /// adam, loss_fn, loss_fn_config }`.
     pub fn train(&mut self, scores: Array) -> Result<JsValue, JsValue> {
-        let scores: Vec<Scored> = scores
-            .iter()
-            .map(|s| {
-                let s = Array::from(&s);
-                Scored {
-                    logprobs: Float32Array::from(s.get(0)).to_vec(),
-                    cached: s.get(1).as_f64().unwrap_or(0.0) as u64,
-                    sampled: s.get(2).as_f64().unwrap_or(0.0) as u64,
-                }
-            })
-            .collect();
-        let order = self.rl.train(&scores).map_err(|e| input_error(&e))?;
+        let order = self
+            .rl
+            .train(&scored(&scores))
+            .map_err(|e| input_error(&e))?;
         let r: JsValue = Object::new().into();
         let subs: Array = order
             .substeps

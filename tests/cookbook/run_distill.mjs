@@ -17,6 +17,8 @@ const PROMPTS = [
 ];
 
 const argv = process.argv.slice(2);
+const postKl = argv.includes('--compute-post-kl');
+if (postKl) argv.splice(argv.indexOf('--compute-post-kl'), 1);
 const withTest = argv.includes('--test');
 if (withTest) argv.splice(argv.indexOf('--test'), 1);
 const a = new Map();
@@ -58,6 +60,7 @@ try {
       log_path: a.get('log-path'),
       save_every: num('save-every', 20),
       eval_every: num('eval-every', 20),
+      compute_post_kl: postKl,
       kl_penalty_coef: num('kl-penalty-coef', 1.0),
       kl_discount_factor: num('kl-discount-factor', 0),
       ...(a.has('max-steps') ? { max_steps: num('max-steps') } : {}),

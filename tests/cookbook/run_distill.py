@@ -37,6 +37,7 @@ def main():
     p.add_argument("--kl-discount-factor", type=float, default=0.0)
     p.add_argument("--max-steps", type=int, default=None)
     p.add_argument("--eval-every", type=int, default=20)
+    p.add_argument("--compute-post-kl", action="store_true")
     p.add_argument("--test", action="store_true", help="the first dataset has a test set (its first two prompts, one sample each)")
     a = p.parse_args()
     os.environ["TINKER_BASE_URL"] = a.base_url
@@ -77,7 +78,7 @@ def main():
     config = train_on_policy.Config(learning_rate=1e-3, dataset_configs=configs, model_name=a.model,
         recipe_name="distill_local", renderer_name=a.renderer, max_tokens=a.max_tokens, log_path=a.log_path,
         base_url=a.base_url, save_every=a.save_every, kl_penalty_coef=a.kl_penalty_coef,
-        kl_discount_factor=a.kl_discount_factor, max_steps=a.max_steps, eval_every=a.eval_every)
+        kl_discount_factor=a.kl_discount_factor, max_steps=a.max_steps, eval_every=a.eval_every, compute_post_kl=a.compute_post_kl)
     asyncio.run(train_on_policy.main(config))
 
 if __name__ == "__main__":

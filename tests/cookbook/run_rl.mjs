@@ -8,6 +8,8 @@ import { ServiceClient, Tokenizer, rl } from '../../pkg/cookbook/index.js';
 import { arithmetic, ArithmeticEnv } from '../../examples/rl-arithmetic.mjs';
 
 const argv = process.argv.slice(2);
+const postKl = argv.includes('--compute-post-kl');
+if (postKl) argv.splice(argv.indexOf('--compute-post-kl'), 1);
 // --cpu-report (make bench): the client CPU between the first and the last step's metrics.
 const cpuReport = argv.includes('--cpu-report');
 if (cpuReport) argv.splice(argv.indexOf('--cpu-report'), 1);
@@ -54,6 +56,7 @@ try {
       eval_every: num('eval-every', 20),
       ...(tolerance === undefined ? {} : { rollout_error_tolerance: tolerance }),
       rolling_save_every: num('rolling-save-every', 0),
+      compute_post_kl: postKl,
       ...(a.has('async-off-policy') ? { async_config: { max_steps_off_policy: num('async-off-policy'), groups_per_batch: num('async-groups', 2), loss_fn: a.get('async-loss') ?? 'stable_reinforce' } } : {}),
       model_name: model,
       recipe_name: 'rl_local',

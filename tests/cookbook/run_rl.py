@@ -36,6 +36,7 @@ def main():
     p.add_argument("--fail-mod", type=int, default=0, help="an answer whose first token id is even to x + y with (x + y) % N == 0 fails its step (RuntimeError)")
     p.add_argument("--group-fail-mod", type=int, default=0, help="a group with (x + y) % N == 1 fails its grading (ValueError)")
     p.add_argument("--rolling-save-every", type=int, default=0)
+    p.add_argument("--compute-post-kl", action="store_true")
     p.add_argument("--tolerance", choices=["none", "true", "minviable"], default="none")
     p.add_argument("--cpu-report", action="store_true", help="print the client CPU between the first and last step (make bench)")
     a = p.parse_args()
@@ -90,7 +91,7 @@ def main():
         builder = WithTest(inner=builder)
     config = train.Config(learning_rate=1e-4, dataset_builder=builder, model_name=a.model,
         recipe_name="rl_local", max_tokens=a.max_tokens, log_path=a.log_path, renderer_name=a.renderer,
-        base_url=a.base_url, save_every=a.save_every, eval_every=a.eval_every, rollout_error_tolerance=tolerance, rolling_save_every=a.rolling_save_every,
+        base_url=a.base_url, save_every=a.save_every, eval_every=a.eval_every, rollout_error_tolerance=tolerance, rolling_save_every=a.rolling_save_every, compute_post_kl=a.compute_post_kl,
         async_config=train.AsyncConfig(max_steps_off_policy=a.async_off_policy, groups_per_batch=a.async_groups, loss_fn=a.async_loss)
         if a.async_off_policy is not None else None, num_substeps=a.num_substeps, loss_fn=a.loss_fn,
         max_steps=a.max_steps, remove_constant_reward_groups=a.remove_constant_reward_groups,

@@ -105,7 +105,7 @@ RL_CONFIGS = [
     # Rolling saves between the periodic ones, each replacing (deleting) the previous.
     ("rl-rolling", ["--n-batches", "5", "--save-every", "2", "--rolling-save-every", "1"]),
     # The KL penalty against the base model, discounted, with two substeps.
-    ("rl-kl", ["--n-batches", "3", "--max-tokens", "16", "--group-size", "4", "--kl-penalty-coef", "0.3", "--kl-discount-factor", "0.9", "--kl-reference-model", "Qwen/Qwen3-32B", "--num-substeps", "2"]),
+    ("rl-kl", ["--n-batches", "3", "--max-tokens", "16", "--group-size", "4", "--compute-post-kl", "--kl-penalty-coef", "0.3", "--kl-discount-factor", "0.9", "--kl-reference-model", "Qwen/Qwen3-32B", "--num-substeps", "2"]),
 ]
 RESUMED["rl-resume"] = ["--max-steps", "2"]
 
@@ -114,7 +114,7 @@ RESUMED["rl-resume"] = ["--max-steps", "2"]
 # simulator first (the same script, so the same requests), the second from the base model.
 DISTILL_CONFIGS = [
     ("distill-basic", ["--save-every", "2", "--eval-every", "1", "--test"]),
-    ("distill-discount-resume", ["--kl-discount-factor", "0.8", "--kl-penalty-coef", "0.5", "--save-every", "1", "--group-size", "3"]),
+    ("distill-discount-resume", ["--compute-post-kl", "--kl-discount-factor", "0.8", "--kl-penalty-coef", "0.5", "--save-every", "1", "--group-size", "3"]),
 ]
 RESUMED["distill-discount-resume"] = ["--max-steps", "1"]
 
@@ -207,7 +207,9 @@ def calls(log: Path) -> list[dict]:
         if isinstance(v, list):
             return [norm(x) for x in v]
         if isinstance(v, str) and "-" in v and len(v) >= 36:  # a server id, or a path holding one
-            key = v.split("/")[2] if v.startswith("tinker://") else v
+            # A sampler's id is its session's id and its creation index: only the session's
+            # part is a label, so concurrent first uses cannot swap two samplers' labels.
+            key = v.split("/")[2] if v.startswith("tinker://") else v.split(":sample:")[0]
             labels.setdefault(key, f"<id{len(labels)}>")
             return v.replace(key, labels[key])
         return v

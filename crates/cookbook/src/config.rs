@@ -157,6 +157,7 @@ pub const RL_CONFIG: &[(&str, Kind)] = &[
     ("rollout_error_tolerance", Bool),
     ("rolling_save_every", Uint),
     ("rolling_ttl_seconds", Uint),
+    ("compute_post_kl", Bool),
 ];
 
 /// `rl.train.AsyncConfig`'s fields.
@@ -223,6 +224,7 @@ fn loop_fields(c: Fields, r: &mut RlConfig) -> Result<(), InputError> {
     r.save_every = c.uint("save_every").unwrap_or(r.save_every);
     r.eval_every = c.uint("eval_every").unwrap_or(r.eval_every);
     r.max_steps = c.uint("max_steps");
+    r.compute_post_kl = c.get("compute_post_kl") == Some(&Json::Bool(true));
     r.kl_penalty_coef = c.num("kl_penalty_coef").unwrap_or(r.kl_penalty_coef);
     r.kl_discount_factor = c.num("kl_discount_factor").unwrap_or(0.0);
     if !(0.0..=1.0).contains(&r.kl_discount_factor) {
@@ -332,12 +334,6 @@ pub fn distillation_config(v: &Json) -> Result<RlConfig, InputError> {
     let mut r = required_loop_fields(c)?;
     r.kl_penalty_coef = 1.0;
     loop_fields(c, &mut r)?;
-    if c.get("compute_post_kl") == Some(&Json::Bool(true)) {
-        return Err(InputError::range_error(
-            "compute_post_kl",
-            "is not supported by tinker-wasm/cookbook yet",
-        ));
-    }
     let list = c
         .get("dataset_configs")
         .and_then(Json::as_array)

@@ -68,6 +68,9 @@ pub struct RlConfig {
     pub counts_rollout_errors: bool,
     /// `rolling_save_every` (0: none): state-only saves between the periodic ones.
     pub rolling_save_every: u64,
+    /// `compute_post_kl`: each step's datums scored again on the new weights
+    /// (`kl_pre_post_v1`, `kl_pre_post_v2`).
+    pub compute_post_kl: bool,
     /// `rolling_ttl_seconds` (7200).
     pub rolling_ttl_seconds: u64,
 }
@@ -144,6 +147,7 @@ impl RlConfig {
             async_config: None,
             counts_rollout_errors: false,
             rolling_save_every: 0,
+            compute_post_kl: false,
             rolling_ttl_seconds: 7200,
         }
     }
@@ -238,6 +242,9 @@ pub struct Rl {
     pub(crate) rollout_errors: RolloutErrors,
     /// The last rolling checkpoint's state path (deleted when the next one is saved).
     rolling_prev: Option<String>,
+    /// `compute_post_kl`: the last step's line, datums and token usage, until they are
+    /// scored on the new weights.
+    post: Option<(Map<String, Json>, Vec<Datum>, Tokens)>,
     /// Whether the run has evaluators (its own and the datasets' test sets).
     pub(crate) evaluators: bool,
     /// The evaluations' metrics of the step about to run.
@@ -273,6 +280,7 @@ impl Rl {
             pending: Vec::new(),
             rollout_errors: RolloutErrors::default(),
             rolling_prev: None,
+            post: None,
             evaluators: false,
             evals: Map::new(),
             n_batches: 0,
@@ -653,6 +661,9 @@ impl Rl {
             }
         }
         m.extend(self.rollout_error_metrics());
+        if self.cfg.compute_post_kl {
+            self.post = Some((m.clone(), data, usage));
+        }
         let due = self.cfg.save_every > 0 && (step + 1) % self.cfg.save_every == 0;
         if due {
             self.saved_at = Some(step + 1);
@@ -660,6 +671,57 @@ impl Rl {
         let save =
             due.then(|| self.save(format!("{:06}", step + 1), step + 1, self.cfg.ttl_seconds));
         Ok((m, save))
+    }
+
+    /// `compute_post_kl`: the last step's datums' full sequences, to score on the new
+    /// weights (none when the run does not compute it).
+    pub fn post_kl_sequences(&self) -> Result<Vec<ModelInput>, InputError> {
+        self.post.as_ref().map_or(Ok(Vec::new()), |(_, data, _)| {
+            data.iter().map(full_sequence).collect()
+        })
+    }
+
+    /// `compute_post_kl` with the new weights' scores: the step's line with
+    /// `kl_pre_post_v1` and `kl_pre_post_v2` (the mean sampled-minus-new logprob over the
+    /// action tokens, half its mean square) and, for `rl.train`, the scoring's tokens in
+    /// the step's and the cumulative counts (`CostTracker.extend_step`).
+    pub fn post_kl(&mut self, scores: &[Scored]) -> Result<Map<String, Json>, InputError> {
+        let (line, data, mut usage) = self
+            .post
+            .take()
+            .ok_or_else(|| InputError::type_error("post_kl", "no step to score"))?;
+        let new: Vec<Vec<f32>> = scores.iter().map(|s| s.logprobs.clone()).collect();
+        let [(_, v1), (_, v2), _] = kl_sample_train(&data, &new)
+            .ok_or_else(|| InputError::range_error("rollouts", "sampled no token to train on"))?;
+        let mut extra = Tokens::default();
+        extra.0[0] = scores.iter().map(|s| s.sampled).sum();
+        let cached: u64 = scores.iter().map(|s| s.cached).sum();
+        let prompt: u64 = data
+            .iter()
+            .map(|d| d.model_input.length().unwrap_or(0) as u64 + 1)
+            .sum();
+        (extra.0[1], extra.0[2]) = (cached, prompt - cached.min(prompt));
+        let mut m = Map::new();
+        for (k, v) in line {
+            if k.starts_with("rollout_errors/") && !m.contains_key("kl_pre_post_v1") {
+                m.insert("kl_pre_post_v1".into(), json!(v1));
+                m.insert("kl_pre_post_v2".into(), json!(v2));
+            }
+            m.insert(k, v);
+        }
+        m.entry("kl_pre_post_v1").or_insert(json!(v1));
+        m.entry("kl_pre_post_v2").or_insert(json!(v2));
+        if self.cfg.counts_tokens() {
+            usage.add(extra);
+            self.cumulative.add(extra);
+            for (k, v) in TOKEN_KEYS.iter().zip(usage.0) {
+                m.insert(format!("tokens/{k}"), json!(v));
+            }
+            for (k, v) in TOKEN_KEYS.iter().zip(self.cumulative.0) {
+                m.insert(format!("tokens/cumulative/{k}"), json!(v));
+            }
+        }
+        Ok(m)
     }
 
     /// `RolloutErrorCounter.ingest`: a group's rollout errors (their types), or a group

@@ -366,9 +366,13 @@ export default {
     await assert.rejects(rl.train(config({ kl_penalty_coef: 0.1, kl_reference_config: {} }), { service: svc, store: memoryStore() }), /kl_reference_config\.base_model: is required/);
     // The KL penalty against a reference: every datum scored there, kl_policy_base reported.
     const kl = memoryStore();
-    await rl.train(config({ kl_penalty_coef: 0.5, kl_discount_factor: 0.9, kl_reference_config: { base_model: 'Qwen/Qwen3-8B' }, max_steps: 1 }), { service: svc, store: kl });
+    await rl.train(config({ kl_penalty_coef: 0.5, kl_discount_factor: 0.9, kl_reference_config: { base_model: 'Qwen/Qwen3-8B' }, max_steps: 1, compute_post_kl: true }), { service: svc, store: kl });
     const [klRow] = lines(kl, 'metrics.jsonl');
     assert.equal(typeof klRow.kl_policy_base, 'number', JSON.stringify(klRow));
+    // compute_post_kl: the datums scored again on the new weights, after the token counts.
+    const keys = Object.keys(klRow);
+    assert.ok(keys.indexOf('kl_pre_post_v2') === keys.indexOf('kl_pre_post_v1') + 1 && keys.indexOf('kl_pre_post_v1') > keys.indexOf('tokens/cumulative/trained'), keys.join());
+    assert.ok(klRow.kl_pre_post_v2 >= 0);
     assert.ok(klRow['tokens/prefill_cached'] + klRow['tokens/prefill_uncached'] > klRow['env/all/total_ob_tokens'], 'the scoring counted');
     // Constant-reward groups dropped: every group's rewards here are equal (nothing is right),
     // so one group alone is trained on and the others' sampling counted as discarded.
@@ -564,7 +568,6 @@ export default {
     await assert.rejects(bad({ dataset_configs: [] }), /dataset_configs: must be a list of one or more/);
     await assert.rejects(bad({ dataset_configs: [{ dataset_builder: prompts(['a']), groups_per_batch: 1 }] }), /dataset_configs\[0\]\.teacher_config: is required/);
     await assert.rejects(bad({ dataset_configs: [{ dataset_builder: 'x', teacher_config: { base_model: 'Qwen/Qwen3-8B' }, groups_per_batch: 1 }] }), /dataset_configs\[0\]\.dataset_builder: must be an async function/);
-    await assert.rejects(bad({ compute_post_kl: true }), /compute_post_kl: is not supported/);
     await assert.rejects(bad({ kl_discount_factor: 2 }), /kl_discount_factor: must be from 0 to 1, got 2/);
     await svc.close();
   },
