@@ -29,7 +29,7 @@ demo: build sim
 lint: setup
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	cargo clippy --target wasm32-unknown-unknown -p tinker-wasm -p tinker-support -p tinker-core -p tinker-tokenizer -p tinker-renderers -p tinker-cookbook -p tinker-tokenizer-general --lib -- -D warnings
+	cargo clippy --target wasm32-unknown-unknown -p tinker-wasm -p tinker-support -p tinker-core -p tinker-tokenizer -p tinker-renderers -p tinker-cookbook -p tinker-openai -p tinker-tokenizer-general --lib -- -D warnings
 	cargo clippy --target wasm32-unknown-unknown --lib --no-default-features -- -D warnings
 	cargo clippy --target wasm32-unknown-unknown -p tinker-wasm --lib --features cookbook -- -D warnings
 
@@ -90,6 +90,10 @@ test-examples: wasm sim renderer-expected
 .PHONY: test-examples
 
 # Every README block marked `<!-- runs as written -->`, run against a fresh simulator.
+# The OpenAI-compatible handler (issue 35) through openai-node against tinker-sim, in-process.
+test-openai: wasm sim
+	node --test tests/openai/node.test.mjs
+
 test-readme: wasm sim
 	node tests/readme/run.mjs
 
@@ -232,7 +236,7 @@ test-soak: wasm sim
 # of the two. Each suite has its own simulator (on port 0), output directory under target/
 # and browser profile; cargo's lock on target/ keeps two builds of it from overlapping.
 # --output-sync prints each suite's output in one piece when it ends.
-TEST_SUITES := lint test-rust typecheck test-coverage test-js test-package test-cli test-examples test-readme test-tokenizer-parity test-renderer-parity test-cookbook test-sim-lineup test-sim-language test-conformance test-differential test-size test-www test-soak test-fuzz
+TEST_SUITES := lint test-rust typecheck test-coverage test-js test-package test-cli test-examples test-openai test-readme test-tokenizer-parity test-renderer-parity test-cookbook test-sim-lineup test-sim-language test-conformance test-differential test-size test-www test-soak test-fuzz
 
 # -k: a failing suite does not stop the others, so one run reports every failure. Each
 # recipe line runs through scripts/timed-shell.sh, and the table of how long each target took

@@ -4,6 +4,7 @@
 import * as glue from './gen/full/tinker_wasm.js';
 import { install, adminClient } from './extras.js';
 import { rendererRegistry } from './renderers.js';
+import { openaiHandler } from './openai.js';
 import { generalHost } from './general-engine.js';
 
 await glue.default({ module_or_path: new URL('./gen/full/tinker_wasm_bg.wasm', import.meta.url) });
@@ -18,5 +19,7 @@ export const { ModelInput, TensorData, datumFromTokens } = install(glue);
 export * from './gen/full/tinker_wasm.js';
 export * from './errors.js';
 export const { registerRenderer, unregisterRenderer, getRegisteredRendererNames, isRendererRegistered, getRenderer } = rendererRegistry(glue);
+// The OpenAI-compatible handler (./openai.js): `new OpenAI({ baseURL, fetch: openaiFetch(service) })`.
+export const openaiFetch = openaiHandler(glue);
 export { PagePromise } from './extras.js';
 export const AdminClient = adminClient(glue.RestClient);

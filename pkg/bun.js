@@ -10,6 +10,7 @@ import wasmPath from './gen/full/tinker_wasm_bg.wasm' with { type: 'file' };
 import generalPath from './gen/general/tokenizer_general_bg.wasm' with { type: 'file' };
 import { install, adminClient } from './extras.js';
 import { rendererRegistry } from './renderers.js';
+import { openaiHandler } from './openai.js';
 import { generalHost } from './general-engine.js';
 
 glue.initSync({ module: fs.readFileSync(wasmPath) });
@@ -21,5 +22,7 @@ export const { ModelInput, TensorData, datumFromTokens } = install(glue, { fs, p
 export * from './gen/full/tinker_wasm.js';
 export * from './errors.js';
 export const { registerRenderer, unregisterRenderer, getRegisteredRendererNames, isRendererRegistered, getRenderer } = rendererRegistry(glue);
+// The OpenAI-compatible handler (./openai.js): `new OpenAI({ baseURL, fetch: openaiFetch(service) })`.
+export const openaiFetch = openaiHandler(glue);
 export { PagePromise } from './extras.js';
 export const AdminClient = adminClient(glue.RestClient);

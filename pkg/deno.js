@@ -12,6 +12,7 @@ import * as glue from './gen/full/tinker_wasm.js';
 import source module from './gen/full/tinker_wasm_bg.wasm';
 import { install, adminClient } from './extras.js';
 import { rendererRegistry } from './renderers.js';
+import { openaiHandler } from './openai.js';
 import { withNodeTransport } from './node-transport.js';
 import { generalHost } from './general-engine.js';
 
@@ -26,6 +27,8 @@ export const { ModelInput, TensorData, datumFromTokens } = install(glue, { fs, p
 export * from './gen/full/tinker_wasm.js';
 export * from './errors.js';
 export const { registerRenderer, unregisterRenderer, getRegisteredRendererNames, isRendererRegistered, getRenderer } = rendererRegistry(glue);
+// The OpenAI-compatible handler (./openai.js): `new OpenAI({ baseURL, fetch: openaiFetch(service) })`.
+export const openaiFetch = openaiHandler(glue);
 // HTTP over node:http(s) keep-alive unless `options.fetch` is given (./node-transport.js).
 export const { ServiceClient, RestClient, SamplingClient } = withNodeTransport(glue);
 export { PagePromise } from './extras.js';

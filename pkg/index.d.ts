@@ -9,3 +9,20 @@ export type { NavigablePage, RestClientLists, DownloadProgress, DownloadedFile }
 declare module './gen/full/tinker_wasm.js' {
   interface RestClient extends RestClientLists {}
 }
+
+/** Options of `openaiFetch`. */
+export interface OpenAIFetchOptions {
+  /** The renderer of every request that names none (default: each model's recommended one). */
+  renderer?: string;
+}
+
+/**
+ * The OpenAI-compatible handler: a function with `fetch`'s signature serving
+ * `POST /v1/chat/completions`, `POST /v1/completions` and `GET /v1/models` from `service`,
+ * in-process: `new OpenAI({ baseURL: 'http://tinker/v1', apiKey: 'unused', fetch: openaiFetch(service) })`.
+ * `model` is a base model, a `tinker://…/sampler_weights/…` path, or `base;path`; prompts are
+ * rendered with the model's recommended renderer (or the request's `renderer`), answers parsed
+ * by it (`content`, `reasoning_content`, `tool_calls`), with real logprobs; `stream: true`
+ * answers in OpenAI's chunks. Errors come back in OpenAI's shape and status.
+ */
+export declare function openaiFetch(service: import('./gen/full/tinker_wasm.js').ServiceClient, options?: OpenAIFetchOptions): (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>;

@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import * as glue from './gen/full/tinker_wasm.js';
 import { install, adminClient } from './extras.js';
 import { rendererRegistry } from './renderers.js';
+import { openaiHandler } from './openai.js';
 import { withNodeTransport } from './node-transport.js';
 import { withNodeCredentials } from './node-credentials.js';
 import { generalHost } from './general-engine.js';
@@ -20,6 +21,8 @@ export const { ModelInput, TensorData, datumFromTokens } = install(glue, { fs, p
 export * from './gen/full/tinker_wasm.js';
 export * from './errors.js';
 export const { registerRenderer, unregisterRenderer, getRegisteredRendererNames, isRendererRegistered, getRenderer } = rendererRegistry(glue);
+// The OpenAI-compatible handler (./openai.js): `new OpenAI({ baseURL, fetch: openaiFetch(service) })`.
+export const openaiFetch = openaiHandler(glue);
 // HTTP over node:http(s) keep-alive unless `options.fetch` is given (./node-transport.js).
 // Credentials as the Python SDK finds them: TINKER_API_KEY, TINKER_CREDENTIAL_CMD, then
 // ~/.tinker/credentials.json; Cloudflare Access headers and TINKER_TELEMETRY (node-credentials.js).

@@ -7,6 +7,7 @@ import wasmPath from '../gen/cookbook/tinker_wasm_bg.wasm' with { type: 'file' }
 import generalPath from '../gen/general/tokenizer_general_bg.wasm' with { type: 'file' };
 import { install, adminClient } from '../extras.js';
 import { rendererRegistry } from '../renderers.js';
+import { openaiHandler } from '../openai.js';
 import { generalHost } from '../general-engine.js';
 import { cookbook } from './cookbook.js';
 
@@ -19,6 +20,8 @@ export const { ModelInput, TensorData, datumFromTokens } = install(glue, { fs, p
 export * from '../gen/cookbook/tinker_wasm.js';
 export * from '../errors.js';
 export const { registerRenderer, unregisterRenderer, getRegisteredRendererNames, isRendererRegistered, getRenderer } = rendererRegistry(glue);
+// The OpenAI-compatible handler (./openai.js): `new OpenAI({ baseURL, fetch: openaiFetch(service) })`.
+export const openaiFetch = openaiHandler(glue);
 export { PagePromise } from '../extras.js';
 export const AdminClient = adminClient(glue.RestClient);
 

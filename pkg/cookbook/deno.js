@@ -7,6 +7,7 @@ import * as glue from '../gen/cookbook/tinker_wasm.js';
 import source module from '../gen/cookbook/tinker_wasm_bg.wasm';
 import { install, adminClient } from '../extras.js';
 import { rendererRegistry } from '../renderers.js';
+import { openaiHandler } from '../openai.js';
 import { withNodeTransport } from '../node-transport.js';
 import { generalHost } from '../general-engine.js';
 import { cookbook } from './cookbook.js';
@@ -22,6 +23,8 @@ export const { ModelInput, TensorData, datumFromTokens } = install(glue, { fs, p
 export * from '../gen/cookbook/tinker_wasm.js';
 export * from '../errors.js';
 export const { registerRenderer, unregisterRenderer, getRegisteredRendererNames, isRendererRegistered, getRenderer } = rendererRegistry(glue);
+// The OpenAI-compatible handler (./openai.js): `new OpenAI({ baseURL, fetch: openaiFetch(service) })`.
+export const openaiFetch = openaiHandler(glue);
 // HTTP over node:http(s) keep-alive unless `options.fetch` is given (./node-transport.js).
 export const { ServiceClient, RestClient, SamplingClient } = withNodeTransport(glue);
 export { PagePromise } from '../extras.js';

@@ -12,6 +12,8 @@ mod cookbook_rl;
 mod errors;
 #[cfg(feature = "tokenizer")]
 mod general;
+#[cfg(feature = "tokenizer")]
+mod openai;
 mod panic;
 mod params;
 mod platform;

@@ -278,3 +278,13 @@ async function cookbookUsage(service: CookbookService, signal: AbortSignal, prom
   void [stoppedAt, last, browserStore, toks, Mine, dpoResult, badRow, rlResult, envFromMessages, distilled];
 }
 export { cookbookUsage };
+
+// The OpenAI-compatible handler (issue 35): fetch's signature.
+import { openaiFetch, ServiceClient as FullService } from 'tinker-wasm';
+async function openaiUsage(service: FullService): Promise<Response> {
+  const f = openaiFetch(service, { renderer: 'qwen3' });
+  // @ts-expect-error a ServiceClient, not options
+  openaiFetch({ baseURL: 'x' });
+  return f('http://tinker.local/v1/models', { signal: AbortSignal.timeout(1000) });
+}
+export { openaiUsage };

@@ -1,0 +1,146 @@
+// The OpenAI-compatible handler: `openaiFetch(service, options)` is a function with fetch's
+// signature that serves the OpenAI API shape from a ServiceClient, in-process (hand it to
+// `new OpenAI({ baseURL, fetch })` or the AI SDK's `createOpenAICompatible({ baseURL, fetch })`),
+// or behind any server. The request's reading and checking and the responses are the Rust
+// crate's (crates/openai, through the module's __openai* functions); this file routes,
+// renders with the model's renderer, samples, and parses the answer.
+
+/**
+ * @param {any} glue the module
+ * @returns {(service: any, options?: { renderer?: string }) => (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>}
+ */
+export function openaiHandler(glue) {
+  return function openaiFetch(service, options = {}) {
+    if (service === null || typeof service !== 'object' || typeof service.createSamplingClient !== 'function') {
+      throw new TypeError('openaiFetch: service must be a ServiceClient');
+    }
+    /** Samplers by `model`, created once. @type {Map<string, Promise<any>>} */
+    const samplers = new Map();
+    const sampler = (/** @type {any} */ plan) => {
+      if (!samplers.has(plan.model)) {
+        const target = Object.fromEntries(Object.entries(plan.target).filter(([, v]) => v !== null));
+        const p = service.createSamplingClient(target);
+        p.catch(() => samplers.delete(plan.model));
+        samplers.set(plan.model, p);
+      }
+      return /** @type {Promise<any>} */ (samplers.get(plan.model));
+    };
+    return async function fetch(input, init = {}) {
+      const request = input instanceof Request ? input : new Request(input, init);
+      const signal = init.signal ?? request.signal;
+      const url = new URL(request.url);
+      const route = url.pathname.replace(/^.*?\/v1\//, '/v1/');
+      try {
+        if (request.method === 'GET' && route === '/v1/models') return json(200, await models());
+        if (request.method === 'POST' && route === '/v1/chat/completions') return await chat(await request.text(), signal);
+        if (request.method === 'POST' && route === '/v1/completions') return await completion(await request.text(), signal);
+        throw glue.__openaiError(404, `no route ${request.method} ${url.pathname} (this server has POST /v1/chat/completions, POST /v1/completions and GET /v1/models)`);
+      } catch (e) {
+        if (signal?.aborted) throw e;
+        const err = /** @type {any} */ (e);
+        if (err && typeof err.status === 'number' && typeof err.body === 'string' && !(err instanceof Error)) return new Response(err.body, { status: err.status, headers: { 'content-type': 'application/json' } });
+        return failure(err);
+      }
+    };
+
+    /** A failure of the Tinker calls, as OpenAI answers it. @param {any} e */
+    function failure(e) {
+      const message = String(e?.message ?? e);
+      const status = e?.status === 429 ? 429 : /unknown base_model|not found|does not exist/i.test(message) ? 404 : e?.status === 400 ? 400 : 500;
+      const { body } = glue.__openaiError(status, message, undefined);
+      return new Response(body, { status, headers: { 'content-type': 'application/json' } });
+    }
+
+    async function models() {
+      const caps = await service.getServerCapabilities();
+      /** @type {[string, string][]} */
+      const list = caps.supported_models.map((/** @type {any} */ m) => [m.model_name, 'tinker']);
+      try {
+        const page = await service.restClient().listUserCheckpoints({ limit: 100 });
+        for (const c of page.checkpoints ?? page.data ?? []) if (c.checkpoint_type === 'sampler') list.push([c.tinker_path, 'user']);
+      } catch {
+        // Listing checkpoints is optional (a key that cannot list them still serves models).
+      }
+      return glue.__openaiModels(JSON.stringify(list));
+    }
+
+    /** The renderer and tokenizer of the plan's model. @param {any} plan @param {any} s */
+    async function rendering(plan, s) {
+      const base = plan.target.base_model ?? s.baseModel;
+      const tokenizer = await service.getTokenizer(base);
+      const name = plan.renderer ?? options.renderer;
+      try {
+        return { tokenizer, renderer: name ? new glue.Renderer(name, tokenizer) : glue.Renderer.forModel(base, tokenizer) };
+      } catch (e) {
+        throw glue.__openaiError(400, `renderer: ${/** @type {any} */ (e)?.message ?? e}`, 'renderer');
+      }
+    }
+
+    /** The sample of `prompt` on the plan's sampler, `stop` the renderer's unless the request names some. */
+    async function sample(/** @type {any} */ s, /** @type {any} */ plan, /** @type {any} */ prompt, /** @type {any} */ stop, /** @type {number} */ topk, /** @type {any} */ signal) {
+      const p = Object.fromEntries(Object.entries(plan.sampling_params).filter(([, v]) => v !== null));
+      return s.sample({ prompt, num_samples: plan.n, sampling_params: { ...p, stop: plan.sampling_params.stop ?? stop }, ...(topk ? { topk_sample_logprobs: topk } : {}) }, { signal });
+    }
+
+    /** One sampled sequence as the crate reads it. */
+    function choice(/** @type {any} */ seq, /** @type {any} */ tokenizer, /** @type {any} */ message) {
+      const tokens = Array.from(seq.tokens);
+      const text = (/** @type {number} */ t) => tokenizer.decode([t]);
+      return {
+        message: JSON.stringify(message),
+        stop_reason: seq.stop_reason,
+        texts: tokens.map(text),
+        logprobs: Array.from(seq.logprobs ?? tokens.map(() => 0)),
+        top: (seq.topk_logprobs ?? []).map((/** @type {any} */ alts) => (alts ?? []).map(([t, lp]) => [text(t), lp])),
+      };
+    }
+
+    async function chat(/** @type {string} */ body, /** @type {any} */ signal) {
+      const plan = JSON.parse(glue.__openaiChatPlan(body));
+      const s = await sampler(plan);
+      const { tokenizer, renderer } = await rendering(plan, s);
+      let messages = plan.messages;
+      if (plan.tools) {
+        // The tools declared the renderer's way, the system prompt with them.
+        const system = messages[0]?.role === 'system' && typeof messages[0].content === 'string' ? messages[0].content : undefined;
+        messages = [...renderer.createConversationPrefixWithTools(plan.tools, system), ...messages.slice(system === undefined ? 0 : 1)];
+      }
+      const prompt = renderer.buildGenerationPrompt(messages);
+      const r = await sample(s, plan, prompt, renderer.stopSequences, plan.top_logprobs, signal);
+      const answer = {
+        id: `chatcmpl-${crypto.randomUUID()}`,
+        created: Math.floor(Date.now() / 1000),
+        prompt_tokens: prompt.chunks.reduce((/** @type {number} */ n, /** @type {any} */ c) => n + (c.tokens?.length ?? 0), 0),
+        choices: r.sequences.map((/** @type {any} */ seq) => choice(seq, tokenizer, renderer.parseResponse(Array.from(seq.tokens)).message)),
+      };
+      return respond(plan.stream, glue.__openaiChatResponse(body, answer));
+    }
+
+    async function completion(/** @type {string} */ body, /** @type {any} */ signal) {
+      const plan = JSON.parse(glue.__openaiCompletionPlan(body));
+      const s = await sampler(plan);
+      const tokenizer = await service.getTokenizer(plan.target.base_model ?? s.baseModel);
+      const ids = typeof plan.prompt === 'string' ? Array.from(tokenizer.encode(plan.prompt)) : plan.prompt;
+      const r = await sample(s, plan, ids, [], plan.logprobs ?? 0, signal);
+      const answer = {
+        id: `cmpl-${crypto.randomUUID()}`,
+        created: Math.floor(Date.now() / 1000),
+        prompt_tokens: ids.length,
+        choices: r.sequences.map((/** @type {any} */ seq) => choice(seq, tokenizer, null)),
+      };
+      return respond(plan.stream, glue.__openaiCompletionResponse(body, answer));
+    }
+  };
+}
+
+/** @param {number} status @param {string} body */
+function json(status, body) {
+  return new Response(body, { status, headers: { 'content-type': 'application/json' } });
+}
+
+/** The response body, or its chunks as server-sent events ending in `[DONE]`. @param {boolean} stream @param {string[]} parts */
+function respond(stream, parts) {
+  if (!stream) return json(200, parts[0]);
+  const events = parts.map((p) => `data: ${p}\n\n`).join('') + 'data: [DONE]\n\n';
+  return new Response(events, { status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' } });
+}
