@@ -20,7 +20,7 @@ export const MODULES = { full: 'tinker-wasm', lite: 'tinker-wasm/lite' };
 
 // Suites not run against tinker-wasm/lite: they test the tokenizer or the cookbook (full
 // module only), which lite leaves out by design. An explicit list, never inferred from errors; every name must be a suite.
-export const LITE_EXCLUDED_SUITES = ['get-tokenizer', 'surface-tokenizer', 'tokenizer', 'cookbook'];
+export const LITE_EXCLUDED_SUITES = ['get-tokenizer', 'surface-tokenizer', 'tokenizer', 'cookbook', 'openai'];
 
 /**
  * The cases to run for `module` ('full' | 'lite'), in order, as `{ name, fn }`, the name

@@ -466,6 +466,10 @@ export default {
     assert.deepEqual(asyncSeen.map((m) => [m.step, m['training_client/step'], m['env/all/total_episodes']]), [[0, 0, 4], [1, 1, 4]]);
     for (const m of asyncSeen) assert.ok(m['async/staleness_max'] >= 0 && m['async/staleness_max'] === m.step - m['sampling_client/step_min'], JSON.stringify(m));
     assert.deepEqual(lines(offPolicy, 'checkpoints.jsonl').map((r) => r.name), ['000000', '000002', 'final']);
+    // The async default loss is stable_reinforce: sent as the cookbook sends it (provenance
+    // on every datum, samplers recording stability info); tinker-sim does not implement its
+    // server side (only its docstrings are public), so the step is refused there, by name.
+    await assert.rejects(rl.train(config({ async_config: { max_steps_off_policy: 0, groups_per_batch: 2 } }), { service: svc, store: memoryStore() }), /loss_fn "stable_reinforce" is not supported by tinker-sim/);
     await assert.rejects(rl.train(config({ async_config: { max_steps_off_policy: 1, groups_per_batch: 0 } }), { service: svc, store: memoryStore() }), /async_config\.groups_per_batch: must be at least 1, got 0/);
     await assert.rejects(rl.train(config({ loss_fn: 'cispo', async_config: { max_steps_off_policy: 0, groups_per_batch: 1, loss_fn: 'ppo' } }), { service: svc, store: memoryStore() }), /loss_fn: "cispo" conflicts with async_config\.loss_fn "ppo"/);
     await assert.rejects(rl.train(config({ dataset_builder: async () => [{ length: 1, getBatch: () => [] }, { length: 'x' }] }), { service: svc, store: memoryStore() }), /the test dataset is not/);

@@ -10,6 +10,7 @@ import rest from './rest.js';
 import surface, { tokenizerSurface } from './surface.js';
 import tokenizer from './tokenizer.js';
 import cookbook from './cookbook.js';
+import openai from './openai.js';
 import panic from './panic.js';
 
-export default { smoke, 'client-input': clientInput, 'bad-input': badInput, 'data-lanes': dataLanes, training, 'get-tokenizer': tokenizerCases, sampling, rest, surface, 'surface-tokenizer': tokenizerSurface, tokenizer, cookbook, panic };
+export default { smoke, 'client-input': clientInput, 'bad-input': badInput, 'data-lanes': dataLanes, training, 'get-tokenizer': tokenizerCases, sampling, rest, surface, 'surface-tokenizer': tokenizerSurface, tokenizer, cookbook, openai, panic };
