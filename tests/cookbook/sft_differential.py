@@ -198,7 +198,7 @@ def teacher(url: str, env: dict) -> list[str]:
     return ["--teacher-path", r.stdout.strip().splitlines()[-1]]
 
 
-def calls(log: Path) -> list[dict]:
+def calls(log: Path, split_rolling: bool = False):
     labels: dict[str, str] = {}
 
     def norm(v):
@@ -220,6 +220,11 @@ def calls(log: Path) -> list[dict]:
         name = e["path"].rsplit("/", 1)[-1]
         if name in CALLS:
             out.append({"call": name, "body": norm(e.get("body"))})
+    # RL's rolling saves run in the background (see one()): taken out before the samples
+    # around them are sorted, so that where one landed does not split a run of samples.
+    rolling = []
+    if split_rolling:
+        out, rolling = rolling_saves(out)
     # An evaluation's samples are sent concurrently (asyncio.gather; our futures all at once):
     # their order among themselves is not defined, so each run of them is compared as a set.
     i = 0
@@ -229,7 +234,7 @@ def calls(log: Path) -> list[dict]:
             j += 1
         out[i:j] = sorted(out[i:j], key=lambda c: json.dumps(c, sort_keys=True))
         i = max(j, i + 1)
-    return out
+    return (out, rolling) if split_rolling else out
 
 
 def rolling_saves(cs: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -360,17 +365,18 @@ def one(name: str, extra: list[str], tmp: Path, data: Path, ours: list[str]) -> 
     py_dir, our_dir = tmp / f"{name}-cookbook", tmp / f"{name}-ours"
     run_side([str(PY), str(HERE / script), "--log-path", str(py_dir)] + args, tmp / f"{name}-cookbook.requests.jsonl", tmp, f"{name}-cookbook", resume, setup)
     run_side(ours + ["--log-path", str(our_dir)] + args, tmp / f"{name}-ours.requests.jsonl", tmp, f"{name}-ours", resume, setup)
-    a, b = calls(tmp / f"{name}-cookbook.requests.jsonl"), calls(tmp / f"{name}-ours.requests.jsonl")
-    if name in ORDER_FREE:
-        a, b = unordered(a), unordered(b)
     problems: list[str] = []
     if name.startswith("rl-"):
         # A rolling save runs in the background while the next step samples: where its
         # request lands among the samples is arrival order; its seq_id (the training run's
         # order) is compared, with the rolling saves in order among themselves.
-        (a, ra), (b, rb) = rolling_saves(a), rolling_saves(b)
+        (a, ra), (b, rb) = calls(tmp / f"{name}-cookbook.requests.jsonl", True), calls(tmp / f"{name}-ours.requests.jsonl", True)
         if ra != rb:
             problems.append(f"rolling saves: {ra} (cookbook) against {rb} (ours)")
+    else:
+        a, b = calls(tmp / f"{name}-cookbook.requests.jsonl"), calls(tmp / f"{name}-ours.requests.jsonl")
+    if name in ORDER_FREE:
+        a, b = unordered(a), unordered(b)
     for i, (x, y) in enumerate(zip(a, b)):
         if not close(x, y, DPO_TOLERANCE if dpo else None):
             problems.append(f"call {i}: cookbook {json.dumps(x)[:400]}\n      ours     {json.dumps(y)[:400]}")
