@@ -90,9 +90,9 @@ test-examples: wasm sim renderer-expected
 .PHONY: test-examples
 
 # Every README block marked `<!-- runs as written -->`, run against a fresh simulator.
-# The OpenAI-compatible handler (issue 35) through openai-node against tinker-sim, in-process.
+# The OpenAI-compatible handler (issue 35) through openai-node and the AI SDK against tinker-sim, in-process.
 test-openai: wasm sim
-	node --test tests/openai/node.test.mjs
+	node --test tests/openai/node.test.mjs tests/openai/ai-sdk.test.mjs
 
 test-readme: wasm sim
 	node tests/readme/run.mjs
