@@ -311,6 +311,8 @@ declare class PromptOnlyDataset implements RLDataset {
     /** The logging tag (default "prompts"). */
     dataset_name?: string;
   });
+  /** `_truncate_prompt`: the prompt cut to `max_prompt_tokens` tokens (encoded with special tokens, decoded back), or as is. */
+  truncatePrompt(prompt: string): string;
   getBatch(index: number): EnvGroupBuilder[];
   readonly length: number;
 }
