@@ -79,7 +79,8 @@ export function openaiHandler(glue) {
     /** The sample of `prompt` on the plan's sampler, `stop` the renderer's unless the request names some. */
     async function sample(/** @type {any} */ s, /** @type {any} */ plan, /** @type {any} */ prompt, /** @type {any} */ stop, /** @type {number} */ topk, /** @type {any} */ signal) {
       const p = Object.fromEntries(Object.entries(plan.sampling_params).filter(([, v]) => v !== null));
-      return s.sample({ prompt, num_samples: plan.n, sampling_params: { ...p, stop: plan.sampling_params.stop ?? stop }, ...(topk ? { topk_sample_logprobs: topk } : {}) }, { signal });
+      const stops = plan.sampling_params.stop ?? stop;
+      return s.sample({ prompt, num_samples: plan.n, sampling_params: { ...p, ...(stops === undefined ? {} : { stop: stops }) }, ...(topk ? { topk_sample_logprobs: topk } : {}) }, { signal });
     }
 
     /** One sampled sequence as the crate reads it. */
@@ -120,8 +121,11 @@ export function openaiHandler(glue) {
       const plan = JSON.parse(glue.__openaiCompletionPlan(body));
       const s = await sampler(plan);
       const tokenizer = await service.getTokenizer(plan.target.base_model ?? s.baseModel);
-      const ids = typeof plan.prompt === 'string' ? Array.from(tokenizer.encode(plan.prompt)) : plan.prompt;
-      const r = await sample(s, plan, ids, [], plan.logprobs ?? 0, signal);
+      // With the tokenizer's special tokens (BOS for Llama 3), as the cookbook's shim and vLLM encode it.
+      const ids = typeof plan.prompt === 'string' ? Array.from(tokenizer.encode(plan.prompt, { add_special_tokens: true })) : plan.prompt;
+      // No stop unless the request names some: the server's default (end of text), as OpenAI's
+      // completions and the cookbook's shim do.
+      const r = await sample(s, plan, ids, undefined, plan.logprobs ?? 0, signal);
       const answer = {
         id: `cmpl-${crypto.randomUUID()}`,
         created: Math.floor(Date.now() / 1000),

@@ -89,9 +89,9 @@ test('n answers, top_logprobs, and completions on raw text', async () => {
   assert.equal(r.choices.length, 3);
   for (const c of r.choices) for (const t of c.logprobs.content) assert.equal(t.top_logprobs.length, 2);
   const c = await client.completions.create({ model: 'Qwen/Qwen3-8B', prompt: 'Once upon a time', max_tokens: 5, seed: 3, logprobs: 1 });
-  const ids = Array.from(tokenizer.encode('Once upon a time'));
+  const ids = Array.from(tokenizer.encode('Once upon a time', { add_special_tokens: true }));
   const sampler = await service.createSamplingClient({ base_model: 'Qwen/Qwen3-8B' });
-  const [seq] = (await sampler.sample({ prompt: ids, num_samples: 1, sampling_params: { max_tokens: 5, seed: 3, temperature: 1, stop: [] } })).sequences;
+  const [seq] = (await sampler.sample({ prompt: ids, num_samples: 1, sampling_params: { max_tokens: 5, seed: 3, temperature: 1 } })).sequences;
   assert.equal(c.choices[0].text, Array.from(seq.tokens, (t) => tokenizer.decode([t])).join(''));
   assert.deepEqual(c.choices[0].logprobs.token_logprobs, Array.from(seq.logprobs));
   assert.equal(c.usage.prompt_tokens, ids.length);

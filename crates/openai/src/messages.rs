@@ -134,15 +134,21 @@ pub fn openai_tools(v: &Json) -> Result<Json, ApiError> {
     list.iter()
         .enumerate()
         .map(|(i, t)| {
-            let f = t.get("function").filter(|_| t.get("type").and_then(Json::as_str) == Some("function"));
+            let f = t
+                .get("function")
+                .filter(|_| t.get("type").and_then(Json::as_str) == Some("function"));
             let name = f.and_then(|f| f.get("name")).and_then(Json::as_str);
             let (Some(f), Some(name)) = (f, name) else {
-                return Err(ApiError::invalid(format!("tools[{i}]"), "must be {type: \"function\", function: {name, description?, parameters?}}"));
+                return Err(ApiError::invalid(
+                    format!("tools[{i}]"),
+                    "must be {type: \"function\", function: {name, description?, parameters?}}",
+                ));
             };
             Ok(json!({
                 "name": name,
                 "description": f.get("description").and_then(Json::as_str).unwrap_or_default(),
-                "parameters": f.get("parameters").cloned().unwrap_or(json!({"type": "object", "properties": {}})),
+                // As the cookbook's openai_compat.py (`parameters` absent: `{}`).
+                "parameters": f.get("parameters").cloned().unwrap_or(json!({})),
             }))
         })
         .collect::<Result<Vec<_>, _>>()
@@ -204,7 +210,7 @@ mod tests {
         let t = openai_tools(&json!([{"type": "function", "function": {"name": "f"}}])).unwrap();
         assert_eq!(
             t,
-            json!([{"name": "f", "description": "", "parameters": {"type": "object", "properties": {}}}])
+            json!([{"name": "f", "description": "", "parameters": {}}])
         );
         assert_eq!(
             openai_tools(&json!([{"type": "code"}]))
