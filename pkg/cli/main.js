@@ -211,6 +211,26 @@ const tree = {
         },
       },
     },
+    serve: {
+      name: 'serve',
+      summary: 'Serve the OpenAI API for Tinker models on a local port.',
+      help:
+        'Serve the OpenAI API for Tinker models on a local port.\n\n' +
+        "POST /v1/chat/completions, POST /v1/completions and GET /v1/models, answered by tinker-wasm's OpenAI-compatible handler (openaiFetch): the prompt rendered by the model's recommended renderer (or --renderer), the answer parsed into content, reasoning_content and tool_calls, with real logprobs. `model` is a base model, a tinker://…/sampler_weights/… path or `base;path`. Point any OpenAI client at the printed base URL. Runs until Ctrl-C.\n\n" +
+        '(tinker-wasm only: the Python CLI has no such command.)',
+      options: [
+        { names: ['--host'], dest: 'host', default: '127.0.0.1', help: 'Address to listen on (default: 127.0.0.1, this machine only)' },
+        { names: ['--port'], dest: 'port', type: 'int', default: 8000, help: 'Port to listen on (default: 8000; 0 picks a free one)' },
+        {
+          names: ['--tokenizers'],
+          dest: 'tokenizers',
+          metavar: 'DIR|URL',
+          help: 'Where the tokenizer files come from: a directory or a base URL holding <tokenizer id>/tokenizer.json and tokenizer_config.json (nothing is downloaded from a model hub)',
+        },
+        { names: ['--renderer'], dest: 'renderer', help: "Renderer for every model (default: each model's recommended one; a request's `renderer` field wins)" },
+      ],
+      run: 'serve:serve',
+    },
     version: { name: 'version', summary: 'Show version information.', help: 'Show version information.', run: 'version:version' },
   },
 };
@@ -223,6 +243,7 @@ const COMMANDS = {
   model: () => import('./commands/model.js'),
   run: () => import('./commands/run.js'),
   session: () => import('./commands/session.js'),
+  serve: () => import('./commands/serve.js'),
   version: () => import('./commands/version.js'),
 };
 
