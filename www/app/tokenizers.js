@@ -2,6 +2,7 @@
 // hub) and kept in the Cache API; what tinker-cookbook knows of each model (attributes,
 // renderers, tokenizer family); chat renderers; per-token display pieces.
 import { Tokenizer, Renderer, getModelAttributes, listModels, resolveTokenizerId } from 'tinker-wasm/cookbook';
+import { modelFamily, rendererFamily } from './families.js';
 
 let base = '/tokenizers/';
 
@@ -27,21 +28,6 @@ export const FAMILY_NAMES = {
 };
 
 export const familyName = (key) => FAMILY_NAMES[key] ?? key;
-
-/** The tokenizer family each cookbook renderer is made for (`role_colon`: any base model's). */
-const RENDERER_FAMILIES = [
-  [/^qwen3_[58](_|$)/, 'qwen3_5'],
-  [/^qwen3/, 'qwen3'],
-  [/^llama3$/, 'llama3'],
-  [/^deepseekv3/, 'deepseek_v3'],
-  [/^deepseekv4_1/, 'deepseek_v4_1'],
-  [/^glm5/, 'glm5'],
-  [/^kimi_k2$/, 'kimi_k2'],
-  [/^kimi_k(25|26|31)/, 'kimi_k25'],
-  [/^nemotron3/, 'nemotron3'],
-  [/^gpt_oss/, 'gpt_oss'],
-  [/^tml_v0$/, 'o200k_base_chat'],
-];
 
 // ---- The site's tokenizer index: which families it has files for -------------------------
 
@@ -79,9 +65,7 @@ export const siteFamily = (key) => siteFamilies.get(key);
 
 /** The family a renderer's tokenizer belongs to (null for `role_colon`). */
 export function familyOfRenderer(name) {
-  if (name === 'role_colon') return null;
-  for (const f of siteFamilies.values()) if (f.renderers.includes(name)) return f.key;
-  return RENDERER_FAMILIES.find(([re]) => re.test(name))?.[1] ?? null;
+  return rendererFamily(name, siteFamilies.values());
 }
 
 // ---- The cookbook's catalogue -------------------------------------------------------------
@@ -102,7 +86,7 @@ export function modelInfo(name) {
     try {
       const a = getModelAttributes(name);
       Object.assign(info, { known: true, attrs: a, org: a.organization, chat: a.is_chat, vision: a.is_vl, audio: a.is_audio_in, size: a.size_str, renderers: [...a.recommended_renderers] });
-      info.family = ownFamily(a) ?? siblingFamily(a);
+      info.family = modelFamily(a, () => (catalogue ??= listModels().map((m) => getModelAttributes(m))), familyOfRenderer);
     } catch {
       // Not in the cookbook's list: selectable, but nothing to render or tokenize with.
     }
@@ -110,15 +94,6 @@ export function modelInfo(name) {
     infos.set(name, info);
   }
   return infos.get(name);
-}
-
-const ownFamily = (a) => a.recommended_renderers.map(familyOfRenderer).find(Boolean) ?? null;
-
-function siblingFamily(a) {
-  catalogue ??= listModels().map((m) => getModelAttributes(m));
-  const chat = catalogue.filter((c) => c.organization === a.organization && ownFamily(c));
-  const same = chat.find((c) => c.version_str === a.version_str) ?? chat[0];
-  return same ? ownFamily(same) : null;
 }
 
 /** A short description of a model's attributes: `chat · vision · 8B`. */

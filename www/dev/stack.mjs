@@ -43,11 +43,13 @@ function capture(stream, lines, echo) {
  * Starts the relay Worker in miniflare on a loopback port. Resolves to
  * `{ url, mf, logs, stop }`; `logs` collects every line the Worker and workerd print.
  */
-export async function startRelay({ apiKey, upstream, origins, maxBodyBytes, port = 0, echo = false }) {
+export async function startRelay({ apiKey, upstream, origins, maxBodyBytes, tokenizerBaseURL, clientKeys = [], port = 0, echo = false }) {
   const bundle = await bundleWorker(path.join(root, 'www/relay/worker.js'), 'www-relay');
   const logs = [];
   const bindings = { TINKER_API_KEY: apiKey, TINKER_BASE_URL: upstream, ALLOWED_ORIGINS: origins.join(',') };
   if (maxBodyBytes !== undefined) bindings.MAX_BODY_BYTES = String(maxBodyBytes);
+  if (tokenizerBaseURL) bindings.TOKENIZER_BASE_URL = tokenizerBaseURL;
+  if (clientKeys.length) bindings.OPENAI_CLIENT_KEYS = clientKeys.join(',');
   const mf = new Miniflare({
     ...bundle,
     compatibilityDate: '2026-04-01',
@@ -72,9 +74,9 @@ export const randomKey = () => `tml-relay-${randomBytes(16).toString('hex')}`;
 /**
  * The whole stack. Options: `apiKey` (default random), `simArgs` (extra tinker-sim
  * flags), `maxBodyBytes`, `sitePort`/`relayPort` (0: any), `echo` (print the relay's
- * log), `extraOrigins`. Resolves to `{ siteURL, relayURL, simURL, apiKey, relay, sim, stop }`.
+ * log), `extraOrigins`, `clientKeys` (the relay's OPENAI_CLIENT_KEYS). Resolves to `{ siteURL, relayURL, simURL, apiKey, relay, sim, stop }`.
  */
-export async function startStack({ apiKey = randomKey(), simArgs = [], maxBodyBytes, sitePort = 0, relayPort = 0, echo = false, extraOrigins = [] } = {}) {
+export async function startStack({ apiKey = randomKey(), simArgs = [], maxBodyBytes, sitePort = 0, relayPort = 0, echo = false, extraOrigins = [], clientKeys = [] } = {}) {
   const config = { mode: 'relay', relayURL: null, simURL: null, simulator: true, finetune: { learningRate: 0.05, epochs: 10 } };
   const site = await startStaticServer({
     port: sitePort,
@@ -84,7 +86,7 @@ export async function startStack({ apiKey = randomKey(), simArgs = [], maxBodyBy
   let relay;
   try {
     sim = await startSim(['--cors', '--api-key', apiKey, ...simArgs]);
-    relay = await startRelay({ apiKey, upstream: sim.url, origins: [site.url, ...extraOrigins], maxBodyBytes, port: relayPort, echo });
+    relay = await startRelay({ apiKey, upstream: sim.url, origins: [site.url, ...extraOrigins], maxBodyBytes, tokenizerBaseURL: `${site.url}/tokenizers/by-id`, clientKeys, port: relayPort, echo });
   } catch (e) {
     await sim?.stop();
     await site.close();

@@ -4,12 +4,15 @@
 //   /pkg/…                   the npm package (browser entry, glue, wasm)
 //   /tokenizers/index.json   the families served: { families: { KEY: { renderers, … } } }
 //   /tokenizers/KEY/         tokenizer.json + tokenizer_config.json of family KEY
+//   /tokenizers/by-id/ID/    the same files by tokenizer id (Qwen/Qwen3-8B/tokenizer.json), the
+//                            layout of the SDK's `tokenizerBaseURL` (the relay's TOKENIZER_BASE_URL)
 // plus generated routes (e.g. /playground-config.json). Nothing is fetched from the web.
 import http from 'node:http';
 import { existsSync, readFileSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { modelFamily, rendererFamily } from '../app/families.js';
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -65,6 +68,30 @@ export function tokenizerIndex(families) {
   return { families: Object.fromEntries(Object.entries(families).map(([key, { dir, ...rest }]) => [key, rest])) };
 }
 
+/** Tokenizer id → family key, for every model of the cookbook's lineup whose family is served. */
+export async function tokenizerIds(families) {
+  const { listModels, getModelAttributes, resolveTokenizerId } = await import('tinker-wasm/cookbook');
+  const served = Object.entries(families).map(([key, f]) => ({ key, renderers: f.renderers }));
+  let catalogue = null;
+  const all = () => (catalogue ??= listModels().map((m) => getModelAttributes(m)));
+  const out = new Map();
+  for (const m of listModels()) {
+    const key = modelFamily(getModelAttributes(m), all, (r) => rendererFamily(r, served));
+    if (key && families[key] && !out.has(resolveTokenizerId(m))) out.set(resolveTokenizerId(m), key);
+  }
+  return out;
+}
+
+/** The file of a `/tokenizers/by-id/ID/FILE` path, or null. */
+async function byIdFile(pathname, families, ids) {
+  const rest = pathname.slice('/tokenizers/by-id/'.length);
+  const cut = rest.lastIndexOf('/');
+  const file = rest.slice(cut + 1);
+  if (cut < 0 || !['tokenizer.json', 'tokenizer_config.json'].includes(file)) return null;
+  const key = (await ids).get(rest.slice(0, cut));
+  return key ? path.join(families[key].dir, file) : null;
+}
+
 /** URL prefix → directory. The longest matching prefix wins. */
 export const MOUNTS = {
   '/pkg/': path.join(root, 'pkg'),
@@ -96,6 +123,8 @@ export function startStaticServer({ port = 0, routes = {}, tokenizers = tokenize
   for (const [key, { dir }] of Object.entries(tokenizers)) mounts[`/tokenizers/${key}/`] = dir;
   const index = JSON.stringify(tokenizerIndex(tokenizers));
   routes = { '/tokenizers/index.json': () => ['application/json', index], ...routes };
+  /** @type {Promise<Map<string, string>> | null} */
+  let ids = null;
   const server = http.createServer(async (req, res) => {
     let pathname;
     try {
@@ -109,7 +138,8 @@ export function startStaticServer({ port = 0, routes = {}, tokenizers = tokenize
       res.writeHead(200, { 'content-type': type, 'cache-control': 'no-store' });
       return res.end(body);
     }
-    const file = resolve(pathname, mounts);
+    if (pathname.startsWith('/tokenizers/by-id/')) ids ??= tokenizerIds(tokenizers);
+    const file = pathname.startsWith('/tokenizers/by-id/') ? await byIdFile(pathname, tokenizers, ids) : resolve(pathname, mounts);
     if (!file) return res.writeHead(404).end();
     try {
       if (!(await stat(file)).isFile()) return res.writeHead(404).end();

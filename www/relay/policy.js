@@ -99,6 +99,47 @@ export function readConfig(env) {
     baseURL: String(env.TINKER_BASE_URL || 'https://tinker.thinkingmachines.dev/services/tinker-prod').replace(/\/+$/, ''),
     origins,
     maxBodyBytes: Number.isFinite(maxBody) && maxBody > 0 ? Math.floor(maxBody) : 1_048_576,
+    tokenizerBaseURL: env.TOKENIZER_BASE_URL ? String(env.TOKENIZER_BASE_URL).replace(/\/+$/, '') : null,
+    clientKeys: String(env.OPENAI_CLIENT_KEYS ?? '')
+      .split(',')
+      .map((k) => k.trim())
+      .filter(Boolean),
+  };
+}
+
+/** Equal strings, compared in time that does not depend on where they differ. */
+function sameSecret(a, b) {
+  const x = encoder.encode(a);
+  const y = encoder.encode(b);
+  let diff = x.length ^ y.length;
+  for (let i = 0; i < x.length; i++) diff |= x[i] ^ (y[i % Math.max(1, y.length)] ?? 0);
+  return diff === 0;
+}
+
+/**
+ * Who may use the OpenAI routes (`/v1/…`): a page on an allowed origin (`'origin'`), or any
+ * client presenting one of OPENAI_CLIENT_KEYS as `Authorization: Bearer <key>` (`'key'`);
+ * otherwise null. The relay's Tinker key is never a client key.
+ */
+export function openaiAccess(config, origin, authorization) {
+  if (originAllowed(config, origin)) return 'origin';
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
+  if (m && config.clientKeys.some((k) => sameSecret(k, m[1]))) return 'key';
+  return null;
+}
+
+/** Headers of a preflight for the OpenAI routes: the headers an OpenAI client asks for (its
+ *  `authorization` and `x-stainless-*` ones) are allowed, since none is forwarded upstream. */
+export function openaiPreflightHeaders(origin, requested) {
+  const names = String(requested ?? '')
+    .split(',')
+    .map((h) => h.trim().toLowerCase())
+    .filter((h) => /^[a-z0-9-]{1,64}$/.test(h));
+  return {
+    ...corsHeaders(origin),
+    'access-control-allow-methods': 'GET, POST, OPTIONS',
+    'access-control-allow-headers': [...new Set(['content-type', 'authorization', ...names])].join(', '),
+    'access-control-max-age': '600',
   };
 }
 

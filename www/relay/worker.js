@@ -7,11 +7,16 @@
 //   - replaces X-API-Key with its secret (or a JWT it exchanged the secret for),
 //   - passes back only known response headers, and scrubs the key (and its JWTs) from
 //     every response header and body, errors included; it logs no header or body.
-// `GET /relay/status` checks the upstream with the SDK itself (tinker-wasm/lite in workerd).
+// `GET /relay/status` checks the upstream with the SDK itself (tinker-wasm in workerd).
+// `/v1/…` is the OpenAI API (./openai.js: tinker-wasm's openaiFetch, run here with the key),
+// for pages on the allowed origins and for any OpenAI client holding a client key.
 //
 // Bindings: TINKER_API_KEY (secret), ALLOWED_ORIGINS (comma-separated origins),
-// TINKER_BASE_URL (default: the production API), MAX_BODY_BYTES (default 1 MiB).
-import { RestClient, version } from 'tinker-wasm/lite';
+// TINKER_BASE_URL (default: the production API), MAX_BODY_BYTES (default 1 MiB),
+// OPENAI_CLIENT_KEYS (secret, comma-separated: keys OpenAI clients send as their API key),
+// TOKENIZER_BASE_URL (where `<tokenizer id>/tokenizer.json` files are, for `/v1/`).
+import { RestClient, version } from 'tinker-wasm';
+import { openaiRoute } from './openai.js';
 import {
   FORWARDED_RESPONSE_HEADERS, ROUTES, corsHeaders, matchRoute, originAllowed, preflightHeaders, readConfig,
   rewriteClientConfig, scrubBytes, scrubText, upstreamHeaders,
@@ -141,8 +146,11 @@ async function relayStatus(config) {
   return jsonResponse(status, body);
 }
 
-async function handle(request, config) {
+async function handle(request, config, ctx) {
   const url = new URL(request.url);
+  if (url.pathname.startsWith('/v1/') && !/%2f|%5c|\\|(^|\/)\.\.?(\/|$)|%2e/i.test(url.pathname)) {
+    return openaiRoute(request, config, { readBody, TOO_LARGE, waitUntil: (p) => ctx?.waitUntil(p) });
+  }
   const origin = request.headers.get('origin');
   if (!originAllowed(config, origin)) {
     await request.body?.cancel();
@@ -171,7 +179,7 @@ async function handle(request, config) {
 }
 
 export default {
-  async fetch(request, env) {
+  async fetch(request, env, ctx) {
     const t0 = Date.now();
     let config;
     try {
@@ -180,7 +188,7 @@ export default {
       console.error('[relay] TINKER_API_KEY is not set');
       return refuse(500, 'relay_misconfigured', 'the relay is not configured');
     }
-    const { response, route } = await handle(request, config);
+    const { response, route } = await handle(request, config, ctx);
     // One line per request: never a header, a body, a query string or a secret.
     const path = scrubText(new URL(request.url).pathname.slice(0, 200), secrets(config));
     console.log(`[relay] ${request.method} ${path} ${route ?? '-'} ${response.status} ${Date.now() - t0}ms`);
