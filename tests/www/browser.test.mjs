@@ -5,7 +5,9 @@
 //   node --test tests/www/browser.test.mjs
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as tinker from 'tinker-wasm';
@@ -18,6 +20,8 @@ let stack;
 let browser;
 let page;
 const pageErrors = [];
+/** The relay's OpenAI client key (OPENAI_CLIENT_KEYS), for the snippets the page shows. */
+const RELAY_CLIENT_KEY = 'playground-test-client-key';
 /** Everything the page got from the relay and everything it sent, for the key checks. */
 const fromRelay = [];
 const sent = [];
@@ -56,7 +60,7 @@ async function serverModels() {
 
 before(async () => {
   await mkdir(artifacts, { recursive: true });
-  stack = await startStack({});
+  stack = await startStack({ clientKeys: [RELAY_CLIENT_KEY] });
   browser = await launchChromium();
   page = await browser.context.newPage();
   page.setDefaultTimeout(60_000);
@@ -133,6 +137,23 @@ test('type a prompt, sample, and see the tokens with their logprobs', async () =
   await page.waitForFunction(() => /position 1/.test(document.querySelector('#results .seq .inspector').textContent));
   assert.equal(await seqs.first().locator('.tok.active').getAttribute('data-i'), '1');
   await shot('1-sample');
+
+  // The OpenAI request shown for model A's sample, run as shown (curl, and openai-node from a
+  // file) against the relay's /v1/: the same tokens, so the same logprobs, as the page shows.
+  assert.equal(await page.isHidden('#openai-snippet'), false);
+  const request = JSON.parse(await page.getAttribute('#openai-snippet', 'data-request'));
+  assert.deepEqual([request.path, request.body.model, request.body.seed, request.body.n], ['/v1/chat/completions', 'Qwen/Qwen3-8B', 11, 2]);
+  const env = { ...process.env, TINKER_RELAY_KEY: RELAY_CLIENT_KEY };
+  // (Not spawnSync: the relay loads the tokenizer from the site server in this process.)
+  const run = promisify(execFile);
+  const curl = await run('bash', ['-c', await page.textContent('#openai-curl')], { env });
+  const answer = JSON.parse(curl.stdout);
+  const shown = await seqs.evaluateAll((els) => els.map((s) => [...s.querySelectorAll('.tok')].map((t) => Number(t.dataset.logprob))));
+  assert.deepEqual(answer.choices.map((c) => c.logprobs.content.map((t) => t.logprob)), shown);
+  const file = path.join(path.dirname(fileURLToPath(import.meta.url)), '.snippet.mjs');
+  await writeFile(file, await page.textContent('#openai-node'));
+  const node = await run(process.execPath, [file], { env });
+  assert.equal(node.stdout, `${answer.choices[0].message.content}\n`);
 });
 
 test('the Tokens panel shows live token boundaries, ids and the count', async () => {

@@ -6,6 +6,7 @@ import { isLoaded, familyName, modelInfo, pieces, rendererFor, tokenizerFor } fr
 import { resultColumn } from './render.js';
 import { parseModelKey } from './connection.js';
 import { RAW, fillModelSelect, fillRendererSelect, modelSummary, rendererOf } from './pickers.js';
+import { openaiRequest, openaiSnippets } from './openai-snippet.js';
 
 /** A short label for a model key. */
 export function modelLabel(key) {
@@ -37,6 +38,7 @@ export function samplePanel(app) {
     maxTokens: $('#max-tokens'), temperature: $('#temperature'), topK: $('#top-k'), topP: $('#top-p'), seed: $('#seed'),
     n: $('#num-samples'), stop: $('#stop'), alts: $('#topk-logprobs'), scorePrompt: $('#score-prompt'),
     run: $('#sample'), cancel: $('#sample-cancel'), status: $('#sample-status'), error: $('#sample-error'), results: $('#results'),
+    snippet: $('#openai-snippet'), snippetNode: $('#openai-node'), snippetCurl: $('#openai-curl'),
   };
   let op = null;
   let renderSeq = 0;
@@ -193,6 +195,26 @@ export function samplePanel(app) {
     return { key, baseModel, renderer, tok, ids, res, answer, elapsedMs: performance.now() - t0 };
   }
 
+  /** The OpenAI request that reproduces model A's sample (openai-snippet.js). */
+  function showSnippet(r, p) {
+    const request = openaiRequest({ model: parseModelKey(r.key).id, mode: r.renderer === RAW ? 'raw' : 'chat', messages: messages(), raw: el.raw.value, renderer: r.renderer, params: p });
+    const { node, curl } = openaiSnippets(request, app.conn.mode === 'relay' ? app.conn.baseURL : null);
+    el.snippetNode.textContent = node;
+    el.snippetCurl.textContent = curl ?? '';
+    el.snippetCurl.parentElement.hidden = curl === null;
+    el.snippet.dataset.request = JSON.stringify(request);
+    el.snippet.hidden = false;
+  }
+
+  el.snippet.addEventListener('click', (e) => {
+    const id = e.target.closest?.('button.copy')?.dataset.copy;
+    if (!id) return;
+    navigator.clipboard?.writeText($(`#${id}`).textContent).then(
+      () => setStatus(el.status, 'done', 'Copied.'),
+      () => setStatus(el.status, 'failed', 'The browser refused the clipboard: select the text and copy it.'),
+    );
+  });
+
   /** Samples from model A (and B when comparing). */
   async function run() {
     if (op?.active || !app.conn) return;
@@ -237,6 +259,7 @@ export function samplePanel(app) {
         elapsedMs: r.elapsedMs,
       })));
       el.results.dataset.models = String(done.length);
+      showSnippet(done[0], p);
       const n = done.reduce((a, r) => a + r.res.sequences.length, 0);
       current.finish(`${n} sample${n > 1 ? 's' : ''}`);
       setStatus(el.status, 'done', `${n} sample${n > 1 ? 's' : ''} in ${ms(performance.now() - t0)}.`);
