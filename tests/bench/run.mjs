@@ -4,7 +4,7 @@
 // plain-HTTP floors. Prints one table with absolute figures and ratios, and writes it, the
 // details, the machine and the versions to BENCHMARKS.md (between the bench:run markers).
 //   node tests/bench/run.mjs [--quick] [--only a,b] [--no-write] [--python PATH]
-// Sections: size encode sample sft cookbook cold cli memory tokenizer. --quick: smaller counts (a smoke
+// Sections: size encode sample openai sft cookbook cold cli memory tokenizer. --quick: smaller counts (a smoke
 // run; the figures are noisier). BENCHMARKS.md is written by full runs only (or with --write).
 // Every client measurement runs in its own process against its own simulator process
 // (`--future-delay-ms 0`), so "client CPU" is the client process's user + system time only.
@@ -29,7 +29,7 @@ if (flag('--help')) {
 }
 const QUICK = flag('--quick');
 const WRITE = flag('--write') || (!QUICK && !flag('--only') && !flag('--no-write'));
-const ALL = ['size', 'encode', 'sample', 'sft', 'cookbook', 'cold', 'cli', 'memory', 'tokenizer'];
+const ALL = ['size', 'encode', 'sample', 'openai', 'sft', 'cookbook', 'cold', 'cli', 'memory', 'tokenizer'];
 const ONLY = opt('--only', ALL.join(',')).split(',');
 const PY = opt('--python', path.join(root, 'tests/conformance/.venv/bin/python'));
 const DRIVER = path.join(here, 'driver.mjs');
@@ -203,6 +203,18 @@ if (section('sample')) {
 
 // ---------------------------------------------------------------------------------------
 // SFT steps
+// The OpenAI-compatible handler (issue 35): its own client CPU per chat request (JSON in,
+// render, parse, JSON out) over the sample call alone on the same prompts, pre-rendered.
+if (section('openai')) {
+  for (const [n, total, warm] of QUICK ? [[1, 50, 10], [100, 200, 100]] : [[1, 400, 50], [100, 2000, 200]]) {
+    log(`openai ×${n}`);
+    const handler = await withSim((url) => node('openai', url, n, total, warm, 'handler'));
+    const alone = await withSim((url) => node('openai', url, n, total, warm, 'sample'));
+    const per = (r) => r.cpu_s / r.requests;
+    row(`openaiFetch chat completion ×${n} concurrent: client CPU per request`, ms(per(handler)), `sample() alone: ${ms(per(alone))}`, `+${f((per(handler) - per(alone)) * 1e6, 0)} µs (${f(per(handler) / per(alone))}×)`, '—');
+  }
+}
+
 if (section('sft')) {
   const [steps, batch, len] = QUICK ? [3, 8, 128] : [10, 8, 256];
   log(`sft ${steps} steps of ${batch}×${len}`);
