@@ -36,7 +36,8 @@ export function openaiHandler(glue) {
         if (request.method === 'POST' && route === '/v1/completions') return await completion(await request.text(), signal);
         throw glue.__openaiError(404, `no route ${request.method} ${url.pathname} (this server has POST /v1/chat/completions, POST /v1/completions and GET /v1/models)`);
       } catch (e) {
-        if (signal?.aborted) throw e;
+        // Aborted: reject as fetch does, with the signal's reason (an AbortError by default).
+        if (signal?.aborted) throw signal.reason ?? e;
         const err = /** @type {any} */ (e);
         if (err && typeof err.status === 'number' && typeof err.body === 'string' && !(err instanceof Error)) return new Response(err.body, { status: err.status, headers: { 'content-type': 'application/json' } });
         return failure(err);

@@ -112,3 +112,26 @@ test('models lists the server models; errors come back in OpenAI shape and statu
   const again = await client.chat.completions.create({ model: 'Qwen/Qwen3-8B', messages, max_tokens: 4 });
   assert.equal(again.choices.length, 1);
 });
+
+test('backpressure: while every sample gets a 429 the handler waits as the SDK does (Python\'s backpressure), the client\'s timeout ends the wait, and the same handler answers once it clears', { timeout: 120_000 }, async () => {
+  const busy = await startSim(['--seed', '12', '--faults', '429ms:1:20@asample']);
+  const svc = new ServiceClient({
+    baseURL: busy.url,
+    apiKey: 'tml-test',
+    telemetry: false,
+    tokenizerLoader: () => Tokenizer.fromJSON(readFileSync(new URL('tokenizer.json', qwen)), { config: readFileSync(new URL('tokenizer_config.json', qwen), 'utf8') }),
+  });
+  try {
+    const c = new OpenAI({ baseURL: 'http://tinker.local/v1', apiKey: 'unused', fetch: openaiFetch(svc), maxRetries: 0, timeout: 1500 });
+    await assert.rejects(c.chat.completions.create({ model: 'Qwen/Qwen3-8B', messages, max_tokens: 4 }), (e) => e instanceof OpenAI.APIConnectionTimeoutError);
+    const stats = await (await fetch(`${busy.url}/_sim/stats`)).json();
+    assert.ok(stats.faults_injected['429ms'] >= 1, JSON.stringify(stats.faults_injected));
+    const cleared = await fetch(`${busy.url}/_sim/config`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ faults: '' }) });
+    assert.equal(cleared.status, 200);
+    const r = await c.chat.completions.create({ model: 'Qwen/Qwen3-8B', messages, max_tokens: 4, seed: 1 });
+    assert.equal(r.object, 'chat.completion');
+  } finally {
+    await svc.close();
+    await busy.stop();
+  }
+});
