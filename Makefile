@@ -89,11 +89,23 @@ test-examples: wasm sim renderer-expected
 
 .PHONY: test-examples
 
-# Every README block marked `<!-- runs as written -->`, run against a fresh simulator.
-# The OpenAI-compatible handler (issue 35) through openai-node and the AI SDK against tinker-sim, in-process.
-test-openai: wasm sim
-	node --test tests/openai/node.test.mjs tests/openai/ai-sdk.test.mjs
+# The OpenAI-compatible handler (issue 35) through openai-node and the AI SDK against tinker-sim:
+# in-process in Node and in Chromium, a tool call from a fine-tune, behind the relay in workerd,
+# and through `tinker-wasm serve`.
+test-openai: wasm sim renderer-tokenizers
+	node --test --test-concurrency=1 tests/openai/node.test.mjs tests/openai/ai-sdk.test.mjs tests/openai/tools.test.mjs tests/openai/browser.test.mjs tests/openai/relay.test.mjs tests/openai/serve.test.mjs
+	tests/conformance/.venv/bin/python tests/openai/cookbook_oracle.py
 
+# The cookbook-side oracle alone (issue 35): tinker-cookbook 0.6.1's own OpenAI shim
+# (TinkerAsyncOpenAIClient; for tools, its LiteLLM provider's pipeline) and openaiFetch, given the
+# same OpenAI requests, each against its own tinker-sim: the sample requests (request logs) and
+# the parsed answers compared, every difference documented (tests/openai/NOTES-cookbook-oracle.md).
+test-openai-cookbook: wasm sim renderer-tokenizers
+	tests/conformance/.venv/bin/python tests/openai/cookbook_oracle.py
+
+.PHONY: test-openai-cookbook
+
+# Every README block marked `<!-- runs as written -->`, run against a fresh simulator.
 test-readme: wasm sim
 	node tests/readme/run.mjs
 

@@ -45,7 +45,7 @@ before(async () => {
     telemetry: false,
     tokenizerLoader: () => Tokenizer.fromJSON(readFileSync(new URL('tokenizer.json', qwen)), { config: readFileSync(new URL('tokenizer_config.json', qwen), 'utf8') }),
   });
-  viaRelay = new OpenAI({ baseURL: `${relay.url}/v1`, apiKey: CLIENT_KEY, maxRetries: 0, fetch: recording });
+  viaRelay = new OpenAI({ baseURL: `${relay.url}/v1`, apiKey: CLIENT_KEY, maxRetries: 0, timeout: 120_000, fetch: recording });
   local = new OpenAI({ baseURL: 'http://tinker.local/v1', apiKey: 'unused', maxRetries: 0, fetch: openaiFetch(service) });
 });
 

@@ -77,7 +77,13 @@ export async function tokenizerIds(families) {
   const out = new Map();
   for (const m of listModels()) {
     const key = modelFamily(getModelAttributes(m), all, (r) => rendererFamily(r, served));
-    if (key && families[key] && !out.has(resolveTokenizerId(m))) out.set(resolveTokenizerId(m), key);
+    let id;
+    try {
+      id = resolveTokenizerId(m);
+    } catch {
+      continue; // No tokenizer id (Inkling's: the SDK only takes a loader of the caller's own).
+    }
+    if (key && families[key] && !out.has(id)) out.set(id, key);
   }
   return out;
 }
@@ -138,10 +144,10 @@ export function startStaticServer({ port = 0, routes = {}, tokenizers = tokenize
       res.writeHead(200, { 'content-type': type, 'cache-control': 'no-store' });
       return res.end(body);
     }
-    if (pathname.startsWith('/tokenizers/by-id/')) ids ??= tokenizerIds(tokenizers);
-    const file = pathname.startsWith('/tokenizers/by-id/') ? await byIdFile(pathname, tokenizers, ids) : resolve(pathname, mounts);
-    if (!file) return res.writeHead(404).end();
     try {
+      if (pathname.startsWith('/tokenizers/by-id/')) ids ??= tokenizerIds(tokenizers);
+      const file = pathname.startsWith('/tokenizers/by-id/') ? await byIdFile(pathname, tokenizers, ids) : resolve(pathname, mounts);
+      if (!file) return res.writeHead(404).end();
       if (!(await stat(file)).isFile()) return res.writeHead(404).end();
       const body = await readFile(file);
       res.writeHead(200, { 'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-cache' });
