@@ -438,7 +438,9 @@ export default {
     assert.deepEqual([retried['rollout_errors/Error'], retried['rollout_errors/groups_skipped']], [4, 0]);
     assert.ok(!('env/all/total_episodes' in skipped) && !('tokens/trained' in skipped), JSON.stringify(skipped));
     assert.deepEqual([skipped.step, skipped['rollout_errors/groups_skipped']], [1, 2]);
-    // MinViableGroup: a rollout that never ends times out; three of four make the floor.
+    // MinViableGroup: a rollout that never ends times out; three of four make the floor. The
+    // timeout is far above a rollout's time even under make test's load (at 50 ms, seen in
+    // CI, every rollout of a loaded browser timed out): only the one that never ends hits it.
     class Hangs extends Sum {
       async step(a) {
         return this.x === 0 ? new Promise(() => {}) : super.step(a);
@@ -447,7 +449,7 @@ export default {
     let made = 0;
     const partial = memoryStore();
     const hangData = async ({ renderer }) => [{ length: 1, getBatch: () => [new rl.ProblemGroupBuilder({ env_thunk: () => new Hangs(made++ % 4, renderer), num_envs: 4 })] }];
-    await rl.train(config({ dataset_builder: hangData, rollout_error_tolerance: new rl.MinViableGroup({ per_rollout_timeout: 0.05 }) }), { service: svc, store: partial });
+    await rl.train(config({ dataset_builder: hangData, rollout_error_tolerance: new rl.MinViableGroup({ per_rollout_timeout: 3 }) }), { service: svc, store: partial });
     const [kept] = lines(partial, 'metrics.jsonl');
     assert.deepEqual([kept['env/all/total_episodes'], kept['rollout_errors/TimeoutError']], [3, 1], JSON.stringify(kept));
     // A group of one trajectory trains nothing (advantage 0): refused, or a counted skip
