@@ -26,15 +26,19 @@ export function openaiHandler(glue) {
       return /** @type {Promise<any>} */ (samplers.get(plan.model));
     };
     return async function fetch(input, init = {}) {
-      const request = input instanceof Request ? input : new Request(input, init);
-      const signal = init.signal ?? request.signal;
-      const url = new URL(request.url);
+      // A Request is read as one; a URL with `init` (what OpenAI clients pass) directly, without
+      // building a Request (its construction is a good part of the handler's own cost).
+      const request = input instanceof Request ? input : null;
+      const method = (request?.method ?? init.method ?? 'GET').toUpperCase();
+      const signal = init.signal ?? request?.signal;
+      const url = new URL(request?.url ?? String(input));
+      const text = () => (request ? request.text() : typeof init.body === 'string' ? Promise.resolve(init.body) : new Response(init.body ?? null).text());
       const route = url.pathname.replace(/^.*?\/v1\//, '/v1/');
       try {
-        if (request.method === 'GET' && route === '/v1/models') return json(200, await models());
-        if (request.method === 'POST' && route === '/v1/chat/completions') return await chat(await request.text(), signal);
-        if (request.method === 'POST' && route === '/v1/completions') return await completion(await request.text(), signal);
-        throw glue.__openaiError(404, `no route ${request.method} ${url.pathname} (this server has POST /v1/chat/completions, POST /v1/completions and GET /v1/models)`);
+        if (method === 'GET' && route === '/v1/models') return json(200, await models());
+        if (method === 'POST' && route === '/v1/chat/completions') return await chat(await text(), signal);
+        if (method === 'POST' && route === '/v1/completions') return await completion(await text(), signal);
+        throw glue.__openaiError(404, `no route ${method} ${url.pathname} (this server has POST /v1/chat/completions, POST /v1/completions and GET /v1/models)`);
       } catch (e) {
         // Aborted: reject as fetch does, with the signal's reason (an AbortError by default).
         if (signal?.aborted) throw signal.reason ?? e;
