@@ -28,6 +28,8 @@ EOF_LOG
 for t in $(awk '$4 != 0 { print $1 }' "$log" | sort -u); do
   f="$(dirname "$log")/suite-logs/$t.log"
   [ -s "$f" ] || continue
+  echo "make test: the failures in $t's output (lines with not ok / ✖ / FAIL / panicked and the 6 after)"
+  grep -n -A6 -E 'not ok|✖|FAILED|FAIL |panicked|^Error|Traceback' "$f" | head -n 80 | sed 's/^/  /'
   echo "make test: the last 20 lines of $t's output"
   tail -n 20 "$f" | sed 's/^/  /'
 done

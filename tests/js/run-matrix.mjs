@@ -181,6 +181,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     const f = report(cellTag(cell.runtime, cell.module), results);
     failed += f;
     summary.push(`# ${cellTag(cell.runtime, cell.module).padEnd(14)} ${results.filter((r) => r.ok).length}/${results.length} passed (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+    // The failures again under the summary, so the end of a CI log names them.
+    for (const r of results.filter((x) => !x.ok)) summary.push(`#   not ok: ${r.name}: ${r.error.split('\n').slice(0, 3).join(' | ')}`);
   }
   console.log(summary.join('\n'));
   process.exit(failed ? 1 : 0);
