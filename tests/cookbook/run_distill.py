@@ -4,7 +4,8 @@ local tinker-sim: two prompt-only datasets (PromptOnlyDataset, the second's prom
 make_teacher.py), the second from the base model. The cookbook side of the distill-*
 configurations of tests/cookbook/sft_differential.py; run_distill.mjs is ours."""
 from __future__ import annotations
-import argparse, asyncio, functools, os
+import argparse, asyncio, os
+import offline
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TINKER_API_KEY", "tml-local")
@@ -42,16 +43,12 @@ def main():
     a = p.parse_args()
     os.environ["TINKER_BASE_URL"] = a.base_url
     import chz
-    from transformers import AutoTokenizer
     from tinker_cookbook import renderers, tokenizer_utils
     from tinker_cookbook.distillation import train_on_policy
     from tinker_cookbook.distillation.datasets import DistillationDatasetConfig, PromptOnlyDataset, TeacherConfig
     from tinker_cookbook.rl.types import RLDatasetBuilder
 
-    @functools.cache
-    def _tok():
-        return AutoTokenizer.from_pretrained(a.tokenizer_dir)
-    tokenizer_utils.register_tokenizer(a.model, _tok)
+    offline.setup(a.model, a.tokenizer_dir)
 
     @chz.chz
     class Prompts(RLDatasetBuilder):

@@ -9,9 +9,10 @@ Offline as run_sft.py is: the tokenizer registered from a local folder, no prici
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import sys
+
+import offline
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -47,22 +48,12 @@ def main() -> int:
     args = parse_args()
     os.environ["TINKER_BASE_URL"] = args.base_url
 
-    from transformers import AutoTokenizer
-
-    from tinker_cookbook import tokenizer_utils
     from tinker_cookbook.preference import train_dpo
     from tinker_cookbook.preference.dpo_datasets import DPODatasetBuilderFromComparisons
     from tinker_cookbook.preference.preference_datasets import ComparisonBuilderFromJsonl
     from tinker_cookbook.supervised.types import ChatDatasetBuilderCommonConfig
-    from tinker_cookbook.utils import cost_estimation
 
-    @functools.cache
-    def _local_tokenizer():
-        return AutoTokenizer.from_pretrained(args.tokenizer_dir)
-
-    tokenizer_utils.register_tokenizer(args.model, _local_tokenizer)
-    cost_estimation._pricing_fetched = True
-    cost_estimation._pricing_entries = None
+    offline.setup(args.model, args.tokenizer_dir)
 
     common = ChatDatasetBuilderCommonConfig(
         model_name_for_tokenizer=args.model,

@@ -2,7 +2,8 @@
 tinker-sim with its arithmetic environment (recipes/math_rl): the cookbook side of the RL
 configurations of tests/cookbook/sft_differential.py. Same offline measures as run_sft.py."""
 from __future__ import annotations
-import argparse, asyncio, functools, json, os, sys, time
+import argparse, asyncio, json, os, sys, time
+import offline
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TINKER_API_KEY", "tml-local")
@@ -41,18 +42,9 @@ def main():
     p.add_argument("--cpu-report", action="store_true", help="print the client CPU between the first and last step (make bench)")
     a = p.parse_args()
     os.environ["TINKER_BASE_URL"] = a.base_url
-    from transformers import AutoTokenizer
-    from tinker_cookbook import tokenizer_utils
     from tinker_cookbook.rl import train
     from tinker_cookbook.recipes.math_rl.arithmetic_env import ArithmeticDatasetBuilder
-    from tinker_cookbook.utils import cost_estimation
-
-    @functools.cache
-    def _tok():
-        return AutoTokenizer.from_pretrained(a.tokenizer_dir)
-    tokenizer_utils.register_tokenizer(a.model, _tok)
-    cost_estimation._pricing_fetched = True
-    cost_estimation._pricing_entries = None
+    offline.setup(a.model, a.tokenizer_dir)
     from tinker_cookbook.recipes.math_rl import arithmetic_env
     from tinker_cookbook.rl.problem_env import ProblemGroupBuilder
     if a.fail_mod:

@@ -3,18 +3,19 @@ the cookbook side of tests/cookbook/sft_differential.py.
 
     tests/conformance/.venv/bin/python tests/cookbook/run_sft.py --base-url http://127.0.0.1:PORT ...
 
-Offline measures (no monkeypatching of cookbook code paths that affect training):
+Offline measures (offline.py; no monkeypatching of cookbook code paths that affect training):
   * the model's tokenizer is registered via tokenizer_utils.register_tokenizer from a local dir;
   * the pricing download (utils/cost_estimation.load_model_pricing, an HTTPS GET to the
     Tinker docs site) is pre-marked as "already attempted" so no network is touched; the
-    cookbook then behaves exactly as when that download fails (no cost/* metrics).
+    cookbook then behaves exactly as when that download fails (no cost/* metrics);
+  * one copy of Qwen3's content tokenizer per tokenizer instead of one per renderer.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
+import offline
 import json
 import os
 import sys
@@ -59,24 +60,11 @@ def main() -> int:
     args = parse_args()
     os.environ["TINKER_BASE_URL"] = args.base_url
 
-    from transformers import AutoTokenizer
-
-    from tinker_cookbook import tokenizer_utils
     from tinker_cookbook.supervised import train
     from tinker_cookbook.supervised.data import FromConversationFileBuilder
     from tinker_cookbook.supervised.types import ChatDatasetBuilderCommonConfig
-    from tinker_cookbook.utils import cost_estimation
 
-    # 1. Local tokenizer for the model name (get_tokenizer checks this registry first).
-    @functools.cache
-    def _local_tokenizer():
-        return AutoTokenizer.from_pretrained(args.tokenizer_dir)
-
-    tokenizer_utils.register_tokenizer(args.model, _local_tokenizer)
-
-    # 2. No pricing download: behave as if it had been tried and failed (returns None).
-    cost_estimation._pricing_fetched = True
-    cost_estimation._pricing_entries = None
+    offline.setup(args.model, args.tokenizer_dir)
 
     common = ChatDatasetBuilderCommonConfig(
         model_name_for_tokenizer=args.model,

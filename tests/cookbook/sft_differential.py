@@ -34,6 +34,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import prefork
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 SIM = ROOT / "target/debug/tinker-sim"
@@ -178,7 +180,7 @@ def run_side(cmd: list[str], log: Path, tmp: Path, name: str, resume_after: list
             cmd = cmd + setup(url, env)
         runs = [cmd + resume_after, cmd] if resume_after else [cmd]
         for i, c in enumerate(runs):
-            r = subprocess.run(c + ["--base-url", url], env=env, capture_output=True, text=True, timeout=600)
+            r = run_script(c + ["--base-url", url], env, 600)
             if r.returncode != 0:
                 raise SystemExit(f"{name} failed ({r.returncode}):\n{r.stderr[-3000:]}")
             if i == 0 and resume_after:
@@ -190,9 +192,18 @@ def run_side(cmd: list[str], log: Path, tmp: Path, name: str, resume_after: list
         sim.wait()
 
 
+def run_script(argv: list[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
+    """Runs `argv`: the cookbook's scripts (argv[0] is PY) as forks of this process with the
+    cookbook imported once (prefork.py), ours (node) as processes."""
+    if argv[0] != str(PY):
+        return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+    code, out, err = prefork.run(argv, env, timeout)
+    return subprocess.CompletedProcess(argv, code, out, err)
+
+
 def teacher(url: str, env: dict) -> list[str]:
     """make_teacher.py on the simulator at `url`: `--teacher-path` and the checkpoint's path."""
-    r = subprocess.run([str(PY), str(HERE / "make_teacher.py"), "--base-url", url], env=env, capture_output=True, text=True, timeout=300)
+    r = run_script([str(PY), str(HERE / "make_teacher.py"), "--base-url", url], env, 300)
     if r.returncode != 0:
         raise SystemExit(f"make_teacher.py failed:\n{r.stderr[-3000:]}")
     return ["--teacher-path", r.stdout.strip().splitlines()[-1]]
@@ -412,6 +423,7 @@ def main() -> int:
     conversations(data)
     comparisons(tmp / "train.jsonl", tmp / "test.jsonl")
     problems = []
+    prefork.preload([str(TOKENIZER)])
     for name, extra in CONFIGS + DPO_CONFIGS + RL_CONFIGS + DISTILL_CONFIGS:
         if args.only and args.only != name:
             continue
