@@ -73,7 +73,7 @@ test-package: wasm sim
 # The command line (issue 22): tinker-wasm's CLI (pkg/cli) against tinker-sim, with the
 # Python SDK's `tinker` CLI 0.38.0 as the oracle (same JSON, errors, exit codes, files).
 test-cli: wasm sim
-	node --test --test-reporter=spec tests/cli/output.test.mjs tests/cli/credentials.test.mjs tests/cli/cli.test.mjs tests/cli/runtimes.test.mjs
+	node --test --test-reporter=spec tests/cli/output.test.mjs tests/js/credentials.test.mjs tests/cli/cli.test.mjs tests/cli/runtimes.test.mjs
 
 # Public-surface coverage (issue 26): every method, getter and function in the package's
 # .d.ts is called by a cross-runtime case (tests/js/coverage.json), or the build fails.

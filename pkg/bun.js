@@ -9,11 +9,14 @@ import * as glue from './gen/full/tinker_wasm.js';
 import wasmPath from './gen/full/tinker_wasm_bg.wasm' with { type: 'file' };
 import generalPath from './gen/general/tokenizer_general_bg.wasm' with { type: 'file' };
 import { install, adminClient } from './extras.js';
+import { host } from './host.js';
 import { rendererRegistry } from './renderers.js';
 import { openaiHandler } from './openai.js';
 import { generalHost } from './general-engine.js';
 
 glue.initSync({ module: fs.readFileSync(wasmPath) });
+// The environment, files and commands for the core's defaults (host.js).
+glue.__setHost(host);
 
 // The general tokenizer engine, compiled synchronously on first need.
 glue.__setGeneralTokenizerHost(generalHost({ loadSync: () => fs.readFileSync(generalPath) }));

@@ -7,10 +7,12 @@ import { install, adminClient } from './extras.js';
 import { rendererRegistry } from './renderers.js';
 import { openaiHandler } from './openai.js';
 import { withNodeTransport } from './node-transport.js';
-import { withNodeCredentials } from './node-credentials.js';
+import { host } from './host.js';
 import { generalHost } from './general-engine.js';
 
 glue.initSync({ module: fs.readFileSync(new URL('./gen/full/tinker_wasm_bg.wasm', import.meta.url)) });
+// The environment, files and commands for the core's defaults (./host.js).
+glue.__setHost(host);
 
 // The general tokenizer engine, compiled synchronously on first need.
 glue.__setGeneralTokenizerHost(
@@ -24,8 +26,6 @@ export const { registerRenderer, unregisterRenderer, getRegisteredRendererNames,
 // The OpenAI-compatible handler (./openai.js): `new OpenAI({ baseURL, fetch: openaiFetch(service) })`.
 export const openaiFetch = openaiHandler(glue);
 // HTTP over node:http(s) keep-alive unless `options.fetch` is given (./node-transport.js).
-// Credentials as the Python SDK finds them: TINKER_API_KEY, TINKER_CREDENTIAL_CMD, then
-// ~/.tinker/credentials.json; Cloudflare Access headers and TINKER_TELEMETRY (node-credentials.js).
-export const { ServiceClient, RestClient, SamplingClient } = withNodeTransport(glue, withNodeCredentials);
+export const { ServiceClient, RestClient, SamplingClient } = withNodeTransport(glue);
 export { PagePromise } from './extras.js';
 export const AdminClient = adminClient(RestClient);

@@ -226,17 +226,15 @@ const withDefaultFetch = (options) =>
 
 /**
  * `ServiceClient`, `RestClient` and `SamplingClient.fromSamplerHandle` of `glue` whose
- * default transport is {@link nodeFetch}; `prepare` fills in further defaults (the Node
- * entries' credential chain, ./node-credentials.js).
+ * default transport is {@link nodeFetch} (every other default is the core's).
  * Instances made by the SDK itself (e.g. `serviceClient.restClient()`) are still
  * `instanceof` these classes.
  * @param {typeof import('./gen/full/tinker_wasm.js') | typeof import('./gen/lite/tinker_wasm.js')} glue the wasm-bindgen module
- * @param {<T>(options: T, how?: { keyOnly?: boolean }) => T} [prepare]
  */
-export function withNodeTransport(glue, prepare = (options) => options) {
+export function withNodeTransport(glue) {
   class ServiceClient extends glue.ServiceClient {
     constructor(options) {
-      super(prepare(withDefaultFetch(options)));
+      super(withDefaultFetch(options));
     }
     static [Symbol.hasInstance](o) {
       return o instanceof glue.ServiceClient;
@@ -244,7 +242,7 @@ export function withNodeTransport(glue, prepare = (options) => options) {
   }
   class RestClient extends glue.RestClient {
     constructor(options) {
-      super(prepare(withDefaultFetch(options)));
+      super(withDefaultFetch(options));
     }
     static [Symbol.hasInstance](o) {
       return o instanceof glue.RestClient;
@@ -253,7 +251,7 @@ export function withNodeTransport(glue, prepare = (options) => options) {
   // Only for its static constructor: instances come from the SDK (glue.SamplingClient).
   class SamplingClient extends glue.SamplingClient {
     static fromSamplerHandle(handle, options) {
-      return glue.SamplingClient.fromSamplerHandle(handle, prepare(withDefaultFetch(options), { keyOnly: true }));
+      return glue.SamplingClient.fromSamplerHandle(handle, withDefaultFetch(options));
     }
     static [Symbol.hasInstance](o) {
       return o instanceof glue.SamplingClient;

@@ -1,15 +1,16 @@
 // Every call the tinker-wasm CLI makes into the SDK, in one place: the commands only call
 // these functions, so a change to the SDK's method names or parameters is a change here.
-// The SDK is tinker-wasm/lite (no tokenizer in its wasm), imported on first use, so
-// `--help`, `version` and argument errors never load wasm at all.
-// Credentials come from the Node entry's chain (../node-credentials.js): TINKER_API_KEY,
+// The SDK is the full tinker-wasm (lite does not run TINKER_CREDENTIAL_CMD or read the
+// credentials file: its size budget), imported on first use, so `--help`, `version` and
+// argument errors never load wasm at all.
+// Credentials come from the core's chain (crates/core/src/client/environment.rs): TINKER_API_KEY,
 // TINKER_CREDENTIAL_CMD, ~/.tinker/credentials.json, as the Python SDK finds them.
 
-/** @type {Promise<typeof import('../lite/index.js')> | null} */
+/** @type {Promise<typeof import('../index.js')> | null} */
 let sdkPromise = null;
 /** The SDK module (loaded once). */
 export function sdk() {
-  sdkPromise ??= import('../lite/index.js');
+  sdkPromise ??= import('../index.js');
   return sdkPromise;
 }
 

@@ -6,12 +6,15 @@ import * as glue from '../gen/cookbook/tinker_wasm.js';
 import wasmPath from '../gen/cookbook/tinker_wasm_bg.wasm' with { type: 'file' };
 import generalPath from '../gen/general/tokenizer_general_bg.wasm' with { type: 'file' };
 import { install, adminClient } from '../extras.js';
+import { host } from '../host.js';
 import { rendererRegistry } from '../renderers.js';
 import { openaiHandler } from '../openai.js';
 import { generalHost } from '../general-engine.js';
 import { cookbook } from './cookbook.js';
 
 glue.initSync({ module: fs.readFileSync(wasmPath) });
+// The environment, files and commands for the core's defaults (../host.js).
+glue.__setHost(host);
 
 // The general tokenizer engine, compiled synchronously on first need.
 glue.__setGeneralTokenizerHost(generalHost({ loadSync: () => fs.readFileSync(generalPath) }));

@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import * as glue from '../gen/cookbook/tinker_wasm.js';
 import source module from '../gen/cookbook/tinker_wasm_bg.wasm';
 import { install, adminClient } from '../extras.js';
+import { host } from '../host.js';
 import { rendererRegistry } from '../renderers.js';
 import { openaiHandler } from '../openai.js';
 import { withNodeTransport } from '../node-transport.js';
@@ -13,6 +14,8 @@ import { generalHost } from '../general-engine.js';
 import { cookbook } from './cookbook.js';
 
 glue.initSync({ module });
+// The environment, files and commands for the core's defaults (../host.js).
+glue.__setHost(host);
 
 // The general tokenizer engine, read and compiled synchronously on first need.
 glue.__setGeneralTokenizerHost(

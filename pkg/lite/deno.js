@@ -6,9 +6,12 @@ import * as path from 'node:path';
 import * as glue from '../gen/lite/tinker_wasm.js';
 import source module from '../gen/lite/tinker_wasm_bg.wasm';
 import { install, adminClient } from '../extras.js';
+import { host } from '../host.js';
 import { withNodeTransport } from '../node-transport.js';
 
 glue.initSync({ module });
+// The environment, files and commands for the core's defaults (host.js).
+glue.__setHost(host);
 
 export const { ModelInput, TensorData, datumFromTokens } = install(glue, { fs, path });
 export * from '../gen/lite/tinker_wasm.js';

@@ -5,16 +5,15 @@ import * as path from 'node:path';
 import * as glue from '../gen/lite/tinker_wasm.js';
 import { install, adminClient } from '../extras.js';
 import { withNodeTransport } from '../node-transport.js';
-import { withNodeCredentials } from '../node-credentials.js';
+import { host } from '../host.js';
 
 glue.initSync({ module: fs.readFileSync(new URL('../gen/lite/tinker_wasm_bg.wasm', import.meta.url)) });
+glue.__setHost(host);
 
 export const { ModelInput, TensorData, datumFromTokens } = install(glue, { fs, path });
 export * from '../gen/lite/tinker_wasm.js';
 export * from '../errors.js';
 // HTTP over node:http(s) keep-alive unless `options.fetch` is given (../node-transport.js).
-// Credentials as the Python SDK finds them: TINKER_API_KEY, TINKER_CREDENTIAL_CMD, then
-// ~/.tinker/credentials.json; Cloudflare Access headers and TINKER_TELEMETRY (node-credentials.js).
-export const { ServiceClient, RestClient, SamplingClient } = withNodeTransport(glue, withNodeCredentials);
+export const { ServiceClient, RestClient, SamplingClient } = withNodeTransport(glue);
 export { PagePromise } from '../extras.js';
 export const AdminClient = adminClient(RestClient);

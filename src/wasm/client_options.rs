@@ -11,10 +11,12 @@ use wasm_bindgen::JsCast;
 use super::common::*;
 use super::params::declare_params;
 use crate::config::SessionState as CoreSessionState;
+use crate::environment::Given;
 use crate::map::StrMap;
 use crate::options::{ClientOptions as CoreOptions, LogLevel, Logger};
 use crate::wasm::convert::describe;
 use crate::wasm::errors::{input_error, range_error, tinker_error, type_error};
+use crate::wasm::host::JsHost;
 use crate::wasm::platform::Runtime;
 
 fn js_logger(logger: JsValue, level: LogLevel) -> Logger {
@@ -129,13 +131,19 @@ pub(super) fn client_options(
             "It looks like you're running in a browser-like environment. This is disabled by default, as it risks exposing your Tinker API key to attackers. If you understand the risks and have appropriate mitigations in place (a short-lived key, a local simulator, or a relay that holds the key), pass `dangerouslyAllowBrowser: true`.",
         ));
     }
-    let mut opts = CoreOptions {
-        api_key: o.apiKey.or_else(|| env_var("TINKER_API_KEY")),
-        ..Default::default()
+    let mut opts = CoreOptions::default();
+    let given = Given {
+        api_key: o.apiKey,
+        base_url: o.baseURL,
+        project_id: o.projectId,
+        tags: o.tags,
+        telemetry: o.telemetry,
+        default_headers: o
+            .defaultHeaders
+            .map(|h| h.into_iter().collect())
+            .unwrap_or_default(),
     };
-    if let Some(url) = o.baseURL.or_else(|| env_var("TINKER_BASE_URL")) {
-        opts.base_url = url;
-    }
+    crate::environment::apply(given, &JsHost, &mut opts);
     if let Some(n) = o.maxRetries {
         opts.max_retries = n;
     }
@@ -151,18 +159,8 @@ pub(super) fn client_options(
         }
         opts.timeout = Duration::from_secs_f64(ms / 1000.0);
     }
-    if let Some(h) = o.defaultHeaders {
-        opts.default_headers = h.into_iter().collect();
-    }
-    opts.project_id = o.projectId.or_else(|| env_var("TINKER_PROJECT_ID"));
     opts.user_metadata = o.userMetadata.unwrap_or_default();
     opts.display_name = o.displayName;
-    opts.tags = match o.tags {
-        Some(tags) => tags,
-        None => env_var("TINKER_TAGS")
-            .map(|s| env_tags(&s))
-            .unwrap_or_default(),
-    };
     opts.session = match (o.session, o.sessionId) {
         (Some(s), _) => Some(CoreSessionState {
             session_id: s
@@ -178,7 +176,6 @@ pub(super) fn client_options(
         }),
     };
     opts.background = o.heartbeat.unwrap_or(runtime != Runtime::Workerd);
-    opts.telemetry = o.telemetry.unwrap_or(true);
     opts.user_agent = (runtime != Runtime::Browser)
         .then(|| format!("tinker-wasm/{} ({})", crate::VERSION, runtime.name()));
     opts.platform = super::platform::platform_info(runtime);
@@ -220,24 +217,11 @@ pub(super) fn client_options(
         }
     };
     opts.validate().map_err(|e| input_error(&e))?;
-    crate::http::check_api_key(
-        opts.api_key.as_deref().unwrap_or_default(),
-        js_sys::Date::now() / 1000.0,
-    )
-    .map_err(|e| input_error(&e))?;
-    Ok((opts, fetch))
-}
-
-/// `TINKER_TAGS` as tags: sorted and deduplicated by insertion (a handful of tags; no
-/// sort code).
-fn env_tags(s: &str) -> Vec<String> {
-    let mut v: Vec<String> = Vec::new();
-    for t in s.split(',') {
-        if let Err(i) = v.binary_search_by(|x| x.as_str().cmp(t)) {
-            v.insert(i, t.to_string());
-        }
+    if let Some(key) = &opts.api_key {
+        crate::http::check_api_key(key, js_sys::Date::now() / 1000.0)
+            .map_err(|e| input_error(&e))?;
     }
-    v
+    Ok((opts, fetch))
 }
 
 /// The options of `SamplingClient.fromSamplerHandle`: the client options that do not

@@ -86,10 +86,10 @@ pub(super) fn core_err(e: Error) -> JsValue {
     to_js(e)
 }
 
-/// Reads an environment variable where the runtime has one (Node); never throws.
+/// Reads an environment variable where the runtime has one (Node, Bun, Deno); never throws.
 pub(super) fn env_var(name: &str) -> Option<String> {
-    let v = get(&get(&get(&js_sys::global(), "process"), "env"), name);
-    v.as_string().filter(|s| !s.is_empty())
+    use crate::platform::Host as _;
+    super::host::JsHost.env_var(name).filter(|s| !s.is_empty())
 }
 
 pub(super) fn string_arg(v: &JsValue, field: &str) -> Result<String, JsValue> {

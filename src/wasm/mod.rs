@@ -12,6 +12,7 @@ mod cookbook_rl;
 mod errors;
 #[cfg(feature = "tokenizer")]
 mod general;
+mod host;
 #[cfg(feature = "tokenizer")]
 mod openai;
 mod panic;

@@ -14,11 +14,11 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::options::{python_system, stainless_arch, stainless_os, PlatformInfo};
-use crate::platform::{Headers, HttpRequest, HttpResponse, Platform, TransportError};
+use crate::platform::{Headers, Host, HttpRequest, HttpResponse, Platform, TransportError};
 
 /// `fetch` + timers of the current JS runtime.
 pub struct JsPlatform {
-    fetch: Function,
+    pub(super) fetch: Function,
 }
 
 fn global() -> JsValue {
@@ -42,26 +42,24 @@ pub enum Runtime {
     Other,
 }
 
+#[wasm_bindgen(module = "/src/wasm/js/platform.js")]
+extern "C" {
+    /// `kind\nplatform\narch\nname\nversion`, read off the runtime's globals.
+    fn runtime_facts() -> String;
+}
+
 impl Runtime {
     /// Detects the runtime from globals (never throws).
     pub fn detect() -> Runtime {
-        let g = global();
-        let ua = get(&get(&g, "navigator"), "userAgent")
-            .as_string()
-            .unwrap_or_default();
-        if ua == "Cloudflare-Workers" {
-            return Runtime::Workerd;
+        Runtime::from_kind(runtime_facts().split('\n').next().unwrap_or(""))
+    }
+    fn from_kind(kind: &str) -> Runtime {
+        match kind {
+            "node" => Runtime::Node,
+            "workerd" => Runtime::Workerd,
+            "browser" => Runtime::Browser,
+            _ => Runtime::Other,
         }
-        if get(&get(&get(&g, "process"), "versions"), "node").is_string()
-            && get(&g, "Deno").is_undefined()
-            && get(&g, "Bun").is_undefined()
-        {
-            return Runtime::Node;
-        }
-        if !get(&g, "document").is_undefined() || !get(&g, "WorkerGlobalScope").is_undefined() {
-            return Runtime::Browser;
-        }
-        Runtime::Other
     }
     /// The name used in telemetry and `User-Agent`.
     pub fn name(self) -> &'static str {
@@ -80,31 +78,19 @@ pub fn platform_info(runtime: Runtime) -> Option<PlatformInfo> {
     if runtime == Runtime::Browser {
         return None;
     }
-    let g = global();
-    let s = |v: JsValue| v.as_string().unwrap_or_default();
-    let (deno, bun, process) = (get(&g, "Deno"), get(&g, "Bun"), get(&g, "process"));
-    let (platform, arch, name, version) = if !deno.is_undefined() {
-        let b = get(&deno, "build");
-        let v = s(get(&get(&deno, "version"), "deno"));
-        (s(get(&b, "os")), s(get(&b, "arch")), "deno", v)
-    } else if !bun.is_undefined() {
-        let (p, a) = (s(get(&process, "platform")), s(get(&process, "arch")));
-        (p, a, "bun", s(get(&bun, "version")))
-    } else if runtime == Runtime::Workerd {
-        (String::new(), String::new(), "workerd", String::new())
-    } else {
-        let (p, a) = (s(get(&process, "platform")), s(get(&process, "arch")));
-        (p, a, runtime.name(), s(get(&process, "version")))
-    };
+    let facts = runtime_facts();
+    let mut f = facts.split('\n').skip(1);
+    let mut next = || f.next().unwrap_or("");
+    let (platform, arch, name, version) = (next(), next(), next(), next());
     Some(PlatformInfo {
-        os: stainless_os(&platform),
-        system: python_system(&platform),
-        arch: stainless_arch(&arch),
+        os: stainless_os(platform),
+        system: python_system(platform),
+        arch: stainless_arch(arch),
         runtime: name.into(),
         runtime_version: if version.is_empty() {
             "unknown".into()
         } else {
-            version
+            version.into()
         },
     })
 }
@@ -336,6 +322,21 @@ async fn do_fetch(fetch: Function, req: HttpRequest) -> Result<HttpResponse, Tra
     })
 }
 
+#[cfg(feature = "environment")]
+/// A request that runs `command` through `run`, a function with `fetch`'s shape (the
+/// host's: the command in place of the URL, its output as the body): commands take the
+/// same one-call path as HTTP requests.
+pub(super) fn command_request(command: &str) -> HttpRequest {
+    HttpRequest {
+        method: crate::platform::Method::Post,
+        url: command.to_string(),
+        headers: Headers::default(),
+        body: None,
+        timeout: None,
+        connect_timeout: None,
+    }
+}
+
 fn sleep_ms(ms: f64) -> gloo_timers::future::TimeoutFuture {
     gloo_timers::future::TimeoutFuture::new(ms.clamp(0.0, 2_147_483_647.0) as u32)
 }
@@ -363,5 +364,24 @@ impl Platform for JsPlatform {
     fn spawn(&self, task: LocalBoxFuture<'static, ()>) {
         // Guarded: a panic ends this task only (never an uncaught exception).
         crate::wasm::panic::spawn_local(task);
+    }
+}
+
+impl Host for JsPlatform {
+    fn env_var(&self, name: &str) -> Option<String> {
+        super::host::JsHost.env_var(name)
+    }
+
+    #[cfg(feature = "environment")]
+    fn read_text_file(&self, path: &str) -> Option<String> {
+        super::host::JsHost.read_text_file(path)
+    }
+
+    #[cfg(feature = "environment")]
+    fn run_command(
+        &self,
+        command: &str,
+    ) -> LocalBoxFuture<'static, Result<HttpResponse, TransportError>> {
+        super::host::JsHost.run_command(command)
     }
 }

@@ -154,7 +154,7 @@ test('tables: same text as Python (rich) at several terminal widths', () => {
   }
 });
 
-test('version and help start without loading any wasm; run list loads lite, never the tokenizer', () => {
+test('version and help start without loading any wasm; run list loads the SDK\'s module, never the general tokenizer engine', () => {
   const log = path.join(tmp, 'loads.log');
   const load = (args) => {
     fs.rmSync(log, { force: true });
@@ -168,8 +168,9 @@ test('version and help start without loading any wasm; run list loads lite, neve
     assert.doesNotMatch(loaded, /\.wasm/);
   }
   const loaded = load(['run', 'list']);
-  assert.match(loaded, /gen\/lite\/tinker_wasm_bg\.wasm/);
-  assert.doesNotMatch(loaded, /gen\/full|gen\/general|tokenizer/i, loaded);
+  // The full module: lite does not run TINKER_CREDENTIAL_CMD or read the credentials file.
+  assert.match(loaded, /gen\/full\/tinker_wasm_bg\.wasm/);
+  assert.doesNotMatch(loaded, /gen\/lite|tokenizer_general_bg\.wasm/, loaded);
   assert.match(ours(['version']).stdout, /^tinker-wasm \d+\.\d+\.\d+/);
 });
 
@@ -374,9 +375,13 @@ test('auth: the same credentials file as Python\'s store; a login by either CLI 
   same(['auth', 'status'], { env: noKey });
   same(['-f', 'json', 'checkpoint', 'list', '--run-id', runId], { env: noKey });
   same(['-f', 'json', 'run', 'info', runId], { env: { ...noKey, HOME: pyHome } });
-  // The SDK itself (Node entry) finds the stored key too.
-  const sdk = spawnSync(process.execPath, ['--input-type=module', '-e', `import { RestClient } from 'tinker-wasm/lite'; const r = new RestClient({ telemetry: false }); console.log((await r.getTrainingRun(${JSON.stringify(runId)})).training_run_id); await r.close();`], { cwd: root, env: envFor(noKey), encoding: 'utf8' });
+  // The SDK itself finds the stored key too (the core's chain); lite does not read the file.
+  const sdkWith = (entry) => spawnSync(process.execPath, ['--input-type=module', '-e', `import { RestClient } from '${entry}'; const r = new RestClient({ telemetry: false }); console.log((await r.getTrainingRun(${JSON.stringify(runId)})).training_run_id); await r.close();`], { cwd: root, env: envFor(noKey), encoding: 'utf8' });
+  const sdk = sdkWith('tinker-wasm');
   assert.equal(sdk.stdout.trim(), runId, sdk.stderr);
+  const lite = sdkWith('tinker-wasm/lite');
+  assert.notEqual(lite.status, 0);
+  assert.match(lite.stderr, /apiKey: an API key is required: pass apiKey or set TINKER_API_KEY/);
   // Logged in already: both refuse, alike.
   same(['auth', 'login'], { env: noKey, input: `${KEY}\n`, stderr: false });
   // Python logs out of our login (a manual key: it stays active); then both say there is nothing.

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use futures_util::future::LocalBoxFuture;
 use tinker_core::options::ClientOptions;
-use tinker_core::platform::{Headers, HttpRequest, HttpResponse, Method, Platform, TransportError};
+use tinker_core::platform::{
+    Headers, Host, HttpRequest, HttpResponse, Method, Platform, TransportError,
+};
 
 pub struct Native {
     /// One client per (read, connect) timeout pair: a request's timeouts are per phase
@@ -46,6 +48,8 @@ impl Native {
         c
     }
 }
+
+impl Host for Native {}
 
 impl Platform for Native {
     fn send(

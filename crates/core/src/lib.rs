@@ -33,8 +33,8 @@ pub mod client;
 
 pub(crate) use client::{admission, poller, sampling_retry};
 pub use client::{
-    call, chunking, future, http, metrics, options, rest, retry, sampling, sequencer, service,
-    session, telemetry, training,
+    call, chunking, environment, future, http, metrics, options, rest, retry, sampling, sequencer,
+    service, session, telemetry, training,
 };
 pub use wire::{config, endpoints, error, handle, paths, proto, types};
 // The support crate's modules under their short names (`crate::json`, and `json!`).

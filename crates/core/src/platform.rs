@@ -1,5 +1,7 @@
 //! The one IO seam of the core: send an HTTP request, sleep, read the clock, draw a
-//! random number, and spawn a background task.
+//! random number, and spawn a background task; and, where the runtime has them, read an
+//! environment variable or a file and run a command (for the client options the caller
+//! leaves unset: `client::environment`).
 //!
 //! In wasm it is implemented over `fetch` and `setTimeout` (`src/wasm/platform.rs`);
 //! native tests implement it over a real HTTP client. Everything else in the core is
@@ -119,8 +121,41 @@ impl fmt::Display for TransportError {
     }
 }
 
+/// What a runtime offers beyond HTTP and timers: its environment, files and commands, for
+/// the client options a caller leaves unset (`client::environment`). Every method has the
+/// answer of a runtime without them (browsers, Workers), so such a platform implements
+/// none.
+pub trait Host {
+    /// An environment variable (`None` when unset, or where the runtime has no
+    /// environment or may not read it: browsers, Workers, Deno without `--allow-env`).
+    /// `HOME` is the user's home directory where the runtime knows one without it.
+    fn env_var(&self, _name: &str) -> Option<String> {
+        None
+    }
+    /// A text file's contents (`None` when it does not exist, cannot be read, or the
+    /// runtime has no files). Feature `environment`.
+    #[cfg(feature = "environment")]
+    fn read_text_file(&self, _path: &str) -> Option<String> {
+        None
+    }
+    /// Runs `command` through the shell (feature `environment`). It answers as a request does, its standard
+    /// output the body (so a runtime may run it on its request path, as the wasm skin
+    /// does), or why it did not run.
+    #[cfg(feature = "environment")]
+    fn run_command(
+        &self,
+        _command: &str,
+    ) -> LocalBoxFuture<'static, Result<HttpResponse, TransportError>> {
+        Box::pin(async {
+            Err(TransportError::Connection(
+                "this runtime cannot run commands".into(),
+            ))
+        })
+    }
+}
+
 /// The IO the core needs. Dropping a future returned by `send` or `sleep` cancels it.
-pub trait Platform {
+pub trait Platform: Host {
     /// Sends one HTTP request and reads the whole response.
     fn send(
         &self,

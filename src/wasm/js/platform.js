@@ -86,3 +86,22 @@ export function abort_request(call) {
   settle(call, { error: 'aborted' });
   if (call.ac) call.ac.abort();
 }
+// What this runtime is, read off its globals in one call (src/wasm/platform.rs decides
+// with it): `kind\nplatform\narch\nname\nversion`. kind: node (Node itself, not Deno or
+// Bun), workerd, browser (a page or a browser worker) or js (anything else); then the
+// OS, CPU, runtime name and version the X-Stainless headers report.
+export function runtime_facts() {
+  const g = globalThis;
+  const p = g.process;
+  const s = (x) => (typeof x === 'string' ? x : '');
+  let kind = 'js';
+  if (g.navigator?.userAgent === 'Cloudflare-Workers') kind = 'workerd';
+  else if (typeof p?.versions?.node === 'string' && g.Deno === undefined && g.Bun === undefined) kind = 'node';
+  else if (g.document !== undefined || g.WorkerGlobalScope !== undefined) kind = 'browser';
+  let facts;
+  if (g.Deno !== undefined) facts = [g.Deno.build?.os, g.Deno.build?.arch, 'deno', g.Deno.version?.deno];
+  else if (g.Bun !== undefined) facts = [p?.platform, p?.arch, 'bun', g.Bun.version];
+  else if (kind === 'workerd') facts = ['', '', 'workerd', ''];
+  else facts = [p?.platform, p?.arch, kind, p?.version];
+  return [kind, ...facts].map(s).join('\n');
+}

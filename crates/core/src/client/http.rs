@@ -180,8 +180,50 @@ fn enc(s: &str) -> String {
 pub enum Credential {
     /// A static API key (or a caller-supplied JWT).
     Key(String),
+    /// `TINKER_CREDENTIAL_CMD`, run for every request (`None`: the server asks for one and
+    /// none is set). Feature `environment`.
+    #[cfg(feature = "environment")]
+    Command(Option<String>),
     /// A server-issued JWT obtained by exchanging the API key.
     Jwt(Rc<JwtProvider>),
+}
+
+#[cfg(feature = "environment")]
+/// What the command credential says when the server asks for one and none is set
+/// (Python `CredentialCmdAuthProvider`).
+const NO_COMMAND: &str = "Your organization requires dynamic credentials: set TINKER_CREDENTIAL_CMD to a command that prints a valid credential";
+
+/// Runs the credential command (Python `CredentialCmdAuthProvider.get_token`).
+#[cfg(feature = "environment")]
+async fn command_credential(env: &Env, command: Option<&str>) -> Result<String> {
+    let out = match command {
+        Some(c) => env.run_command(c).await,
+        None => Err(TransportError::Connection(NO_COMMAND.into())),
+    };
+    command_output(out, now_secs(&**env))
+        .map_err(|m| Error::Input(InputError::type_error("TINKER_CREDENTIAL_CMD", m)))
+}
+
+#[cfg(feature = "environment")]
+/// The credential a command's run gives at `now_secs`: its trimmed output, which must not
+/// be empty and, if a JWT, not expired; else what was wrong.
+fn command_output(
+    out: std::result::Result<HttpResponse, TransportError>,
+    now_secs: f64,
+) -> std::result::Result<String, String> {
+    let body = match out {
+        Ok(r) => r.body,
+        Err(TransportError::Connection(m)) => return Err(m),
+        Err(TransportError::Timeout) => return Err("timed out".into()),
+    };
+    let credential = std::str::from_utf8(&body).unwrap_or_default().trim();
+    if credential.is_empty() {
+        return Err("returned an empty credential".into());
+    }
+    if key_expired(credential, now_secs) {
+        return Err("printed an expired JWT".into());
+    }
+    Ok(credential.to_string())
 }
 
 impl Credential {
@@ -189,12 +231,19 @@ impl Credential {
     /// request, as Python's `ApiKeyAuthProvider.get_token` does
     /// (`lib/_auth_token_provider.py:93-100`): a fixed key cannot be refreshed, so an
     /// expired one fails here instead of being sent.
-    async fn token(&self, now_secs: f64) -> Result<String> {
+    async fn token(&self, env: &Env) -> Result<String> {
         match self {
-            Credential::Key(k) if key_expired(k, now_secs) => Err(Error::Input(
+            Credential::Key(k) if key_expired(k, now_secs(&**env)) => Err(Error::Input(
                 InputError::type_error("apiKey", "the api_key JWT has expired: pass a fresh one"),
             )),
             Credential::Key(k) => Ok(k.clone()),
+            // Boxed: rarely used, kept out of every request's state machine.
+            #[cfg(feature = "environment")]
+            Credential::Command(c) => {
+                let fut: futures_util::future::LocalBoxFuture<'_, Result<String>> =
+                    Box::pin(command_credential(env, c.as_deref()));
+                fut.await
+            }
             // Boxed: the exchange itself goes through `Http::send` (with a key credential).
             Credential::Jwt(j) => {
                 let fut: futures_util::future::LocalBoxFuture<'_, Result<String>> =
@@ -286,7 +335,7 @@ impl Http {
     pub fn redact(&self, e: Error, sent: Option<&str>) -> Error {
         let jwt = match &self.credential {
             Credential::Jwt(j) => Some(j.token.borrow().clone()),
-            Credential::Key(_) => None,
+            _ => None,
         };
         let key = self.opts.api_key.as_deref();
         let secrets: Vec<&str> = [key, jwt.as_deref(), sent].into_iter().flatten().collect();
@@ -447,7 +496,7 @@ impl Http {
         retries_taken: u32,
         idem: Option<&str>,
     ) -> Result<(String, std::result::Result<HttpResponse, TransportError>)> {
-        let token = self.credential.token(now_secs(&*self.env)).await?;
+        let token = self.credential.token(&self.env).await?;
         let result = self
             .env
             .send(self.build(req, retries_taken, idem, &token))
@@ -597,9 +646,19 @@ impl Connection {
     /// The HTTP layer over the API key, once the options and the key are checked.
     pub fn key_http(env: &Env, opts: &Rc<ClientOptions>) -> Result<Http> {
         opts.validate()?;
-        let key = opts.api_key.clone().unwrap_or_default();
-        check_api_key(&key, now_secs(&**env))?;
-        Ok(Http::new(env.clone(), opts.clone(), Credential::Key(key)))
+        let credential = match &opts.api_key {
+            Some(key) => {
+                check_api_key(key, now_secs(&**env))?;
+                Credential::Key(key.clone())
+            }
+            #[cfg(feature = "environment")]
+            None => Credential::Command(opts.credential_cmd.clone()),
+            // Without the feature, `validate` passed only with a command set, which this
+            // build cannot run: the first request fails on the empty key.
+            #[cfg(not(feature = "environment"))]
+            None => Credential::Key(String::new()),
+        };
+        Ok(Http::new(env.clone(), opts.clone(), credential))
     }
 
     /// The connection with the credential the server's flags ask for: the API key, or
@@ -611,7 +670,7 @@ impl Connection {
         background: bool,
     ) -> Self {
         let (http, jwt) = if config.pjwt_auth_enabled {
-            let j = JwtProvider::new(key_http.clone(), background);
+            let j = JwtProvider::new(exchange_http(&key_http, &config), background);
             (
                 key_http.with_credential(Credential::Jwt(j.clone())),
                 Some(j),
@@ -763,6 +822,23 @@ pub fn key_expired(key: &str, now_secs: f64) -> bool {
             .ok()
             .and_then(|c| claim_f64(&c, "exp"))
             .is_some_and(|exp| now_secs >= exp)
+}
+
+/// The layer the JWT exchange authenticates with: the key's, except when the server's
+/// `credential_default_source` is `credential_cmd` and the key is not already a JWT, where
+/// it is the credential command's (Python `resolve_auth_provider(…, enforce_cmd=True)`).
+/// Without feature `environment` (the lite wasm build, which runs no commands), the key's.
+fn exchange_http(key_http: &Http, config: &ServerConfig) -> Http {
+    #[cfg(feature = "environment")]
+    {
+        let is_jwt = matches!(key_http.credential(), Credential::Key(k) if k.starts_with("eyJ"));
+        if config.credential_default_source == "credential_cmd" && !is_jwt {
+            let command = key_http.opts.credential_cmd.clone();
+            return key_http.with_credential(Credential::Command(command));
+        }
+    }
+    let _ = config;
+    key_http.clone()
 }
 
 /// Checks a credential before use: the `tml-` / `eyJ` prefix, and a JWT given as the

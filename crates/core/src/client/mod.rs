@@ -5,6 +5,7 @@
 pub(crate) mod admission;
 pub mod call;
 pub mod chunking;
+pub mod environment;
 pub mod future;
 pub mod http;
 pub mod metrics;

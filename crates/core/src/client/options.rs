@@ -103,11 +103,22 @@ pub enum LogLevel {
 /// A log sink (the JS layer routes it to `console` or a user logger).
 pub type Logger = Rc<dyn Fn(LogLevel, &str)>;
 
+/// What a client without a credential says (what Python's `MISSING_API_KEY_MESSAGE` says,
+/// for the sources this build reads: `client::environment`).
+#[cfg(feature = "environment")]
+const MISSING_API_KEY: &str = "an API key is required: pass apiKey, set TINKER_API_KEY or TINKER_CREDENTIAL_CMD, or store a key with `tinker-wasm auth login`";
+#[cfg(not(feature = "environment"))]
+const MISSING_API_KEY: &str = "an API key is required: pass apiKey or set TINKER_API_KEY";
+
 /// What the caller configures on a client.
 #[derive(Clone)]
 pub struct ClientOptions {
     /// API key (`tml-…`) or a Tinker JWT (`eyJ…`).
     pub api_key: Option<String>,
+    /// `TINKER_CREDENTIAL_CMD`: a shell command that prints a credential, run for every
+    /// credential it supplies (without `api_key`, and on the JWT exchange when the server
+    /// asks for `credential_cmd`): `client::environment`.
+    pub credential_cmd: Option<String>,
     /// Base URL of the API (a path prefix is kept).
     pub base_url: String,
     /// HTTP-layer retries per request.
@@ -145,6 +156,7 @@ impl Default for ClientOptions {
     fn default() -> Self {
         ClientOptions {
             api_key: None,
+            credential_cmd: None,
             base_url: DEFAULT_BASE_URL.to_string(),
             max_retries: DEFAULT_MAX_RETRIES,
             timeout: DEFAULT_TIMEOUT,
@@ -180,12 +192,8 @@ impl ClientOptions {
     /// Checks the options (key format, URL) before any request.
     pub fn validate(&self) -> Result<(), InputError> {
         match &self.api_key {
-            None => {
-                return Err(InputError::type_error(
-                    "apiKey",
-                    "an API key is required: pass apiKey or set TINKER_API_KEY",
-                ))
-            }
+            None if self.credential_cmd.is_some() => {}
+            None => return Err(InputError::type_error("apiKey", MISSING_API_KEY)),
             Some(k) if !(k.starts_with("tml-") || k.starts_with("eyJ")) => {
                 return Err(InputError::type_error("apiKey", "the API key must start with \"tml-\" (or be a Tinker JWT starting with \"eyJ\")"));
             }

@@ -4,6 +4,7 @@
 
 mod scripted;
 
+mod credentials;
 mod http_retries;
 mod pauses;
 mod polling;

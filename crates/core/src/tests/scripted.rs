@@ -6,7 +6,7 @@ use futures_executor::{LocalPool, LocalSpawner};
 use futures_util::future::LocalBoxFuture;
 use futures_util::task::LocalSpawnExt;
 
-use crate::platform::{Headers, HttpRequest, HttpResponse, Platform, TransportError};
+use crate::platform::{Headers, Host, HttpRequest, HttpResponse, Platform, TransportError};
 
 pub type Handler = Box<dyn Fn(&HttpRequest, usize) -> Result<HttpResponse, TransportError>>;
 
@@ -21,6 +21,27 @@ pub struct Scripted {
     pub spawner: LocalSpawner,
     /// Requests whose URL ends with the key wait for the event before being answered.
     pub gates: RefCell<Vec<(String, crate::sync::Event)>>,
+    /// The commands run (`run_command`), and what the next ones print.
+    pub commands: RefCell<Vec<String>>,
+    pub command_outputs: RefCell<Vec<Result<String, String>>>,
+}
+
+impl Host for Scripted {
+    fn run_command(
+        &self,
+        command: &str,
+    ) -> LocalBoxFuture<'static, Result<HttpResponse, TransportError>> {
+        self.commands.borrow_mut().push(command.to_string());
+        let mut outs = self.command_outputs.borrow_mut();
+        let out = match (outs.is_empty(), outs.first()) {
+            (false, _) => outs.remove(0),
+            (true, _) => Err("no output scripted".to_string()),
+        };
+        let out = out
+            .map(|text| response(200, "text/plain", text.into_bytes()))
+            .map_err(TransportError::Connection);
+        Box::pin(async move { out })
+    }
 }
 
 impl Scripted {
@@ -36,6 +57,8 @@ impl Scripted {
             rng: Cell::new(0x9e3779b97f4a7c15),
             spawner: pool.spawner(),
             gates: RefCell::new(vec![]),
+            commands: RefCell::new(vec![]),
+            command_outputs: RefCell::new(vec![]),
         })
     }
     pub fn paths(&self) -> Vec<String> {
