@@ -24,7 +24,7 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
 use tinker_core::call::CallOptions;
 use tinker_core::options::ClientOptions;
-use tinker_core::platform::{Headers, HttpRequest, HttpResponse, Platform, TransportError};
+use tinker_core::platform::{Headers, Host, HttpRequest, HttpResponse, Platform, TransportError};
 use tinker_core::rest::{AccessScope, RestCall};
 use tinker_core::sampling::{SampleRequest, SamplingOptions};
 use tinker_core::service::{LoraOptions, ServiceClient};
@@ -374,6 +374,8 @@ struct Mock {
     spawner: futures_executor::LocalSpawner,
     rng: Cell<u64>,
 }
+
+impl Host for Mock {}
 
 impl Platform for Mock {
     fn send(
