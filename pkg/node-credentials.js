@@ -8,11 +8,6 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-const env = (name) => {
-  const v = process.env[name];
-  return v === undefined || v === '' ? null : v;
-};
-
 /** `~/.tinker/credentials.json` ($HOME as Python's `expanduser`). */
 export function credentialsPath() {
   return path.join(process.env.HOME || os.homedir(), '.tinker', 'credentials.json');
@@ -73,26 +68,4 @@ export function writeCredentials(creds, file = credentialsPath()) {
     } catch {}
     throw e;
   }
-}
-
-/**
- * The stored default key's record, or null.
- * @param {string} [file]
- * @returns {StoredCredential | null}
- */
-export function storedDefaultKey(file) {
-  const c = readCredentials(file);
-  return c.default != null ? c.keys[c.default] ?? null : null;
-}
-
-/**
- * Where the credential comes from without any option: `{ source, apiKey }` with source
- * 'TINKER_API_KEY' | 'TINKER_CREDENTIAL_CMD' | 'credentials file', or null.
- */
-export function resolveCredential() {
-  const key = env('TINKER_API_KEY');
-  if (key) return { source: 'TINKER_API_KEY', apiKey: key };
-  if (env('TINKER_CREDENTIAL_CMD')) return { source: 'TINKER_CREDENTIAL_CMD', apiKey: null };
-  const record = storedDefaultKey();
-  return record ? { source: 'credentials file', apiKey: record.key } : null;
 }

@@ -17,13 +17,18 @@ export function sdk() {
 const MISSING_API_KEY_MESSAGE =
   'The api_key client option must be set by passing api_key to the client, by setting the TINKER_API_KEY environment variable, or by storing a key with `tinker auth login`';
 
-/** Whether a credential is configured (Python's `tinker_has_credentials`: local only). */
+/**
+ * Whether a credential is configured (Python's `tinker_has_credentials`: local only). The
+ * core decides (crates/core/src/client/environment.rs): a client made with no options
+ * either finds one or says that an API key is required; making it sends nothing.
+ */
 export async function hasCredentials() {
-  const { resolveCredential } = await import('../node-credentials.js');
+  const { RestClient } = await sdk();
   try {
-    return resolveCredential() !== null;
-  } catch {
-    return false;
+    await new RestClient({ telemetry: false }).close();
+    return true;
+  } catch (e) {
+    return !(e instanceof TypeError && /an API key is required/.test(e.message));
   }
 }
 
