@@ -2,9 +2,8 @@
 // arguments as tests/cookbook/run_distill.py runs tinker-cookbook's own
 // distillation.train_on_policy.main, so that tests/cookbook/sft_differential.py can compare
 // the two request logs.
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { ServiceClient, Tokenizer, distillation } from '../../pkg/cookbook/index.js';
+import { localService } from './local-service.mjs';
 
 const PROMPTS = [
   ['What is 4 + 5?', 'Name a prime number.', 'What colour is the sky?', 'Say hello in French.', 'What is the capital of Italy?', 'Count to three.'],
@@ -28,15 +27,7 @@ const tokDir = a.get('tokenizer-dir');
 const model = a.get('model') ?? 'Qwen/Qwen3-8B';
 const groups = num('groups-per-batch', 2);
 
-const service = new ServiceClient({
-  baseURL: a.get('base-url'),
-  apiKey: process.env.TINKER_API_KEY ?? 'tml-local',
-  telemetry: false,
-  tokenizerLoader: () =>
-    Tokenizer.fromJSON(fs.readFileSync(path.join(tokDir, 'tokenizer.json'), 'utf8'), {
-      config: fs.readFileSync(path.join(tokDir, 'tokenizer_config.json'), 'utf8'),
-    }),
-});
+const service = localService({ ServiceClient, Tokenizer }, a.get('base-url'), tokDir);
 /** @param {number} index @param {number | null} max_prompt_tokens */
 const prompts = (index, max_prompt_tokens) => async ({ tokenizer, renderer }) => [
   new distillation.PromptOnlyDataset({ prompts: PROMPTS[index], batch_size: groups, group_size: num('group-size', 2), renderer, tokenizer, max_prompt_tokens, dataset_name: `prompts${index}` }),

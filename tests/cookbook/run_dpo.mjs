@@ -4,9 +4,8 @@
 //
 //   node tests/cookbook/run_dpo.mjs --base-url URL --log-path DIR --train FILE [--test FILE] \
 //       --tokenizer-dir DIR [--model M --renderer R --batch-size N …]
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { ServiceClient, Tokenizer, preference } from '../../pkg/cookbook/index.js';
+import { localService } from './local-service.mjs';
 
 const argv = process.argv.slice(2);
 const a = new Map();
@@ -15,15 +14,7 @@ const num = (k, d) => (a.has(k) ? Number(a.get(k)) : d);
 const tokDir = a.get('tokenizer-dir');
 const model = a.get('model') ?? 'Qwen/Qwen3-8B';
 
-const service = new ServiceClient({
-  baseURL: a.get('base-url'),
-  apiKey: process.env.TINKER_API_KEY ?? 'tml-local',
-  telemetry: false,
-  tokenizerLoader: () =>
-    Tokenizer.fromJSON(fs.readFileSync(path.join(tokDir, 'tokenizer.json'), 'utf8'), {
-      config: fs.readFileSync(path.join(tokDir, 'tokenizer_config.json'), 'utf8'),
-    }),
-});
+const service = localService({ ServiceClient, Tokenizer }, a.get('base-url'), tokDir);
 const config = {
   model_name: model,
   log_path: a.get('log-path'),

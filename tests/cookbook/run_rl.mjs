@@ -2,9 +2,8 @@
 // (recipes/math_rl/arithmetic_env.py) written in JS, with the same arguments as
 // tests/cookbook/run_rl.py runs the cookbook's own rl.train.main, so that
 // tests/cookbook/sft_differential.py can compare the two request logs.
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { ServiceClient, Tokenizer, rl } from '../../pkg/cookbook/index.js';
+import { localService } from './local-service.mjs';
 import { arithmetic, ArithmeticEnv } from '../../examples/rl-arithmetic.mjs';
 
 const argv = process.argv.slice(2);
@@ -39,15 +38,7 @@ if (a.has('group-fail-mod')) {
   };
 }
 const tolerance = { none: undefined, true: true, minviable: new rl.MinViableGroup({ min_successful: 1, max_retries: 0 }) }[a.get('tolerance') ?? 'none'];
-const service = new ServiceClient({
-  baseURL: a.get('base-url'),
-  apiKey: process.env.TINKER_API_KEY ?? 'tml-local',
-  telemetry: false,
-  tokenizerLoader: () =>
-    Tokenizer.fromJSON(fs.readFileSync(path.join(tokDir, 'tokenizer.json'), 'utf8'), {
-      config: fs.readFileSync(path.join(tokDir, 'tokenizer_config.json'), 'utf8'),
-    }),
-});
+const service = localService({ ServiceClient, Tokenizer }, a.get('base-url'), tokDir);
 try {
   await rl.train(
     {

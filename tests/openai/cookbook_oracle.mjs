@@ -5,23 +5,15 @@
 //
 //   node tests/openai/cookbook_oracle.mjs --cases FILE --out FILE --tokenizer-dir DIR --base-url URL
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { ServiceClient, Tokenizer, openaiFetch } from 'tinker-wasm';
+import { localService } from '../cookbook/local-service.mjs';
 
 const argv = process.argv.slice(2);
 const a = new Map();
 for (let i = 0; i < argv.length; i += 2) a.set(argv[i].replace(/^--/, ''), argv[i + 1]);
 const tokDir = a.get('tokenizer-dir');
 
-const service = new ServiceClient({
-  baseURL: a.get('base-url'),
-  apiKey: process.env.TINKER_API_KEY ?? 'tml-local',
-  telemetry: false,
-  tokenizerLoader: () =>
-    Tokenizer.fromJSON(fs.readFileSync(path.join(tokDir, 'tokenizer.json'), 'utf8'), {
-      config: fs.readFileSync(path.join(tokDir, 'tokenizer_config.json'), 'utf8'),
-    }),
-});
+const service = localService({ ServiceClient, Tokenizer }, a.get('base-url'), tokDir);
 const handler = openaiFetch(service);
 
 /** A handler over a service whose sampler returns `script` (tokens, logprobs, stop_reason): the
