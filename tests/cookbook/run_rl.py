@@ -44,7 +44,7 @@ def main():
     os.environ["TINKER_BASE_URL"] = a.base_url
     from tinker_cookbook.rl import train
     from tinker_cookbook.recipes.math_rl.arithmetic_env import ArithmeticDatasetBuilder
-    offline.setup(a.model, a.tokenizer_dir)
+    offline.setup(a.model, a.tokenizer_dir, share_content_tokenizer=not a.cpu_report)
     from tinker_cookbook.recipes.math_rl import arithmetic_env
     from tinker_cookbook.rl.problem_env import ProblemGroupBuilder
     if a.fail_mod:

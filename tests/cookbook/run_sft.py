@@ -64,7 +64,7 @@ def main() -> int:
     from tinker_cookbook.supervised.data import FromConversationFileBuilder
     from tinker_cookbook.supervised.types import ChatDatasetBuilderCommonConfig
 
-    offline.setup(args.model, args.tokenizer_dir)
+    offline.setup(args.model, args.tokenizer_dir, share_content_tokenizer=not args.cpu_report)
 
     common = ChatDatasetBuilderCommonConfig(
         model_name_for_tokenizer=args.model,

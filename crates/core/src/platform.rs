@@ -138,9 +138,9 @@ pub trait Host {
     fn read_text_file(&self, _path: &str) -> Option<String> {
         None
     }
-    /// Runs `command` through the shell (feature `environment`). It answers as a request does, its standard
-    /// output the body (so a runtime may run it on its request path, as the wasm skin
-    /// does), or why it did not run.
+    /// Runs `command` through the shell (feature `environment`). It answers as a request
+    /// does, its standard output the body (so a runtime may run it on its request path, as
+    /// the wasm skin does), or why it did not run.
     #[cfg(feature = "environment")]
     fn run_command(
         &self,

@@ -41,9 +41,14 @@ pub struct Given {
     pub default_headers: Vec<(String, String)>,
 }
 
+/// A variable of `host`'s environment, an empty value counting as unset.
+fn var(host: &dyn Host, name: &str) -> Option<String> {
+    host.env_var(name).filter(|v| !v.is_empty())
+}
+
 /// Fills `opts` from `given` and, where it is unset, from the environment of `host`.
 pub fn apply(given: Given, host: &dyn Host, opts: &mut ClientOptions) {
-    let var = |name: &str| host.env_var(name).filter(|v| !v.is_empty());
+    let var = |name: &str| var(host, name);
     opts.api_key = given.api_key.or_else(|| var("TINKER_API_KEY"));
     opts.base_url = given
         .base_url
@@ -64,10 +69,10 @@ pub fn apply(given: Given, host: &dyn Host, opts: &mut ClientOptions) {
 /// Access headers.
 #[cfg(feature = "environment")]
 fn from_host(host: &dyn Host, telemetry_given: bool, opts: &mut ClientOptions) {
-    let var = |name: &str| host.env_var(name).filter(|v| !v.is_empty());
+    let var = |name: &str| var(host, name);
     let cmd = var("TINKER_CREDENTIAL_CMD");
     opts.api_key = match (opts.api_key.take(), &cmd) {
-        (Some(k), Some(_)) if !is_tinker_key(&k) => None,
+        (Some(k), Some(_)) if !crate::options::is_tinker_key(&k) => None,
         (Some(k), _) => Some(k),
         (None, Some(_)) => None,
         (None, None) => stored_default_key(host),
@@ -77,12 +82,6 @@ fn from_host(host: &dyn Host, telemetry_given: bool, opts: &mut ClientOptions) {
         opts.telemetry = host.env_var("TINKER_TELEMETRY").is_none_or(|v| truthy(&v));
     }
     opts.default_headers = with_cloudflare_access(std::mem::take(&mut opts.default_headers), &var);
-}
-
-#[cfg(feature = "environment")]
-/// A Tinker API key or JWT (what `ApiKeyAuthProvider` accepts).
-pub fn is_tinker_key(key: &str) -> bool {
-    key.starts_with("tml-") || key.starts_with("eyJ")
 }
 
 #[cfg(feature = "environment")]
@@ -138,7 +137,7 @@ pub fn credentials_path(home: &str) -> String {
 /// The stored default key (`JsonCredentialStore.get_default_key`), or `None`; a file that
 /// cannot be read or parsed counts as none (the missing key is then what the error names).
 fn stored_default_key(host: &dyn Host) -> Option<String> {
-    let home = host.env_var("HOME").filter(|h| !h.is_empty())?;
+    let home = var(host, "HOME")?;
     let text = host.read_text_file(&credentials_path(&home))?;
     default_key(&json::from_str(&text).ok()?)
 }

@@ -110,6 +110,11 @@ const MISSING_API_KEY: &str = "an API key is required: pass apiKey, set TINKER_A
 #[cfg(not(feature = "environment"))]
 const MISSING_API_KEY: &str = "an API key is required: pass apiKey or set TINKER_API_KEY";
 
+/// A Tinker API key or JWT by its prefix (what Python's `ApiKeyAuthProvider` accepts).
+pub fn is_tinker_key(key: &str) -> bool {
+    key.starts_with("tml-") || key.starts_with("eyJ")
+}
+
 /// What the caller configures on a client.
 #[derive(Clone)]
 pub struct ClientOptions {
@@ -194,7 +199,7 @@ impl ClientOptions {
         match &self.api_key {
             None if self.credential_cmd.is_some() => {}
             None => return Err(InputError::type_error("apiKey", MISSING_API_KEY)),
-            Some(k) if !(k.starts_with("tml-") || k.starts_with("eyJ")) => {
+            Some(k) if !is_tinker_key(k) => {
                 return Err(InputError::type_error("apiKey", "the API key must start with \"tml-\" (or be a Tinker JWT starting with \"eyJ\")"));
             }
             _ => {}
