@@ -658,9 +658,15 @@ pub fn attach_tool_calls(message: &mut Message, calls: Vec<ParsedToolCall>) {
     }
 }
 
-/// Python's `json.loads` of a tool call's text (serde_json, keys in order).
+/// Python's `json.loads` of a tool call's text ([`py_json::loads`]: its acceptance and
+/// error messages), as a JSON value with keys in order. The one thing a JSON value cannot
+/// hold, a `NaN` or infinite float, is refused with a message naming it; an integer past
+/// 64 bits becomes the nearest float.
+///
+/// [`py_json::loads`]: super::py_json::loads
 pub fn json_loads(s: &str) -> Result<Json, String> {
-    serde_json::from_str(s).map_err(|e| e.to_string())
+    let value = super::py_json::loads(s).map_err(|e| e.message().to_owned())?;
+    value.to_json()
 }
 
 /// Python's `json.dumps(v)` (`ensure_ascii=True`, `", "` / `": "`).
@@ -742,10 +748,42 @@ pub(super) fn py_truthy(v: &Json) -> bool {
     }
 }
 
+/// Python's `str(v)` of a JSON-loaded value: a string as it is, anything else as its
+/// `repr`.
+pub(super) fn py_str(v: &Json) -> String {
+    match v {
+        Json::String(s) => s.clone(),
+        other => py_repr(other),
+    }
+}
+
+/// Python's `repr(v)` of a JSON-loaded value (`None`, `True`, `1.5`, `'a'`, `[1, 'b']`,
+/// `{'k': None}`).
+pub(super) fn py_repr(v: &Json) -> String {
+    match v {
+        Json::Null => "None".into(),
+        Json::Bool(b) => if *b { "True" } else { "False" }.into(),
+        Json::Number(n) => match n.as_f64() {
+            Some(f) if n.is_f64() => tinker_support::json::fmt_py(f),
+            _ => n.to_string(),
+        },
+        Json::String(s) => py_repr_str(s),
+        Json::Array(a) => format!("[{}]", a.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
+        Json::Object(o) => format!(
+            "{{{}}}",
+            o.iter()
+                .map(|(k, v)| format!("{}: {}", py_repr_str(k), py_repr(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
 /// Python's `repr(str)`: single quotes unless the text has `'` and no `"`; backslash
 /// escapes for the quote, `\\`, `\t`, `\n`, `\r`, and (`\xhh`, `\uhhhh`, `\Uhhhhhhhh`) for
-/// characters not `printable`: each renderer's approximation of `str.isprintable`.
-pub(super) fn py_repr_str(s: &str, printable: fn(char) -> bool) -> String {
+/// characters `str.isprintable` refuses.
+pub(super) fn py_repr_str(s: &str) -> String {
+    use tinker_tokenizer::unicode::py_printable as printable;
     let quote = if s.contains('\'') && !s.contains('"') {
         '"'
     } else {

@@ -842,10 +842,7 @@ fn invoke_arguments(invoke: &Invoke<'_>) -> R<Result<Vec<(String, PyValue)>, Str
             return Ok(Err("empty parameter name".into()));
         }
         if arguments.iter().any(|(k, _)| k == p.key) {
-            return Ok(Err(format!(
-                "duplicate parameter {}",
-                py_repr_str(p.key, py_printable)
-            )));
+            return Ok(Err(format!("duplicate parameter {}", py_repr_str(p.key))));
         }
         let value = if p.is_string {
             PyValue::Str(p.value.to_owned())
@@ -859,35 +856,4 @@ fn invoke_arguments(invoke: &Invoke<'_>) -> R<Result<Vec<(String, PyValue)>, Str
         arguments.push((p.key.to_owned(), value));
     }
     Ok(Ok(arguments))
-}
-
-/// `str.isprintable` for one character, approximately: not a control, format, private-use or
-/// non-space separator character (unassigned code points, which Python escapes, are kept).
-fn py_printable(c: char) -> bool {
-    const FORMAT: [(u32, u32); 20] = [
-        (0xad, 0xad),
-        (0x600, 0x605),
-        (0x61c, 0x61c),
-        (0x6dd, 0x6dd),
-        (0x70f, 0x70f),
-        (0x890, 0x891),
-        (0x8e2, 0x8e2),
-        (0x180e, 0x180e),
-        (0x200b, 0x200f),
-        (0x202a, 0x202e),
-        (0x2060, 0x2064),
-        (0x2066, 0x206f),
-        (0xfeff, 0xfeff),
-        (0xfff9, 0xfffb),
-        (0x110bd, 0x110bd),
-        (0x110cd, 0x110cd),
-        (0x13430, 0x1343f),
-        (0x1bca0, 0x1bca3),
-        (0x1d173, 0x1d17a),
-        (0xe0001, 0xe007f),
-    ];
-    const PRIVATE: [(u32, u32); 3] = [(0xe000, 0xf8ff), (0xf0000, 0xffffd), (0x100000, 0x10fffd)];
-    let cp = c as u32;
-    let within = |ranges: &[(u32, u32)]| ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(&cp));
-    c == ' ' || !(c.is_control() || c.is_whitespace() || within(&FORMAT) || within(&PRIVATE))
 }

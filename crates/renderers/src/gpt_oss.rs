@@ -13,7 +13,7 @@ use serde_json::Value as Json;
 
 use super::base::{
     decode, default_build_generation_prompt, default_build_supervised_example, encode, json_dumps,
-    py_is_space, py_repr_str, py_strip, py_truthy, renderer_error, single_token, text_chunk,
+    py_is_space, py_str, py_strip, py_truthy, renderer_error, single_token, text_chunk,
     ChatRenderer, RenderContext, RenderedMessage, StopSequences, Supervised, Termination,
     TrainOnWhat, R, UNTERMINATED_TOOL_BLOCK_ERROR,
 };
@@ -654,48 +654,4 @@ fn object_type(s: &serde_json::Map<String, Json>, at: &str) -> R<String> {
         })
         .collect::<R<Vec<_>>>()?;
     Ok(format!("{{ {} }}", fields.join(", ")))
-}
-
-/// Python's `str(v)` of a JSON value: a string as it is, anything else as its `repr`.
-fn py_str(v: &Json) -> String {
-    match v {
-        Json::String(s) => s.clone(),
-        other => py_repr(other),
-    }
-}
-
-/// Python's `repr` of a JSON value (`None`, `True`, `['a', 1]`, `{'k': 1.5}`).
-fn py_repr(v: &Json) -> String {
-    match v {
-        Json::Null => "None".into(),
-        Json::Bool(true) => "True".into(),
-        Json::Bool(false) => "False".into(),
-        Json::Number(_) => json_dumps(v),
-        Json::String(s) => py_repr_str(s, is_printable),
-        Json::Array(a) => format!("[{}]", a.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
-        Json::Object(o) => format!(
-            "{{{}}}",
-            o.iter()
-                .map(|(k, v)| format!("{}: {}", py_repr_str(k, is_printable), py_repr(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
-/// `str.isprintable` for one character, without Python's table of unassigned code points.
-fn is_printable(c: char) -> bool {
-    let u = u32::from(c);
-    if u < 0x80 {
-        return (0x20..0x7f).contains(&u);
-    }
-    // Control, space separators other than ' ', line/paragraph separators, format
-    // characters and private use.
-    !(matches!(u, 0x80..=0xa0 | 0xad | 0x1680 | 0x2000..=0x200f | 0x2028..=0x202f)
-        || matches!(u, 0x205f..=0x2064 | 0x2066..=0x206f | 0x3000 | 0xfeff | 0xfff9..=0xfffb)
-        || matches!(
-            u,
-            0x600..=0x605 | 0x61c | 0x6dd | 0x70f | 0x180e | 0x110bd | 0x110cd
-        )
-        || matches!(u, 0xe000..=0xf8ff | 0xe0001 | 0xe0020..=0xe007f | 0xf0000..))
 }

@@ -15,9 +15,9 @@ use serde_json::Value as Json;
 use super::base::{
     attach_tool_calls, content_or_parts, default_build_generation_prompt,
     default_build_supervised_example, detect_unterminated_tool_block, encode, json_dumps_with,
-    json_loads, parse_response_for_stop_token, parse_think_blocks, py_is_space, py_strip,
-    renderer_error, single_token, text_chunk, ChatRenderer, ParsedToolCall, RenderContext,
-    RenderedMessage, StopSequences, Supervised, Termination, TrainOnWhat, R,
+    parse_response_for_stop_token, parse_think_blocks, py_is_space, py_strip, renderer_error,
+    single_token, text_chunk, ChatRenderer, ParsedToolCall, RenderContext, RenderedMessage,
+    StopSequences, Supervised, Termination, TrainOnWhat, R,
 };
 use super::message::{Message, Part, ToolCall, UnparsedToolCall};
 use super::RendererOptions;
@@ -478,10 +478,12 @@ fn tool_id(segment: &str) -> Option<&str> {
 /// A call from its id (`functions.name:0`: the name is between the first `.` and `:`)
 /// and arguments, which must be JSON.
 fn tool_call(id: &str, args: &str, raw_text: &str) -> ParsedToolCall {
-    if let Err(e) = json_loads(args) {
+    // Python raises its other errors (an integer too long, too deep) past the cookbook's
+    // `except JSONDecodeError`; here they leave the call unparsed the same way.
+    if let Err(e) = super::py_json::loads(args) {
         return ParsedToolCall::Unparsed(UnparsedToolCall {
             raw_text: raw_text.to_owned(),
-            error: format!("Invalid JSON: {e}"),
+            error: format!("Invalid JSON: {}", e.message()),
         });
     }
     let name_part = id.split(':').next().unwrap_or(id);

@@ -12,7 +12,7 @@
 
 use serde_json::{Map, Value as Json};
 
-use super::base::{json_dumps_with, py_repr_str, py_truthy, renderer_error, R};
+use super::base::{json_dumps_with, py_repr, py_str, py_truthy, renderer_error, R};
 
 const TS_INDENT: &str = "  ";
 const TS_FIELD_DELIMITER: &str = ",\n";
@@ -639,43 +639,6 @@ fn py_type_name(v: &Json) -> &'static str {
         Json::Array(_) => "list",
         Json::Object(_) => "dict",
     }
-}
-
-/// Python's `str()` of a JSON-loaded value.
-fn py_str(v: &Json) -> String {
-    match v {
-        Json::String(s) => s.clone(),
-        other => py_repr(other),
-    }
-}
-
-/// Python's `repr()` of a JSON-loaded value (`None`, `True`, `1.5`, `'a'`, `[1, 'b']`,
-/// `{'k': None}`).
-fn py_repr(v: &Json) -> String {
-    match v {
-        Json::Null => "None".to_owned(),
-        Json::Bool(b) => if *b { "True" } else { "False" }.to_owned(),
-        Json::Number(n) => match n.as_f64() {
-            Some(f) if n.is_f64() => tinker_support::json::fmt_py(f),
-            _ => n.to_string(),
-        },
-        Json::String(s) => py_repr_str(s, printable),
-        Json::Array(a) => format!("[{}]", a.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
-        Json::Object(o) => format!(
-            "{{{}}}",
-            o.iter()
-                .map(|(k, v)| format!("{}: {}", py_repr_str(k, printable), py_repr(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
-/// `repr(str)`'s printability here: control characters and whitespace other than the
-/// space are escaped (what a tool schema can plausibly hold); format characters such as
-/// U+200B are kept as they are.
-fn printable(c: char) -> bool {
-    !(c.is_control() || (c.is_whitespace() && c != ' '))
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value as Json};
 
 use super::base::{
-    json_dumps, py_repr_str, py_strip, py_truthy, renderer_error, ChatRenderer, RenderContext,
+    json_dumps, py_str, py_strip, py_truthy, renderer_error, ChatRenderer, RenderContext,
     RenderedMessage, Termination, R,
 };
 use super::message::{Content, Message, Part};
@@ -314,44 +314,6 @@ fn wrap_image_parts(pieces: Vec<Piece<'_>>) -> Vec<Piece<'_>> {
         }
     }
     out
-}
-
-/// Python's `str(v)` of a JSON value as `json.loads` returns it: scalars as Qwen3.5's
-/// argument formatting writes them (`True`, `None`, `1.0`), containers as their repr.
-fn py_str(v: &Json) -> String {
-    match v {
-        Json::Array(_) | Json::Object(_) => py_repr(v),
-        scalar => format_argument_py(scalar),
-    }
-}
-
-/// Python's `repr(v)` of a JSON value as `json.loads` returns it (`['a', None]`).
-fn py_repr(v: &Json) -> String {
-    match v {
-        Json::String(s) => py_repr_str(s, printable),
-        Json::Array(a) => format!("[{}]", a.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
-        Json::Object(o) => format!(
-            "{{{}}}",
-            o.iter()
-                .map(|(k, v)| format!("{}: {}", py_repr_str(k, printable), py_repr(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        scalar => format_argument_py(scalar),
-    }
-}
-
-/// `repr(str)`'s printability here: Python's for controls, separators and the common
-/// format characters; rarer non-printable code points (unassigned ones) are kept.
-fn printable(c: char) -> bool {
-    c == ' ' || !(c.is_control() || c.is_whitespace() || is_format_char(c))
-}
-
-/// Common Unicode format characters (category Cf), which Python does not print.
-fn is_format_char(c: char) -> bool {
-    matches!(u32::from(c),
-        0xad | 0x600..=0x605 | 0x61c | 0x6dd | 0x70f | 0x180e | 0x200b..=0x200f
-        | 0x202a..=0x202e | 0x2060..=0x2064 | 0x2066..=0x206f | 0xfeff | 0xfff9..=0xfffb)
 }
 
 /// An error where the cookbook's tool formatting raises (a missing key, a wrong type).

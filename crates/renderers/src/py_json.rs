@@ -73,6 +73,32 @@ pub(crate) fn loads(s: &str) -> Result<Value, Error> {
     Ok(value)
 }
 
+impl Value {
+    /// The same value as a [`Json`] one: `NaN` and the infinities, which it cannot hold,
+    /// are refused; an integer past 64 bits becomes the nearest float.
+    pub(crate) fn to_json(&self) -> Result<Json, String> {
+        Ok(match self {
+            Value::Null => Json::Null,
+            Value::Bool(b) => Json::Bool(*b),
+            Value::Int(digits) => serde_json::from_str(digits).map_err(|e| e.to_string())?,
+            Value::Float(f) => match serde_json::Number::from_f64(*f) {
+                Some(n) => Json::Number(n),
+                None => return Err(format!("{} is not a JSON number", py_float(*f))),
+            },
+            Value::Str(s) => Json::String(s.clone()),
+            Value::Array(items) => {
+                Json::Array(items.iter().map(Value::to_json).collect::<Result<_, _>>()?)
+            }
+            Value::Object(entries) => Json::Object(
+                entries
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), v.to_json()?)))
+                    .collect::<Result<_, String>>()?,
+            ),
+        })
+    }
+}
+
 /// `json.dumps(v, ensure_ascii=…)` with the default separators.
 pub(crate) fn dumps(v: &Value, ensure_ascii: bool) -> String {
     let mut out = String::new();

@@ -154,8 +154,44 @@ pub fn classes() -> &'static Classes {
     CLASSES.get_or_init(Classes::build)
 }
 
+/// Python's `str.isprintable` of one character: false for the categories Python does not
+/// print (`Cc`, `Cf`, `Cs`, `Co`, `Cn`, `Zl`, `Zp`, `Zs`), except the space. Those are
+/// exactly this table's "other" and `\s` (every separator is `White_Space`, and the only
+/// `White_Space` characters that are not separators are controls), in regex-syntax's Unicode
+/// version, which may assign code points that an older Python still treats as unassigned.
+pub fn py_printable(c: char) -> bool {
+    c == ' ' || !matches!(classes().cat(c), CAT_OTHER | CAT_SPACE)
+}
+
 #[cfg(test)]
 mod tests {
+
+    /// `py_printable` against Python's `str.isprintable` for every code point Python's own
+    /// Unicode tables assign (newer versions assign more; those cannot be compared).
+    #[test]
+    fn printable_as_python_says() {
+        let Ok(out) = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import unicodedata as u\nfor i in range(0x110000):\n c = chr(i)\n if u.category(c) != 'Cn': print(i, int(c.isprintable()))",
+            ])
+            .output()
+        else {
+            panic!("python3 is the oracle of this test and could not be run");
+        };
+        let text = String::from_utf8(out.stdout).expect("utf-8");
+        let mut compared = 0;
+        for line in text.lines() {
+            let (cp, printable) = line.split_once(' ').expect("two fields");
+            let cp: u32 = cp.parse().expect("a code point");
+            let Some(c) = char::from_u32(cp) else {
+                continue; // a surrogate: not a Rust char
+            };
+            assert_eq!(py_printable(c), printable == "1", "U+{cp:04X}");
+            compared += 1;
+        }
+        assert!(compared > 140_000, "only {compared} code points compared");
+    }
     use super::*;
 
     #[test]
