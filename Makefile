@@ -197,11 +197,13 @@ test-sim-language: wasm sim
 # Differential test (issues 4, 5): the same scenario through the official Python SDK and
 # through pkg/ in Node, each against a fresh tinker-sim; the request logs must match
 # (tests/differential/NOTES.md). Artifacts in target/differential/. Then sampler handles
-# made by either SDK restored by the other (tests/differential/handles.py).
+# made by either SDK restored by the other (tests/differential/handles.py), the fault suite
+# (short), and request deadlines against a trickling proxy (tests/differential/deadlines.py).
 test-differential: wasm sim
 	tests/conformance/.venv/bin/python tests/differential/run.py
 	tests/conformance/.venv/bin/python tests/differential/handles.py
 	tests/conformance/.venv/bin/python tests/differential/faults.py --short
+	tests/conformance/.venv/bin/python tests/differential/deadlines.py
 
 # The differential fault suite in full (issue 23): every fault kind in turn, both SDKs.
 test-differential-faults: wasm sim

@@ -170,9 +170,11 @@ export function nodeFetch(input, init = {}) {
         decode(raw, (e, body) => (e ? fail(new TypeError(`could not decode the ${res.headers['content-encoding']} response body: ${e.message}`)) : done(res, body)));
       });
     });
+    let deadline;
     function done(res, body) {
       if (settled) return;
       settled = true;
+      clearTimeout(deadline);
       signal?.removeEventListener('abort', onAbort);
       resolve(new NodeResponse(res, body, t.href));
     }
@@ -180,6 +182,7 @@ export function nodeFetch(input, init = {}) {
     function fail(e) {
       if (settled) return;
       settled = true;
+      clearTimeout(deadline);
       signal?.removeEventListener('abort', onAbort);
       reject(e);
     }
@@ -190,9 +193,10 @@ export function nodeFetch(input, init = {}) {
     }
     signal?.addEventListener('abort', onAbort, { once: true });
     req.on('error', fail);
-    // Per-phase timeouts, as httpx's (the Python SDK's `Timeout(60, connect=5.0)`): the
-    // connect phase, then socket inactivity (nothing written or read for `idle` ms), so a
-    // large upload or a slow response is never cut while it makes progress.
+    // The connect phase's limit, then either one deadline over the whole exchange, body
+    // included (`total` ms: the Python SDK's default transport, pyqwest), or socket
+    // inactivity (nothing written or read for `idle` ms: httpx's per-phase timeouts, so a
+    // large upload or a slow response is never cut while it makes progress).
     const timeouts = init.timeouts;
     if (timeouts) {
       const expire = (phase) => {
@@ -208,13 +212,14 @@ export function nodeFetch(input, init = {}) {
           socket.once('close', () => clearTimeout(t));
         }
       });
-      if (timeouts.idle > 0) req.setTimeout(timeouts.idle, () => expire('read/write'));
+      if (timeouts.total > 0) deadline = setTimeout(() => expire('request'), timeouts.total);
+      else if (timeouts.idle > 0) req.setTimeout(timeouts.idle, () => expire('read/write'));
     }
     req.end(body);
   });
 }
-// The SDK's request helper gives this fetch `init.timeouts = { connect, idle }` (ms) and
-// leaves the timing to it.
+// The SDK's request helper gives this fetch `init.timeouts = { connect, idle }` or
+// `{ connect, total }` (ms) and leaves the timing to it.
 nodeFetch[Symbol.for('tinker-wasm.phaseTimeouts')] = true;
 // The SDK's request helper (src/wasm/platform.rs) may give this fetch a plain
 // `{ aborted, reason, addEventListener, removeEventListener }` object as its signal

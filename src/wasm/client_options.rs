@@ -2,7 +2,6 @@
 //! (camelCase, as openai-node's), read into the core's `ClientOptions`.
 
 use std::rc::Rc;
-use std::time::Duration;
 
 use js_sys::Function;
 use wasm_bindgen::prelude::*;
@@ -157,7 +156,7 @@ pub(super) fn client_options(
                 ),
             ));
         }
-        opts.timeout = Duration::from_secs_f64(ms / 1000.0);
+        opts.timeout = tinker_core::time::seconds(ms / 1000.0);
     }
     opts.user_metadata = o.userMetadata.unwrap_or_default();
     opts.display_name = o.displayName;

@@ -135,6 +135,7 @@ extern "C" {
         has_body: bool,
         timeout_ms: f64,
         connect_ms: f64,
+        deadline_ms: f64,
         id: u32,
         notify: &Function,
     ) -> PendingRequest;
@@ -282,6 +283,7 @@ async fn do_fetch(fetch: Function, req: HttpRequest) -> Result<HttpResponse, Tra
         })
     };
     let (timeout_ms, connect_ms) = (ms(req.timeout), ms(req.connect_timeout));
+    let deadline_ms = ms(req.deadline);
     let body = req.body.as_deref().map(|b| &b[..]);
     let id = InFlight::open();
     let call = send_request(
@@ -293,6 +295,7 @@ async fn do_fetch(fetch: Function, req: HttpRequest) -> Result<HttpResponse, Tra
         body.is_some(),
         timeout_ms,
         connect_ms,
+        deadline_ms,
         id,
         &NOTIFY.with(Function::clone),
     );
@@ -334,6 +337,7 @@ pub(super) fn command_request(command: &str) -> HttpRequest {
         body: None,
         timeout: None,
         connect_timeout: None,
+        deadline: None,
     }
 }
 

@@ -1,7 +1,6 @@
 //! `SamplingClient`: samples from a base model or saved weights.
 
 use std::rc::Rc;
-use std::time::Duration;
 
 use js_sys::{Array, Promise};
 use wasm_bindgen::prelude::*;
@@ -193,7 +192,7 @@ fn retry_config(r: params::RetryConfig) -> Result<SamplingRetryConfig, JsValue> 
         c.max_connections = Some(n as usize);
     }
     if let Some(s) = r.progress_timeout {
-        c.progress_timeout = Duration::from_secs_f64(s.max(0.0));
+        c.progress_timeout = tinker_core::time::seconds(s.max(0.0));
     }
     if let Some(s) = r.retry_delay_base {
         c.retry_delay_base = s.max(0.0);

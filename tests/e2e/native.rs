@@ -64,6 +64,9 @@ impl Platform for Native {
         };
         let client = self.client((req.timeout, req.connect_timeout));
         let mut b = client.request(method, &req.url);
+        if let Some(d) = req.deadline {
+            b = b.timeout(d);
+        }
         for (k, v) in req.headers.iter() {
             b = b.header(k, v);
         }

@@ -192,3 +192,15 @@ test('timeouts are per phase: progress keeps a request alive, silence ends it', 
   assert.equal(await text(r), 'xxxxxxxx');
   await assert.rejects(nodeFetch(`${base}/stall`, { timeouts: { connect: 5000, idle: 300 } }), (e) => e.tinkerTimeout === true && /read\/write timed out/.test(e.message));
 });
+
+// The Python SDK's default transport (pyqwest) keeps one deadline over the whole exchange,
+// body included: a response that makes progress is still cut when the deadline passes.
+test('a total deadline cuts a trickling response that per-phase timeouts would let finish', async () => {
+  const t0 = Date.now();
+  await assert.rejects(nodeFetch(`${base}/trickle`, { timeouts: { connect: 5000, total: 350 } }), (e) => e.tinkerTimeout === true && /request timed out/.test(e.message));
+  // Rejected at all means cut (the trickle ends well after 800 ms); never before the deadline.
+  assert.ok(Date.now() - t0 >= 340, `cut after ${Date.now() - t0} ms, before the deadline`);
+  // A response within the deadline is read whole, and its timer does not outlive it.
+  const r = await nodeFetch(`${base}/plain`, { timeouts: { connect: 5000, total: 60_000 } });
+  assert.equal(await text(r), 'plain');
+});

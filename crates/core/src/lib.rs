@@ -39,7 +39,7 @@ pub use client::{
 pub use wire::{config, endpoints, error, handle, paths, proto, types};
 // The support crate's modules under their short names (`crate::json`, and `json!`).
 #[doc(hidden)]
-pub use tinker_support::{base64, float, json, map, sync, text, zstd};
+pub use tinker_support::{base64, float, json, map, sync, text, time, zstd};
 
 // The support types that appear in the public API: JSON values (results, metadata),
 // string-keyed maps (metrics, metadata) and the cancellation token of `CallOptions`.

@@ -90,6 +90,11 @@ pub struct HttpRequest {
     /// The connect phase's timeout (httpx `connect`; `fetch` has no connect phase, so
     /// only transports that open their own connections, e.g. Node's `node:http`, use it).
     pub connect_timeout: Option<Duration>,
+    /// One limit over the whole exchange, the response body included, in place of
+    /// `timeout`'s limit on progress: the Python SDK's default transport (pyqwest), which
+    /// turns httpx's `read` and `write` timeouts into one operation deadline, their sum.
+    /// Past it the platform answers [`TransportError::Timeout`].
+    pub deadline: Option<Duration>,
 }
 
 /// A complete HTTP response.

@@ -13,6 +13,7 @@ pub mod map;
 pub mod sort;
 pub mod sync;
 pub mod text;
+pub mod time;
 pub mod zstd;
 
 /// Helpers for the workspace's tests (not API).

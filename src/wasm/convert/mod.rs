@@ -25,7 +25,6 @@ pub use opts::*;
 pub use output::*;
 
 use crate::map::StrMap;
-use std::time::Duration;
 
 use js_sys::{Array, Float32Array, Int32Array, Object, Reflect, Uint32Array, Uint8Array};
 use wasm_bindgen::prelude::*;

@@ -163,7 +163,7 @@ pub fn request_options(v: &JsValue, method: &str) -> Result<Call, JsValue> {
                 ),
             ))
         }
-        Some(ms) => Some(Duration::from_secs_f64(ms / 1000.0)),
+        Some(ms) => Some(tinker_core::time::seconds(ms / 1000.0)),
     };
     let options = CallOptions {
         cancel: None,

@@ -22,13 +22,16 @@ class PlainAbort {
     if (s.listener) s.listener();
   }
 }
-// Timeouts are per phase, as the Python SDK's httpx ones (`Timeout(60, connect=5.0)`): a
-// request is not killed while it makes progress. A fetch that sees the phases
-// (pkg/node-transport.js: connect, then socket inactivity) gets them in `init.timeouts`
-// and reports a timeout with `tinkerTimeout`. Plain `fetch` has no connect phase and
-// shows no upload progress: until the response headers the limit is the read timeout
-// plus the time the body takes at FLOOR_BYTES_PER_S, then the read timeout plus the
-// response's announced length at that rate.
+// The core gives each request either one deadline over the whole exchange, body
+// included (`deadlineMs`: the Python SDK's default transport, pyqwest), or per-phase
+// timeouts as httpx's (`Timeout(60, connect=5.0)`: a request is not killed while it makes
+// progress). A fetch that sees the phases (pkg/node-transport.js: connect, then socket
+// inactivity, or the deadline) gets them in `init.timeouts` and reports a timeout with
+// `tinkerTimeout`. Plain `fetch` keeps the deadline with one timer; it has no connect
+// phase and shows no upload progress, so for per-phase timeouts the limit until the
+// response headers is the read timeout plus the time the body takes at
+// FLOOR_BYTES_PER_S, then the read timeout plus the response's announced length at that
+// rate.
 const PHASE_TIMEOUTS = Symbol.for('tinker-wasm.phaseTimeouts');
 const FLOOR_BYTES_PER_S = 32768;
 function arm(call, ac, ms) {
@@ -39,7 +42,7 @@ function arm(call, ac, ms) {
     if (ac) ac.abort();
   }, Math.min(ms, 2147483647));
 }
-export function send_request(fetch, method, url, headerLines, body, hasBody, timeoutMs, connectMs, id, notify) {
+export function send_request(fetch, method, url, headerLines, body, hasBody, timeoutMs, connectMs, deadlineMs, id, notify) {
   const ac = fetch[PLAIN_SIGNAL] === true ? new PlainAbort() : typeof AbortController === 'function' ? new AbortController() : undefined;
   const call = { result: undefined, timer: undefined, settled: false, ac, id, notify };
   const headers = {};
@@ -49,7 +52,10 @@ export function send_request(fetch, method, url, headerLines, body, hasBody, tim
   if (hasBody) init.body = body.slice();
   if (ac) init.signal = ac.signal;
   const phases = fetch[PHASE_TIMEOUTS] === true;
-  if (timeoutMs > 0) {
+  if (deadlineMs > 0) {
+    if (phases) init.timeouts = { connect: connectMs, total: deadlineMs };
+    else arm(call, ac, deadlineMs);
+  } else if (timeoutMs > 0) {
     if (phases) init.timeouts = { connect: connectMs > 0 ? connectMs : timeoutMs, idle: timeoutMs };
     else arm(call, ac, timeoutMs + (hasBody ? (body.length * 1000) / FLOOR_BYTES_PER_S : 0));
   }

@@ -140,7 +140,7 @@ impl Guard {
             match self.deadline_ms {
                 Some(d) => {
                     self.env
-                        .sleep(Duration::from_secs_f64(
+                        .sleep(crate::time::seconds(
                             ((d - self.env.now_ms()) / 1000.0).max(0.0),
                         ))
                         .await

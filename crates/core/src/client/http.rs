@@ -269,6 +269,9 @@ pub struct Http {
     /// close's own and telemetry's fails at once, as Python's `aclient()` raises
     /// "Internal client holder is closed" for calls still in flight.
     closed: Rc<Cell<Option<&'static str>>>,
+    /// The server's `use_pyqwest_transport` (shared by every layer of one holder; on
+    /// until `client/config` says otherwise, as Python's default).
+    pyqwest: Rc<Cell<bool>>,
 }
 
 fn is_invalid_token(r: &HttpResponse) -> bool {
@@ -289,7 +292,14 @@ impl Http {
                 Cell::new(MAX_CONNECTION_ERROR_RETRIES)
             })),
             closed: Rc::new(Cell::new(None)),
+            pyqwest: Rc::new(Cell::new(true)),
         }
+    }
+
+    /// Follows the server's `use_pyqwest_transport` for this layer and its clones: one
+    /// deadline per request when on, httpx's per-phase timeouts when off.
+    pub fn set_pyqwest(&self, on: bool) {
+        self.pyqwest.set(on);
     }
 
     /// Closes the layer (and every clone of it) for the holder's requests: `message` is
@@ -326,6 +336,7 @@ impl Http {
             credential,
             budgets: self.budgets.clone(),
             closed: self.closed.clone(),
+            pyqwest: self.pyqwest.clone(),
         }
     }
 
@@ -375,6 +386,8 @@ impl Http {
             h.set("User-Agent", ua.clone());
         }
         let (connect, read) = phase_timeouts(req.timeout, self.opts.timeout);
+        let pyqwest = self.pyqwest.get() && !req.endpoint.is_some_and(Endpoint::httpx_transport);
+        let timeouts = transport_timeouts(connect, read, pyqwest);
         if let Some(p) = &self.opts.platform {
             platform_headers(&mut h, p, req);
             let float = match req.timeout {
@@ -405,8 +418,9 @@ impl Http {
             url: self.url(req),
             headers: h,
             body: req.body.clone(),
-            timeout: Some(read),
-            connect_timeout: Some(connect),
+            timeout: timeouts.idle,
+            connect_timeout: Some(timeouts.connect),
+            deadline: timeouts.deadline,
         }
     }
 
@@ -589,6 +603,42 @@ pub fn phase_timeouts(own: Option<Duration>, client: Duration) -> (Duration, Dur
     }
 }
 
+/// pyqwest's connect timeout (`pyqwest.HTTPTransport(connect_timeout=30.0)`, the default
+/// the Python SDK keeps, `_base_client.py:761-778`).
+pub const PYQWEST_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How a request's transport limits it (see [`transport_timeouts`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TransportTimeouts {
+    /// The connect phase's limit.
+    pub connect: Duration,
+    /// The limit on a stretch without progress once connected (httpx's transport).
+    pub idle: Option<Duration>,
+    /// The limit on the whole exchange, body included (pyqwest).
+    pub deadline: Option<Duration>,
+}
+
+/// The limits a request's httpx timeouts become on the transport Python 0.38 sends it
+/// through: with `pyqwest` (the server's `use_pyqwest_transport`, on by default) one
+/// deadline, the sum of the `read` and `write` timeouts (`pyqwest/httpx/_transport.py`
+/// `convert_timeout`), and pyqwest's own 30 s to connect; without it, httpx's phases as
+/// they are.
+pub fn transport_timeouts(connect: Duration, read: Duration, pyqwest: bool) -> TransportTimeouts {
+    if pyqwest {
+        TransportTimeouts {
+            connect: PYQWEST_CONNECT_TIMEOUT,
+            idle: None,
+            deadline: Some(read.saturating_mul(2)),
+        }
+    } else {
+        TransportTimeouts {
+            connect,
+            idle: Some(read),
+            deadline: None,
+        }
+    }
+}
+
 /// Seconds as Python's `str()` prints the number the SDK passed: an int (`60`, `45`)
 /// or a float (`5.0`, `0.5`), as `x-stainless-read-timeout` carries it
 /// (`_base_client.py:400-405`).
@@ -669,6 +719,7 @@ impl Connection {
         dynamic: DynamicConfig,
         background: bool,
     ) -> Self {
+        key_http.set_pyqwest(config.use_pyqwest_transport);
         let (http, jwt) = if config.pjwt_auth_enabled {
             let j = JwtProvider::new(exchange_http(&key_http, &config), background);
             (
@@ -807,7 +858,7 @@ pub fn refresh_delay(jwt: &str, random: f64) -> Duration {
     match lifetime {
         // Claims are server data: a huge or non-finite lifetime must not panic.
         Some(l) if l > 0.0 && l.is_finite() => {
-            Duration::from_secs_f64((l * (0.45 + 0.1 * random)).min(MAX_SECS))
+            crate::time::seconds((l * (0.45 + 0.1 * random)).min(MAX_SECS))
         }
         _ => Duration::from_secs(60),
     }

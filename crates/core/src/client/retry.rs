@@ -163,13 +163,13 @@ pub fn http_retry_delay(
 ) -> Duration {
     if let Some(ra) = headers.and_then(|h| parse_retry_after(h, now_secs)) {
         if ra > 0.0 && ra <= 60.0 {
-            return Duration::from_secs_f64(ra);
+            return crate::time::seconds(ra);
         }
     }
     let n = retries_taken.min(1000) as i32;
     let sleep = (0.5 * 2f64.powi(n)).min(10.0);
     let jitter = 1.0 - 0.25 * random;
-    Duration::from_secs_f64((sleep * jitter).max(0.0))
+    crate::time::seconds((sleep * jitter).max(0.0))
 }
 
 /// The holder layer's wait before its retry number `attempt + 1`, started at
@@ -183,12 +183,12 @@ pub fn holder_retry_delay(attempt: u32, start_secs: f64, now_secs: f64) -> Optio
     let wait = wait
         .min(start_secs + HOLDER_RETRY_WINDOW_SECS - now_secs)
         .max(0.0);
-    Some(Duration::from_secs_f64(wait))
+    Some(crate::time::seconds(wait))
 }
 
 /// The future-polling wait after `consecutive` connection-ish errors (429, no response).
 pub fn poll_backoff_delay(consecutive: u32) -> Duration {
-    Duration::from_secs_f64(2f64.powi(consecutive.min(30) as i32).min(30.0))
+    crate::time::seconds(2f64.powi(consecutive.min(30) as i32).min(30.0))
 }
 
 /// Sampling `RetryConfig` (the Python dataclass' defaults).
@@ -230,7 +230,7 @@ impl SamplingRetryConfig {
         let d =
             (self.retry_delay_base * 2f64.powi(attempt.min(1000) as i32)).min(self.retry_delay_max);
         let jitter = d * self.jitter_factor * (2.0 * random - 1.0);
-        Duration::from_secs_f64((d + jitter).min(self.retry_delay_max).max(0.0))
+        crate::time::seconds((d + jitter).min(self.retry_delay_max).max(0.0))
     }
 }
 

@@ -11,7 +11,6 @@
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::rc::{Rc, Weak};
-use std::time::Duration;
 
 use futures_util::future::{select, Either};
 
@@ -225,7 +224,7 @@ async fn watch(handler: Weak<RetryHandler>, env: Env, stuck: CancelToken, idle: 
             stuck.cancel();
             return;
         }
-        let sleep = env.sleep(Duration::from_secs_f64((deadline - now) / 1000.0 + 0.001));
+        let sleep = env.sleep(crate::time::seconds((deadline - now) / 1000.0 + 0.001));
         let stop = idle.cancelled();
         futures_util::pin_mut!(stop);
         if let Either::Right(_) = select(sleep, stop).await {

@@ -530,7 +530,7 @@ impl Holder {
     /// failure the last good values stay (the next refresh is the retry).
     async fn dynamic_refresh_loop(self: Rc<Self>) {
         loop {
-            let every = Duration::from_secs_f64(self.dynamic().refresh_interval_sec.max(10.0));
+            let every = crate::time::seconds(self.dynamic().refresh_interval_sec.max(10.0));
             if sleep_or_stop(self.env(), every, &self.life.stop).await {
                 return;
             }

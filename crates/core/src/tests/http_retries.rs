@@ -362,12 +362,15 @@ fn a_jwt_api_key_is_checked_for_expiry_on_every_request() {
     assert_eq!(s.requests.borrow().len(), 1, "the expired key was not sent");
 }
 
-/// Python's per-phase timeouts and the `x-stainless-read-timeout` it derives from them
+/// Python's timeouts and the `x-stainless-read-timeout` it derives from them
 /// (`_base_client.py:400-405`), with the values the differential run's Python log shows:
 /// `60` by default (`Timeout(60, connect=5.0)`), `45` on `retrieve_future`, `10` on the
-/// heartbeat, `5.0` on telemetry, `45.0` / `5.0` on `retrieve_futures`.
+/// heartbeat, `5.0` on telemetry, `45.0` / `5.0` on `retrieve_futures`. On pyqwest (the
+/// server's default) each is one deadline, `read + write` (120 s, 90 s, 20 s, 10 s), and
+/// 30 s to connect; with the server's `use_pyqwest_transport` off, and always for
+/// `client/config`, httpx's phases.
 #[test]
-fn timeouts_are_per_phase_and_announced_as_python_does() {
+fn timeouts_follow_pythons_transports() {
     use crate::endpoints as ep;
     use crate::options::PlatformInfo;
     let mut pool = LocalPool::new();
@@ -382,58 +385,102 @@ fn timeouts_are_per_phase_and_announced_as_python_does() {
     });
     let h = Http::new(s.clone(), Rc::new(o), Credential::Key("tml-test".into()));
     let body = crate::json!({});
-    let reqs = [
-        (Req::to(&ep::GET_INFO).json(&body), "60", 5, 60),
-        (Req::to(&ep::RETRIEVE_FUTURE).json(&body), "45", 45, 45),
-        (Req::to(&ep::SESSION_HEARTBEAT).json(&body), "10", 10, 10),
-        (Req::to(&ep::TELEMETRY).json(&body), "5.0", 5, 5),
-        (Req::to(&ep::RETRIEVE_FUTURES).json(&body), "45.0", 45, 45),
-        (
-            Req::to(&ep::RETRIEVE_FUTURES)
-                .json(&body)
-                .timeout(Duration::from_secs(5)),
-            "5.0",
-            5,
-            5,
-        ),
-    ];
-    for (i, (req, header, connect, read)) in reqs.into_iter().enumerate() {
-        pool.run_until(h.send(req)).unwrap();
-        let sent = &s.requests.borrow()[i];
-        assert_eq!(
-            sent.headers.get("x-stainless-read-timeout"),
-            Some(header),
-            "{}",
-            sent.url
-        );
-        assert_eq!(
-            sent.connect_timeout,
-            Some(Duration::from_secs(connect)),
-            "{}",
-            sent.url
-        );
-        assert_eq!(
-            sent.timeout,
-            Some(Duration::from_secs(read)),
-            "{}",
-            sent.url
-        );
-        for name in [
-            "X-Stainless-Package-Version",
-            "X-Stainless-OS",
-            "X-Stainless-Arch",
-            "X-Stainless-Runtime",
-            "X-Stainless-Runtime-Version",
-            "X-Stainless-Async",
-        ] {
-            assert!(sent.headers.contains(name), "{name} on {}", sent.url);
+    let secs = |n: u64| Some(Duration::from_secs(n));
+    // (request, header, httpx connect and read, pyqwest deadline)
+    let reqs = || {
+        [
+            (Req::to(&ep::GET_INFO).json(&body), "60", 5, 60, secs(120)),
+            (
+                Req::to(&ep::RETRIEVE_FUTURE).json(&body),
+                "45",
+                45,
+                45,
+                secs(90),
+            ),
+            (
+                Req::to(&ep::CANCEL_FUTURE).json(&body),
+                "30",
+                30,
+                30,
+                secs(60),
+            ),
+            (
+                Req::to(&ep::SESSION_HEARTBEAT).json(&body),
+                "10",
+                10,
+                10,
+                secs(20),
+            ),
+            (Req::to(&ep::TELEMETRY).json(&body), "5.0", 5, 5, secs(10)),
+            (
+                Req::to(&ep::RETRIEVE_FUTURES).json(&body),
+                "45.0",
+                45,
+                45,
+                secs(90),
+            ),
+            (
+                Req::to(&ep::RETRIEVE_FUTURES)
+                    .json(&body)
+                    .timeout(Duration::from_secs(5)),
+                "5.0",
+                5,
+                5,
+                secs(10),
+            ),
+            // Pinned to httpx's transport whatever the server says.
+            (Req::to(&ep::CLIENT_CONFIG).json(&body), "60", 5, 60, None),
+        ]
+    };
+    for pyqwest in [true, false] {
+        h.set_pyqwest(pyqwest);
+        for (req, header, connect, read, deadline) in reqs() {
+            let n = s.requests.borrow().len();
+            pool.run_until(h.send(req)).unwrap();
+            let sent = &s.requests.borrow()[n];
+            let what = format!("{} (pyqwest {pyqwest})", sent.url);
+            assert_eq!(
+                sent.headers.get("x-stainless-read-timeout"),
+                Some(header),
+                "{what}"
+            );
+            let expected = match deadline {
+                Some(d) if pyqwest => (secs(30), None, Some(d)),
+                _ => (secs(connect), secs(read), None),
+            };
+            assert_eq!(
+                (sent.connect_timeout, sent.timeout, sent.deadline),
+                expected,
+                "{what}"
+            );
+            for name in [
+                "X-Stainless-Package-Version",
+                "X-Stainless-OS",
+                "X-Stainless-Arch",
+                "X-Stainless-Runtime",
+                "X-Stainless-Runtime-Version",
+                "X-Stainless-Async",
+            ] {
+                assert!(sent.headers.contains(name), "{name} on {what}");
+            }
+            assert_eq!(
+                sent.headers.contains("X-Stainless-Raw-Response"),
+                sent.url.ends_with("/retrieve_future")
+            );
         }
-        assert_eq!(
-            sent.headers.contains("X-Stainless-Raw-Response"),
-            sent.url.ends_with("/retrieve_future")
-        );
     }
-    // A client-set timeout covers every phase (Python `ServiceClient(timeout=30)`).
+}
+
+/// A client-set timeout covers every phase (Python `ServiceClient(timeout=30)`), and on
+/// pyqwest makes a deadline of twice it; without a platform (browsers) none of the
+/// platform headers go out.
+#[test]
+fn a_client_timeout_and_no_platform() {
+    use crate::endpoints as ep;
+    use crate::options::PlatformInfo;
+    let mut pool = LocalPool::new();
+    let s = Scripted::new(&pool, |_, _| json(200, "{}"));
+    let body = crate::json!({});
     let mut o = opts();
     o.timeout = Duration::from_millis(30_500);
     o.platform = Some(PlatformInfo::default());
@@ -441,8 +488,14 @@ fn timeouts_are_per_phase_and_announced_as_python_does() {
     pool.run_until(h.send(Req::to(&ep::GET_INFO).json(&body)))
         .unwrap();
     let sent = s.requests.borrow().last().unwrap().clone();
-    assert_eq!(sent.connect_timeout, Some(Duration::from_millis(30_500)));
+    assert_eq!(sent.deadline, Some(Duration::from_millis(61_000)));
     assert_eq!(sent.headers.get("x-stainless-read-timeout"), Some("30.5"));
+    h.set_pyqwest(false);
+    pool.run_until(h.send(Req::to(&ep::GET_INFO).json(&body)))
+        .unwrap();
+    let sent = s.requests.borrow().last().unwrap().clone();
+    assert_eq!(sent.connect_timeout, Some(Duration::from_millis(30_500)));
+    assert_eq!(sent.timeout, Some(Duration::from_millis(30_500)));
     // Without a platform (browsers): none of the platform headers.
     let h = http(s.clone(), 0);
     pool.run_until(h.send(Req::to(&ep::GET_INFO).json(&body)))

@@ -188,6 +188,14 @@ impl Endpoint {
         }
     }
 
+    /// Whether Python sends this operation through httpx's own transport whatever the
+    /// server's `use_pyqwest_transport` says: `client/config`, so that the switch is
+    /// always reachable (`internal_client_holder.py:716-735`), and the audit log's
+    /// redirect pool (`:810-817`).
+    pub fn httpx_transport(&self) -> bool {
+        matches!(self.name, "client_config" | "get_audit_log")
+    }
+
     /// Whether Python gives this operation's timeout as a float (`5.0`, `45.0`: the
     /// telemetry and `retrieve_futures` constants, `lib/telemetry.py:45`,
     /// `session_futures_poller.py:23-26`) rather than an int (`timeout=45`, `10`, `30`),
