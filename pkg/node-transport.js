@@ -31,6 +31,10 @@ const abortError = (signal) => {
 
 const NO_BODY = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
 const DECODERS = { gzip: zlib.gunzip, 'x-gzip': zlib.gunzip, deflate: zlib.inflate };
+// What the Python SDK's httpx asks for (its `zstandard` dependency adds zstd), where this
+// runtime can decode it (Node 22.15+, Bun, Deno); an older Node asks for what it decodes.
+if (typeof zlib.zstdDecompress === 'function') DECODERS.zstd = zlib.zstdDecompress;
+const ACCEPT_ENCODING = DECODERS.zstd ? 'gzip, deflate, zstd' : 'gzip, deflate';
 
 /** The response headers as the SDK reads them (lower-case names, repeated values joined). */
 class ResponseHeaders {
@@ -154,7 +158,7 @@ export function nodeFetch(input, init = {}) {
       headers.push(k, init.headers[k]);
     }
     if (!(has & 1)) headers.push('host', t.host);
-    if (!(has & 4)) headers.push('accept-encoding', 'gzip, deflate');
+    if (!(has & 4)) headers.push('accept-encoding', ACCEPT_ENCODING);
     if (!(has & 2) && (body !== undefined || !NO_BODY.has(method))) headers.push('content-length', String(body === undefined ? 0 : typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength));
     const options = { protocol: t.protocol, hostname: t.hostname, port: t.port, path: t.path, auth: t.auth, method, headers, agent: t.agent };
     const req = t.lib.request(options, (res) => {

@@ -33,7 +33,13 @@ SOFT_HEADERS = ("x-sdk-method", "x-sdk-version")
 DRIVER_METHOD_DIFFERENCE = ("x-sdk-method", ["RestClient.delete_checkpoint"], ["RestClient.delete_checkpoint_from_tinker_path"])
 # Headers whose per-route values say what the SDK does (Python's timeouts, the raw-response
 # read of polls): every request, polls and background included, the same values per route.
-ROUTE_VALUE_HEADERS = ("x-stainless-read-timeout", "x-stainless-raw-response")
+ROUTE_VALUE_HEADERS = ("x-stainless-read-timeout", "x-stainless-raw-response", "accept-encoding")
+# Per-route values that differ for a stated reason: (header, python's, ours) -> why.
+DELIBERATE_ROUTE_VALUES = {
+    ("accept-encoding", "gzip, deflate, zstd", "gzip, deflate"): "Node before 22.15 has no zstd "
+    "decoder, so node-transport.js asks only for what it can decode (on Node 22.15+ and Deno it "
+    "asks for zstd as Python does)",
+}
 # Header names one SDK sends and the other does not, each with the reason it is not a
 # difference in behaviour (issue 26: every other name sent by one side only fails).
 DELIBERATE_HEADER_NAMES = {
@@ -372,6 +378,7 @@ def compare(py: Side, ours: Side) -> tuple[list[str], list[str]]:
     # Header names per route (issue 26): a name only one SDK sends on a route both use fails,
     # unless DELIBERATE_HEADER_NAMES gives the reason; per-route values of the headers that
     # say what the SDK does must be equal.
+    deliberate: set = set()
     for r in sorted(set(py.route_headers) & set(ours.route_headers)):
         for h in sorted(py.route_headers[r] ^ ours.route_headers[r]):
             who = "python" if h in py.route_headers[r] else "ours"
@@ -381,7 +388,12 @@ def compare(py: Side, ours: Side) -> tuple[list[str], list[str]]:
         for h in ROUTE_VALUE_HEADERS:
             va, vb = py.route_values.get((h, r), set()), ours.route_values.get((h, r), set())
             if va != vb:
+                if len(va) == len(vb) == 1 and (h, *va, *vb) in DELIBERATE_ROUTE_VALUES:
+                    deliberate.add((h, *va, *vb))
+                    continue
                 problems.append(f"{h} on {r}: python {sorted(va)} | ours {sorted(vb)}")
+    for k in sorted(deliberate):
+        notes.append(f"{k[0]}: python {k[1]!r}, ours {k[2]!r}, deliberately: {DELIBERATE_ROUTE_VALUES[k]}")
     used = sorted(h for h in DELIBERATE_HEADER_NAMES if any(h in v for v in py.route_headers.values()) != any(h in v for v in ours.route_headers.values()))
     if used:
         notes.append("header names one side sends, deliberately: " + "; ".join(f"{h}: {DELIBERATE_HEADER_NAMES[h]}" for h in used))

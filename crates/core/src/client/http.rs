@@ -450,13 +450,12 @@ impl Http {
         loop {
             self.ensure_open(&req)?;
             let (token, result) = self.attempt(&req, retries_taken, idem.as_deref()).await?;
-            if let Ok(r) = &result {
+            let next = next_attempt(&result, retries_taken, max_retries, req.final_conflicts);
+            // As Python: the final response's note only, not those of responses retried.
+            if let (Ok(r), true) = (&result, next != Attempt::Retry) {
                 self.log_deprecation(r, &token);
             }
-            match (
-                next_attempt(&result, retries_taken, max_retries, req.final_conflicts),
-                result,
-            ) {
+            match (next, result) {
                 (Attempt::Done, Ok(r)) => {
                     self.spend_budget(&req, PoolOutcome::Success);
                     return Ok(r);

@@ -1,3 +1,4 @@
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -592,4 +593,48 @@ fn call_options_are_checked_like_the_clients_own() {
         let got = o.validate().err().map(|e| e.field);
         assert_eq!(got.as_deref(), *field, "{max_retries:?} {headers:?}");
     }
+}
+
+/// Python logs `x-deprecation-note` once per call, for the response the call ends with
+/// (`_base_client.py:1082,1089`), not for the responses it retried: a note on a 503 that
+/// is retried is not logged; the final answer's is, at its level.
+#[test]
+fn a_deprecation_note_is_logged_for_the_final_response_only() {
+    use crate::options::LogLevel;
+    let mut pool = LocalPool::new();
+    let noted = |status: u16, note: &str, level: &str| {
+        let mut r = json(status, "{}").unwrap();
+        r.headers.set("x-deprecation-note", note);
+        r.headers.set("x-deprecation-level", level);
+        Ok(r)
+    };
+    let s = Scripted::new(&pool, move |_, n| match n {
+        0 => noted(503, "retried", "error"),
+        1 => noted(200, "final", "warning"),
+        2 => noted(404, "failed", "error"),
+        _ => json(200, "{}"),
+    });
+    let logged = Rc::new(RefCell::new(Vec::new()));
+    let mut o = opts();
+    o.max_retries = 2;
+    let sink = logged.clone();
+    o.logger = Some(Rc::new(move |level: LogLevel, msg: &str| {
+        sink.borrow_mut().push((level, msg.to_string()));
+    }));
+    let h = Http::new(s.clone(), Rc::new(o), Credential::Key("tml-test".into()));
+    pool.run_until(h.send(Req::post_json("/api/v1/x", &crate::json!(1))))
+        .unwrap();
+    pool.run_until(h.send(Req::post_json("/api/v1/y", &crate::json!(1))))
+        .unwrap_err();
+    let logged = logged.borrow();
+    let notes: Vec<(LogLevel, bool)> = logged
+        .iter()
+        .filter(|(_, m)| m.contains("Deprecation notice"))
+        .map(|(l, m)| (*l, m.contains("final") || m.contains("failed")))
+        .collect();
+    assert_eq!(
+        notes,
+        [(LogLevel::Warn, true), (LogLevel::Error, true)],
+        "{logged:?}"
+    );
 }
