@@ -350,9 +350,12 @@ def compare(py: Side, ours: Side) -> tuple[list[str], list[str]]:
         problems.append(f"client config requests differ:\n  python: {sorted(set(py.connect))}\n  ours:   {sorted(set(ours.connect))}")
     notes.append(f"client/config + dynamic_config requests: python {len(py.connect)}, ours {len(ours.connect)}")
 
-    # Background: heartbeats must look alike when both sent some; telemetry must carry the
-    # same kinds of events (GENERIC_EVENT by name), counts reported.
+    # Background: both sides send heartbeats (the drivers wait for one) and they look alike;
+    # telemetry must carry the same kinds of events (GENERIC_EVENT by name), counts reported.
     hb = {s.name: {json.dumps(s.norm(e.get("body")), sort_keys=True) for _, e in s.background if e["path"].endswith("session_heartbeat")} for s in (py, ours)}
+    for s in (py, ours):
+        if not hb[s.name]:
+            problems.append(f"session_heartbeat: {s.name} sent none (the driver waits for one)")
     if hb[py.name] and hb[ours.name] and hb[py.name] != hb[ours.name]:
         problems.append(f"session_heartbeat bodies differ: python {sorted(hb[py.name])} ours {sorted(hb[ours.name])}")
     kinds = {}

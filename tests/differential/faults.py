@@ -142,6 +142,74 @@ def traffic(d: Path) -> tuple[Counter, Counter]:
     return sent, faulted
 
 
+def failure_telemetry(d: Path) -> Counter:
+    """The error reports a run's telemetry carried: (event, error class, kind) per event."""
+    out: Counter = Counter()
+    for line in (d / "requests.jsonl").read_text().splitlines():
+        e = json.loads(line)
+        if not e["path"].endswith("/api/v1/telemetry"):
+            continue
+        for ev in (e.get("body") or {}).get("events", []):
+            data = ev.get("event_data") or {}
+            error = data.get("exception_type") or data.get("error_type")
+            if ev.get("event") in ("SESSION_START", "SESSION_END") or not (error or ev.get("event") != "GENERIC_EVENT"):
+                continue
+            out[(ev.get("event_name") or ev.get("event"), error, data.get("kind"))] += 1
+    return out
+
+
+def _ts(e: dict) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(e["ts"].replace("Z", "+00:00")).timestamp()
+
+
+def retry_waits(d: Path) -> dict[int, list[float]]:
+    """The HTTP layer's waits before each retry (by its x-stainless-retry-count): from the end
+    of a failed attempt to the next attempt with the same idempotency key."""
+    last: dict[str, dict] = {}
+    waits: dict[int, list[float]] = {}
+    for line in (d / "requests.jsonl").read_text().splitlines():
+        e = json.loads(line)
+        h = {k.lower(): v for k, v in (e.get("headers") or {}).items()}
+        key, count = h.get("x-idempotency-key"), h.get("x-stainless-retry-count")
+        if not key or count is None or not e["path"].startswith("/api/"):
+            continue
+        prev = last.get(key)
+        if prev is not None and int(count) == prev["count"] + 1:
+            waits.setdefault(int(count), []).append(_ts(e) - prev["end"])
+        last[key] = {"count": int(count), "end": _ts(e) + (e.get("duration_ms") or 0) / 1000}
+    return waits
+
+
+def retry_band(count: int) -> tuple[float, float]:
+    """The wait before retry `count` as Python computes it, at both ends of its jitter
+    (`_calculate_retry_timeout` of the SDK itself, with `random()` at 0 and at 1)."""
+    from tinker import _base_client
+    from tinker._client import AsyncTinker
+    from tinker._models import FinalRequestOptions
+
+    client = AsyncTinker(api_key="tml-" + "0" * 60, base_url="http://127.0.0.1:9")
+    options = FinalRequestOptions(method="post", url="/x")
+    remaining = client.max_retries - (count - 1)
+    ends = []
+    saved = _base_client.random
+    try:
+        for r in (1.0, 0.0):
+            _base_client.random = lambda r=r: r
+            ends.append(client._calculate_retry_timeout(remaining, options, None))
+    finally:
+        _base_client.random = saved
+    return ends[0], ends[1]
+
+
+# Faults answered without Retry-After (the wait is the SDK's own backoff), the kinds whose
+# retry waits are compared.
+BACKOFF_KINDS = ("500", "502", "503", "drop", "lost", "garbled", "empty400", "empty400-heavy")
+# Scheduling and loopback time on top of the computed wait, and timer granularity before it.
+WAIT_SLACK_S, WAIT_EARLY_S = 0.25, 0.02
+
+
 def check(kind: str, sides: dict) -> tuple[list[str], list[str]]:
     problems, notes = [], []
 
@@ -198,6 +266,21 @@ def check(kind: str, sides: dict) -> tuple[list[str], list[str]]:
     (sa, fa), (sb, fb) = traffic(py["dir"]), traffic(ours["dir"])
     for r in sorted(set(fa) | set(fb)):
         notes.append(f"  {r}: faulted {fa[r]} | {fb[r]}, attempts {sa[r]} | {sb[r]}")
+    # Failure telemetry: the same kinds of error reports, with the same error classes.
+    ta, tb = failure_telemetry(py["dir"]), failure_telemetry(ours["dir"])
+    if set(ta) != set(tb):
+        problem("telemetry", "failure telemetry differs (event, error class, kind):\n"
+                + "".join(f"  only {'python' if k in ta else 'ours'}: {k}\n" for k in sorted(set(ta) ^ set(tb), key=str)))
+    notes.append("failure telemetry (python | ours): " + "; ".join(f"{k[0]} {k[1]}{' ' + k[2] if k[2] else ''} {ta[k]} | {tb[k]}" for k in sorted(set(ta) | set(tb), key=str)))
+    # Retry waits: every wait of both sides within Python's own backoff band for its retry.
+    if kind in BACKOFF_KINDS:
+        for name, side in (("python", py), ("ours", ours)):
+            for count, ws in sorted(retry_waits(side["dir"]).items()):
+                lo, hi = retry_band(count)
+                bad = [round(w, 3) for w in ws if not lo - WAIT_EARLY_S <= w <= hi + WAIT_SLACK_S]
+                notes.append(f"{name} retry {count}: {len(ws)} waits {min(ws):.3f}-{max(ws):.3f} s (Python's band {lo:.3f}-{hi:.3f} s)")
+                if bad:
+                    problem("waits", f"{name}: waits before retry {count} outside Python's band {lo:.3f}-{hi:.3f} s: {bad}")
     for r in sorted(set(sa) | set(sb)):
         if any(t in r for t in TIMING_ROUTES + HOLDER_ROUTES):
             continue
@@ -213,7 +296,7 @@ def check(kind: str, sides: dict) -> tuple[list[str], list[str]]:
 # ---------------------------------------------------------------------------
 
 
-def self_test(kind: str, out: Path) -> list[str]:
+def self_test(kind: str, out: Path, skip: tuple[str, ...] = (), only: str | None = None) -> list[str]:
     import shutil
 
     src = out / kind
@@ -265,8 +348,36 @@ def self_test(kind: str, out: Path) -> list[str]:
         (d / "requests.jsonl").write_text("\n".join(lines) + "\n")
         return "an optim_step sent once more"
 
+    def telemetry_class(side, d):
+        lines = (d / "requests.jsonl").read_text().splitlines()
+        for i, x in enumerate(lines):
+            e = json.loads(x)
+            for ev in (e.get("body") or {}).get("events", []) if e["path"].endswith("/api/v1/telemetry") else []:
+                data = ev.get("event_data") or {}
+                for k in ("exception_type", "error_type"):
+                    if data.get(k):
+                        data[k] = "APIStatusError"
+                        lines[i] = json.dumps(e)
+                        (d / "requests.jsonl").write_text("\n".join(lines) + "\n")
+                        return "an error reported under another class"
+        return "an error reported under another class (none to mutate: not applicable)"
+
+    def quick_retry(side, d):
+        lines = (d / "requests.jsonl").read_text().splitlines()
+        entries = [json.loads(x) for x in lines]
+        for i, e in enumerate(entries):
+            h = {k.lower(): v for k, v in (e.get("headers") or {}).items()}
+            if h.get("x-stainless-retry-count") == "1" and h.get("x-idempotency-key") and e["path"].startswith("/api/"):
+                prev = next(p for p in reversed(entries[:i]) if {k.lower(): v for k, v in (p.get("headers") or {}).items()}.get("x-idempotency-key") == h["x-idempotency-key"])
+                e["ts"] = prev["ts"]
+                lines[i] = json.dumps(e)
+                (d / "requests.jsonl").write_text("\n".join(lines) + "\n")
+                return "a retry sent without its backoff"
+        return "a retry sent without its backoff (none to mutate: not applicable)"
+
     failures = []
-    for m in (drop_applied, digest, result, dedupe, failed, extra_submit):
+    mutations = [drop_applied, digest, result, dedupe, failed, extra_submit, telemetry_class, quick_retry]
+    for m in [m for m in mutations if (only is None or m.__name__ == only) and m.__name__ not in skip]:
         what, caught = mutated(m.__name__, m)
         print(f"  self-test {kind}/{m.__name__}: {what}: {'caught' if caught else 'MISSED'}")
         if not caught:
@@ -307,7 +418,12 @@ def main() -> int:
         if problems:
             failed.append(kind)
     print(f"\ncomparator self-test (on the {kinds[0]!r} runs; each mutation of ours must be reported):")
-    missed = self_test(kinds[0], out)
+    first = kinds[0]
+    missed = self_test(first, out, skip=() if retry_waits(out / first / "ours") else ("quick_retry",))
+    # The retry-wait check needs a run with HTTP retries to mutate.
+    retried = next((k for k in kinds if k in BACKOFF_KINDS and retry_waits(out / k / "ours")), None)
+    if retried and retried != first:
+        missed += self_test(retried, out, only="quick_retry")
     for m in missed:
         print(f"FAIL self-test: not reported: {m}")
     print(f"\ndifferential fault suite: {len(kinds) - len(failed)}/{len(kinds)} kinds agree"

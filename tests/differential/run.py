@@ -254,6 +254,19 @@ def m_telemetry_kind(entries):
     return "a SESSION_END telemetry event"
 
 
+def m_no_heartbeat(entries):
+    """No session heartbeat at all (a heartbeat loop that never started)."""
+    entries[:] = [e for e in entries if e["path"] != "/api/v1/session_heartbeat"]
+    return "no session heartbeat"
+
+
+def m_accept_encoding(entries):
+    """Another Accept-Encoding on one route (what the client says it can decode)."""
+    i = _find(entries, lambda e: e["path"] == "/api/v1/create_session")
+    entries[i]["headers"]["accept-encoding"] = "identity"
+    return "accept-encoding of create_session"
+
+
 def _acks(entries):
     return [e for e in entries if e["path"] == "/api/v1/retrieve_futures" and e["body"].get("retrieved_request_ids")]
 
@@ -295,7 +308,7 @@ def m_sdk_version(entries):
 
 
 # (configuration whose recorded log is mutated, mutation)
-MUTATIONS = [("default", m) for m in (m_body_value, m_seq_id, m_query, m_missing, m_poll_header, m_unpolled, m_sampling_param, m_chunk_order, m_step_moved, m_strict_header, m_sdk_method, m_sdk_version, m_header_name, m_read_timeout, m_telemetry_kind)]
+MUTATIONS = [("default", m) for m in (m_body_value, m_seq_id, m_query, m_missing, m_poll_header, m_unpolled, m_sampling_param, m_chunk_order, m_step_moved, m_strict_header, m_sdk_method, m_sdk_version, m_header_name, m_read_timeout, m_telemetry_kind, m_no_heartbeat, m_accept_encoding)]
 MUTATIONS += [("flags", m) for m in (m_ack_timeout, m_ack_missing, m_zstd)]
 
 
@@ -344,8 +357,10 @@ def main() -> int:
         running = []
         try:
             for c in configs:
-                running.append((f"{c}: python", run_side("python", [str(VENV_PY), str(HERE / "driver.py")], out / c / "python", CONFIGS[c]), out / c / "python"))
-                running.append((f"{c}: ours (Node)", run_side("ours", ["node", str(HERE / "driver.mjs")], out / c / "ours", CONFIGS[c]), out / c / "ours"))
+                # Each driver waits for a heartbeat before closing, so both send some.
+                env = {"DIFF_HEARTBEATS": "1"}
+                running.append((f"{c}: python", run_side("python", [str(VENV_PY), str(HERE / "driver.py")], out / c / "python", CONFIGS[c], env), out / c / "python"))
+                running.append((f"{c}: ours (Node)", run_side("ours", ["node", str(HERE / "driver.mjs")], out / c / "ours", CONFIGS[c], env), out / c / "ours"))
         except BaseException:
             for _, (proc, sim, _), _ in running:
                 proc.kill()
