@@ -44,8 +44,12 @@ test-rust: sim
 # The cross-runtime cases (tests/js/cases) run as a runtime × module matrix (tests/js/matrix.js):
 # every runtime against the full module and against tinker-wasm/lite (the tokenizer suites
 # left out of lite by name), each cell on a fresh simulator.
+# The Node run records which public members each case really uses on an instance
+# (tests/js/access-recorder.mjs); coverage.mjs --accesses then holds coverage.json to it.
 test-node: wasm sim
-	node --test tests/js/node.test.mjs tests/js/general-engine.test.mjs tests/js/node-transport.test.mjs tests/js/node-env.test.mjs tests/js/node-gc.test.mjs tests/js/secrets.test.mjs tests/js/memory.test.mjs
+	rm -f target/js-coverage/accesses.json
+	TINKER_COVERAGE_OUT=target/js-coverage/accesses.json node --test tests/js/node.test.mjs tests/js/general-engine.test.mjs tests/js/node-transport.test.mjs tests/js/node-env.test.mjs tests/js/node-gc.test.mjs tests/js/secrets.test.mjs tests/js/memory.test.mjs
+	node tests/js/coverage.mjs --accesses target/js-coverage/accesses.json
 
 test-node-lite: wasm sim
 	TINKER_TEST_MODULE=lite node --test tests/js/node.test.mjs

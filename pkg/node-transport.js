@@ -33,7 +33,9 @@ const NO_BODY = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']
 const DECODERS = { gzip: zlib.gunzip, 'x-gzip': zlib.gunzip, deflate: zlib.inflate };
 // What the Python SDK's httpx asks for (its `zstandard` dependency adds zstd), where this
 // runtime can decode it (Node 22.15+, Bun, Deno); an older Node asks for what it decodes.
-if (typeof zlib.zstdDecompress === 'function') DECODERS.zstd = zlib.zstdDecompress;
+/** @type {any} */
+const zstdDecompress = Reflect.get(zlib, 'zstdDecompress');
+if (typeof zstdDecompress === 'function') DECODERS.zstd = zstdDecompress;
 const ACCEPT_ENCODING = DECODERS.zstd ? 'gzip, deflate, zstd' : 'gzip, deflate';
 
 /** The response headers as the SDK reads them (lower-case names, repeated values joined). */

@@ -30,7 +30,24 @@ const tag = cellTag('node', module);
 // that is empty (a filter matching nothing, or no case left for the module) fails the run
 // instead of passing it empty.
 const selected = selectCases(suites, { module, filter });
-for (const { name, fn } of selected) test(`[${tag}] ${name}`, { timeout: 120_000 }, () => fn(ctx));
+// TINKER_COVERAGE_OUT=FILE: record which public members each case really uses
+// (tests/js/access-recorder.mjs), for tests/js/coverage.mjs --accesses FILE.
+const recorder = process.env.TINKER_COVERAGE_OUT ? await import('./access-recorder.mjs') : null;
+if (recorder) {
+  const { publicSurface } = await import('./coverage.mjs');
+  recorder.instrument(await import('tinker-wasm'), publicSurface());
+  after(() => recorder.save(process.env.TINKER_COVERAGE_OUT));
+}
+for (const { name, fn } of selected) {
+  test(`[${tag}] ${name}`, { timeout: 120_000 }, async () => {
+    recorder?.setCase(name);
+    try {
+      await fn(ctx);
+    } finally {
+      recorder?.setCase(null);
+    }
+  });
+}
 if (selected.length === 0) {
   test(`[${tag}] the selection has cases`, () => {
     throw new Error(`no case selected for module ${module}${filter ? ` with TEST_FILTER=${JSON.stringify(filter)}` : ''}`);

@@ -54,6 +54,9 @@ export default {
       seen.push(...page.items.map((r) => r.training_run_id));
     }
     assert.ok(pages >= 3, `pages: ${pages}`);
+    // A page promise is a thenable: `.then` on it gives the first page.
+    const firstIds = await rest.listTrainingRuns({ limit: 2 }).then((p) => p.items.map((r) => r.training_run_id));
+    assert.deepEqual(firstIds, seen.slice(0, 2));
     const iterated = [];
     for await (const run of rest.listTrainingRuns({ limit: 2 })) iterated.push(run.training_run_id);
     assert.deepEqual(iterated, seen);
@@ -90,6 +93,9 @@ export default {
     assert.equal(run.training_run_id, tc.modelId);
     const copy = await svc.copyWeights(sw.path);
     assert.match(copy, /^tinker:\/\/.+\/sampler_weights\//);
+    const elsewhere = await rest.copyWeights(sw.path, { destination_project_id: 'proj-archive' });
+    assert.match(elsewhere, /^tinker:\/\/.+\/sampler_weights\//);
+    assert.notEqual(elsewhere, copy, 'each copy is a checkpoint of its own');
     await rest.deleteCheckpointFromTinkerPath(path);
     await assert.rejects(rest.deleteCheckpointFromTinkerPath(path), (e) => e instanceof tinker.NotFoundError && e.status === 404 && typeof e.headers === 'object');
     const mine = [];
