@@ -355,6 +355,93 @@ mod tests {
         );
     }
 
+    /// The HTTP layer's waits against the Python SDK's own `_calculate_retry_timeout` (and
+    /// its `_parse_retry_after_header`), run by the conformance venv's Python with its
+    /// `random()` and `time.time()` fixed: every retry count, header form (seconds, floats,
+    /// milliseconds, HTTP dates past and future, nonsense) and jitter draw of the table.
+    #[test]
+    fn http_delays_are_pythons() {
+        let now = 1_700_000_000.5;
+        let date = |d: f64| {
+            httpdate::fmt_http_date(std::time::UNIX_EPOCH + Duration::from_secs_f64(now + d))
+        };
+        let mut headers: Vec<Vec<(String, String)>> = vec![vec![]];
+        for v in [
+            "0", "1", "2.5", "60", "61", "-3", "abc", "1e1", " 7 ", "nan", "inf",
+        ] {
+            headers.push(vec![("retry-after".into(), v.into())]);
+        }
+        for v in ["0", "1500", "60000", "60001", "x", "-5", "0.5"] {
+            headers.push(vec![("retry-after-ms".into(), v.into())]);
+            headers.push(vec![
+                ("retry-after-ms".into(), v.into()),
+                ("retry-after".into(), "9".into()),
+            ]);
+        }
+        for d in [-30.0, 0.0, 3.0, 59.0, 61.0, 3600.0] {
+            headers.push(vec![("retry-after".into(), date(d))]);
+        }
+        let mut cases = Vec::new();
+        for hs in &headers {
+            for retries in [0u32, 1, 2, 4, 5, 12] {
+                for r in [0.0, 0.37, 0.999] {
+                    cases.push((hs.clone(), retries, r));
+                }
+            }
+        }
+        let input: String = cases
+            .iter()
+            .map(|(hs, retries, r)| {
+                let hs: serde_json::Map<String, serde_json::Value> = hs
+                    .iter()
+                    .map(|(k, v)| (k.clone(), serde_json::Value::from(v.clone())))
+                    .collect();
+                format!("{}\n", serde_json::json!({"h": hs, "n": retries, "r": r}))
+            })
+            .collect();
+        let script = "import sys, json, time, httpx\nfrom tinker import _base_client as b\nfrom tinker._client import AsyncTinker\nfrom tinker._models import FinalRequestOptions\nc = AsyncTinker(api_key='tml-' + '0' * 60, base_url='http://127.0.0.1:9')\no = FinalRequestOptions(method='post', url='/x')\ntime.time = lambda: float(sys.argv[1])\nfor line in sys.stdin:\n q = json.loads(line)\n b.random = lambda r=q['r']: r\n h = httpx.Headers(q['h']) if q['h'] else None\n print(repr(c._calculate_retry_timeout(c.max_retries - q['n'], o, h)))";
+        let out = python_oracle(script, &[&format!("{now}")], &input);
+        assert_eq!(out.len(), cases.len());
+        for ((hs, retries, r), py) in cases.iter().zip(&out) {
+            let headers = Headers(hs.clone());
+            let ours = http_retry_delay(*retries, Some(&headers), now, *r).as_secs_f64();
+            let py: f64 = py.parse().expect("a float");
+            assert!(
+                (ours - py).abs() < 1e-6,
+                "headers {hs:?}, retry {retries}, random {r}: ours {ours}, Python {py}"
+            );
+        }
+    }
+
+    /// Runs `script` with the conformance venv's Python (where the SDK is installed), `input`
+    /// on its stdin, and returns its output lines.
+    fn python_oracle(script: &str, args: &[&str], input: &str) -> Vec<String> {
+        use std::io::Write;
+        let python = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/conformance/.venv/bin/python"
+        );
+        let mut child = std::process::Command::new(python)
+            .arg("-c")
+            .arg(script)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("the oracle is the Python SDK in tests/conformance/.venv: run `make setup`");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let input = input.to_owned();
+        let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+        let out = child.wait_with_output().expect("the oracle ran");
+        writer.join().expect("writer").expect("written");
+        assert!(out.status.success(), "the oracle failed");
+        String::from_utf8(out.stdout)
+            .expect("utf-8")
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
     #[test]
     fn http_delay_honours_server_hint_only_in_range() {
         let hint = h(&[("retry-after", "7")]);
