@@ -37,6 +37,7 @@ typecheck: wasm
 	node_modules/.bin/tsc -p tests/types/tsconfig.json
 	node_modules/.bin/tsc -p tests/types/tsconfig.js.json
 	node_modules/.bin/tsc -p tests/types/tsconfig.cli.json
+	node tests/readme/typecheck.mjs
 
 test-rust: sim
 	cargo test --workspace
