@@ -8,7 +8,10 @@ fn the_support_crate_keeps_its_layers() {
     Crate::new(
         env!("CARGO_MANIFEST_DIR"),
         &[
-            ("text and numbers", &["text.rs", "float.rs", "base64.rs"]),
+            (
+                "text and numbers",
+                &["text.rs", "float.rs", "base64.rs", "time.rs"],
+            ),
             ("values", &["map.rs", "json.rs", "input.rs", "sort.rs"]),
             ("runtime", &["sync.rs", "zstd.rs", "zstd"]),
         ],

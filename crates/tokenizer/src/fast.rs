@@ -1001,11 +1001,15 @@ fn nfc_of(n: Option<&serde_json::Value>) -> Option<bool> {
 
 impl FastBpe {
     /// Builds the fast tokenizer from `tokenizer.json`, or `Ok(None)` when the file is
-    /// not one this path specialises. `Err` only for JSON that is not a tokenizer file.
+    /// not one this path specialises. `Err` for text that is not JSON at all, with the
+    /// general engine's message, so that it says so in every runtime (a browser without
+    /// the general engine loaded would otherwise be asked to load it first).
     pub(crate) fn from_json(json: &str) -> Result<Option<FastBpe>, String> {
-        // Anything this reader cannot take (other model types, or broken JSON) goes to
-        // the general path, which also reports the errors.
+        // Anything else this reader cannot take (other model types, other shapes) goes to
+        // the general path, which also reports their errors.
         let Ok(raw) = scan_file(json) else {
+            serde_json::from_str::<serde::de::IgnoredAny>(json)
+                .map_err(|e| format!("tokenizer.json is not valid JSON: {e}"))?;
             return Ok(None);
         };
         if raw.truncation.as_ref().is_some_and(|v| !v.is_null())

@@ -731,3 +731,20 @@ pub(crate) mod tiktoken_files {
         assert!(matches!(load(&ranks, &bad), TokenizerError::Input(_)));
     }
 }
+
+/// Text that is not JSON says so wherever the general engine cannot be loaded (a browser
+/// before `loadGeneralEngine`), with the general engine's own message; a valid file the
+/// fast path does not take still asks for the engine.
+#[test]
+fn broken_json_is_reported_as_such_without_the_general_engine() {
+    let unavailable: GeneralLoader<'_> =
+        &|_| Err(TokenizerError::GeneralUnavailable("load the engine".into()));
+    let broken = Tokenizer::from_json_with(b"{ not json", None, unavailable).err();
+    let native = native_general("{ not json").err().map(|e| e.to_string());
+    assert_eq!(broken.map(|e| e.to_string()), native);
+    let other = br#"{"model": {"type": "WordPiece", "vocab": {}}}"#;
+    assert!(matches!(
+        Tokenizer::from_json_with(other, None, unavailable),
+        Err(TokenizerError::GeneralUnavailable(_))
+    ));
+}
