@@ -77,7 +77,10 @@ async function failing(label, fn, check) {
 test('the key and JWTs never reach errors, logs, telemetry or the request log', { timeout: 120_000 }, async () => {
   // A real run in JWT mode, with faults that make the SDK refresh its JWT (401), retry
   // (500, 429), log (deprecation notes) and report (telemetry).
-  await admin('config', { faults: '401:0.2,500:0.1,429ms:0.1:5,deprecation:0.5' });
+  // Every N-th matching request (1/N), so each kind is injected in every run.
+  const kinds = { 401: '1/5', 500: '1/7', '429ms': '1/6:5', deprecation: '1/2' };
+  const before = (await admin('stats')).faults_injected ?? {};
+  await admin('config', { faults: Object.entries(kinds).map(([k, v]) => `${k}:${v}`).join(',') });
   const svc = service();
   const tc = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 8, seed: 1 });
   const data = [tinker.datumFromTokens([10, 11, 12, 13, 14], { prompt_length: 2 })];
@@ -87,6 +90,8 @@ test('the key and JWTs never reach errors, logs, telemetry or the request log', 
   const rest = svc.restClient();
   await rest.listTrainingRunsPage({ limit: 5 });
   await admin('config', { faults: '' });
+  const after = (await admin('stats')).faults_injected ?? {};
+  for (const kind of Object.keys(kinds)) assert.ok((after[kind] ?? 0) > (before[kind] ?? 0), `fault ${kind} was injected (simulator stats: ${JSON.stringify(after)})`);
 
   // Errors of every kind, with the credentials in play.
   await failing('401 (a wrong key)', () => new tinker.ServiceClient({ apiKey: 'tml-wrong-key', baseURL: sim.url, fetch: watching, heartbeat: false, telemetry: false, maxRetries: 0 }).createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B' }), (e) => e instanceof tinker.AuthenticationError);

@@ -64,6 +64,8 @@ pub struct Item {
     pub kind: Kind,
     pub name: String,
     pub rate: f64,
+    /// `1/N` as the rate: every N-th matching request (or future) instead of a coin.
+    pub every: Option<u64>,
     pub param: Option<String>,
     pub scope: Option<String>,
 }
@@ -195,13 +197,7 @@ pub fn parse(spec: &str) -> Result<Vec<Item>, String> {
         let rate_s = parts
             .next()
             .ok_or_else(|| format!("fault {raw:?}: missing rate (KIND:RATE)"))?;
-        let rate: f64 = rate_s
-            .trim()
-            .parse()
-            .map_err(|_| format!("fault {raw:?}: rate {rate_s:?} is not a number"))?;
-        if !(0.0..=1.0).contains(&rate) {
-            return Err(format!("fault {raw:?}: rate {rate} is outside [0, 1]"));
-        }
+        let (rate, every) = parse_rate(raw, rate_s.trim())?;
         let param = parts
             .next()
             .map(|p| p.trim().to_string())
@@ -235,11 +231,31 @@ pub fn parse(spec: &str) -> Result<Vec<Item>, String> {
             kind,
             name,
             rate,
+            every,
             param,
             scope,
         });
     }
     Ok(out)
+}
+
+/// A rate: a probability in [0, 1], or `1/N` (every N-th match, N ≥ 1).
+fn parse_rate(raw: &str, text: &str) -> Result<(f64, Option<u64>), String> {
+    if let Some(n) = text.strip_prefix("1/") {
+        return match n.parse::<u64>() {
+            Ok(n) if n >= 1 => Ok((1.0 / n as f64, Some(n))),
+            _ => Err(format!(
+                "fault {raw:?}: rate {text:?}: 1/N needs a whole N of at least 1"
+            )),
+        };
+    }
+    let rate: f64 = text
+        .parse()
+        .map_err(|_| format!("fault {raw:?}: rate {text:?} is not a number (or 1/N)"))?;
+    if !(0.0..=1.0).contains(&rate) {
+        return Err(format!("fault {raw:?}: rate {rate} is outside [0, 1]"));
+    }
+    Ok((rate, None))
 }
 
 /// The faults that apply to one request.
@@ -263,12 +279,15 @@ pub struct Injector {
     items: Vec<Item>,
     seen: Mutex<HashMap<u64, u32>>,
     invalid_token_keys: Mutex<HashSet<String>>,
+    /// Matches counted per item, for `1/N` rates (reset when the item is injected).
+    counts: Mutex<Vec<u64>>,
 }
 
 impl Injector {
     pub fn new(seed: u64, items: Vec<Item>) -> Injector {
         Injector {
             seed,
+            counts: Mutex::new(vec![0; items.len()]),
             items,
             seen: Mutex::new(HashMap::new()),
             invalid_token_keys: Mutex::new(HashSet::new()),
@@ -279,6 +298,23 @@ impl Injector {
         let mut w = vec![self.seed, idx as u64 + 1];
         w.extend_from_slice(words);
         unit_f64(hash_words(&w))
+    }
+
+    /// Whether item `idx` fires on a match: its coin, or for a `1/N` rate the N-th match
+    /// since it last fired. `free` says whether the fault could be injected now; a `1/N`
+    /// item whose turn comes while another fault holds the request waits for the next
+    /// match, so every N-th match is injected and none is lost to a collision.
+    fn fires(&self, idx: usize, it: &Item, words: &[u64], free: bool) -> bool {
+        let Some(n) = it.every else {
+            return self.coin(idx, words) < it.rate;
+        };
+        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        counts[idx] += 1;
+        if counts[idx] >= n && free {
+            counts[idx] = 0;
+            return true;
+        }
+        false
     }
 
     /// Decide the request-level faults of a request.
@@ -310,7 +346,8 @@ impl Injector {
             *c as u64
         };
         for (i, it) in self.items.iter().enumerate() {
-            if !it.matches(path) || self.coin(i, &[ph, bh, occurrence]) >= it.rate {
+            let free = !it.blocks() || d.block.is_none();
+            if !it.matches(path) || !self.fires(i, it, &[ph, bh, occurrence], free) {
                 continue;
             }
             match it.kind {
@@ -352,7 +389,7 @@ impl Injector {
             if !it.matches("/api/v1/retrieve_future") {
                 continue;
             }
-            let hit = self.coin(i, &[rh, 0xF07]) < it.rate;
+            let hit = self.fires(i, it, &[rh, 0xF07], true);
             match it.kind {
                 Kind::Storm if hit => f.storm = f.storm.max(it.param_u64(20) as u32),
                 Kind::Expire if hit && (sampling || it.param.as_deref() == Some("any")) => {
@@ -378,6 +415,32 @@ impl Injector {
 mod tests {
     use super::*;
 
+    /// `1/N`: exactly every N-th match is injected, and a turn that falls on a request
+    /// another fault already holds moves to the next match.
+    #[test]
+    fn every_nth() {
+        let items = parse("503:1/3, 502:1/2").unwrap();
+        assert_eq!(items[0].every, Some(3));
+        let inj = Injector::new(1, items);
+        let kinds: Vec<Option<String>> = (0..12)
+            .map(|i| {
+                inj.decide("/api/v1/get_info", format!("{i}").as_bytes(), None, false)
+                    .block
+                    .map(|b| b.name)
+            })
+            .collect();
+        // 503 on matches 3, 6, 9, 12; 502 on every 2nd match since it last fired, its
+        // turn on 6 and 12 (held by 503) moved to 7 (and past the end).
+        let at = |k: &str| -> Vec<usize> {
+            (0..kinds.len())
+                .filter(|&i| kinds[i].as_deref() == Some(k))
+                .map(|i| i + 1)
+                .collect()
+        };
+        assert_eq!(at("503"), [3, 6, 9, 12], "{kinds:?}");
+        assert_eq!(at("502"), [2, 4, 7, 10], "{kinds:?}");
+    }
+
     #[test]
     fn grammar() {
         let items = parse("429:0.1, 429ms:0.2:50@asample, drop:0.05@retrieve_future$, paused:1:capacity, expire:0.3:any").unwrap();
@@ -395,6 +458,9 @@ mod tests {
             "slow:0.1:abc",
             "paused:1:later",
             "500:0.1@",
+            "500:1/0",
+            "500:1/x",
+            "500:2/3",
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
