@@ -14,7 +14,9 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
 // Each block is followed by `<!-- output matches:` and one regular expression per line
 // (multiline mode) that its output must match, `-->` closing the list: what the block
-// prints is checked, not only its exit code.
+// prints is checked, not only its exit code, and exactly where the seeded simulator
+// (--seed 11) makes the values known (losses, seeded samples, token counts).
+// README_SHOW=1 prints each block's output.
 const blocks = [...readme.matchAll(/<!-- runs as written -->\s*\n```(js|sh)\n([\s\S]*?)```\n(?:\s*<!-- output matches:\n([\s\S]*?)-->)?/g)].map((m, i) => {
   const heading = [...readme.slice(0, m.index).matchAll(/^## (.+)$/gm)].at(-1)?.[1] ?? `block ${i}`;
   const expect = (m[3] ?? '').split('\n').filter((l) => l.trim()).map((l) => new RegExp(l, 'm'));
@@ -47,6 +49,7 @@ try {
     const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
     const code_ = await new Promise((r) => child.on('exit', (c, sig) => r(sig ? sig : c)));
     clearTimeout(timer);
+    if (process.env.README_SHOW) console.log(`--- ${name}\n${out}`);
     const missing = code_ === 0 ? expect.filter((re) => !re.test(out)) : [];
     if (missing.length) {
       failed++;
