@@ -106,6 +106,11 @@ impl Item {
         }
     }
 
+    /// Whether this kind is decided once per future (at its first poll), not per request.
+    fn per_future(&self) -> bool {
+        matches!(self.kind, Kind::Storm | Kind::Expire | Kind::Paused)
+    }
+
     /// Whether this kind is decided per request (vs per future or a modifier).
     fn blocks(&self) -> bool {
         !matches!(
@@ -347,7 +352,12 @@ impl Injector {
         };
         for (i, it) in self.items.iter().enumerate() {
             let free = !it.blocks() || d.block.is_none();
-            if !it.matches(path) || !self.fires(i, it, &[ph, bh, occurrence], free) {
+            // Per-future kinds are decided by `decide_future`: a poll must not spend
+            // their `1/N` turns.
+            if it.per_future()
+                || !it.matches(path)
+                || !self.fires(i, it, &[ph, bh, occurrence], free)
+            {
                 continue;
             }
             match it.kind {
@@ -386,7 +396,7 @@ impl Injector {
         let mut f = FutureFaults::default();
         let rh = hash_str(request_id);
         for (i, it) in self.items.iter().enumerate() {
-            if !it.matches("/api/v1/retrieve_future") {
+            if !it.per_future() || !it.matches("/api/v1/retrieve_future") {
                 continue;
             }
             let hit = self.fires(i, it, &[rh, 0xF07], true);
@@ -439,6 +449,25 @@ mod tests {
         };
         assert_eq!(at("503"), [3, 6, 9, 12], "{kinds:?}");
         assert_eq!(at("502"), [2, 4, 7, 10], "{kinds:?}");
+    }
+
+    /// A per-future `1/N` kind counts futures, not the polls in between.
+    #[test]
+    fn every_nth_future() {
+        let inj = Injector::new(1, parse("storm:1/2:3, 503:1/100").unwrap());
+        let mut storms = 0;
+        for i in 0..6 {
+            for _ in 0..5 {
+                inj.decide(
+                    "/api/v1/retrieve_future",
+                    format!("{i}").as_bytes(),
+                    None,
+                    false,
+                );
+            }
+            storms += u32::from(inj.decide_future(&format!("r{i}"), false).storm > 0);
+        }
+        assert_eq!(storms, 3);
     }
 
     #[test]
