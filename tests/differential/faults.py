@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import json
 import sys
 import time
@@ -152,7 +153,10 @@ def failure_telemetry(d: Path) -> Counter:
         for ev in (e.get("body") or {}).get("events", []):
             data = ev.get("event_data") or {}
             error = data.get("exception_type") or data.get("error_type")
-            if ev.get("event") in ("SESSION_START", "SESSION_END") or not (error or ev.get("event") != "GENERIC_EVENT"):
+            # Error reports: generic events naming an error class, and the non-generic kinds
+            # other than the session's start and end.
+            kind = ev.get("event")
+            if kind in ("SESSION_START", "SESSION_END") or (kind == "GENERIC_EVENT" and not error):
                 continue
             out[(ev.get("event_name") or ev.get("event"), error, data.get("kind"))] += 1
     return out
@@ -182,6 +186,7 @@ def retry_waits(d: Path) -> dict[int, list[float]]:
     return waits
 
 
+@functools.lru_cache(maxsize=None)
 def retry_band(count: int) -> tuple[float, float]:
     """The wait before retry `count` as Python computes it, at both ends of its jitter
     (`_calculate_retry_timeout` of the SDK itself, with `random()` at 0 and at 1)."""

@@ -179,22 +179,8 @@ fn json_loads_cases() {
 /// Runs a Python oracle over `input` (its stdin) and reads a JSON value from each line it
 /// prints.
 fn python_lines<T: serde::de::DeserializeOwned>(script: &str, input: &str) -> Vec<T> {
-    use std::io::Write;
-    let mut child = std::process::Command::new("python3")
-        .args(["-c", script])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3 is this test's oracle");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let input = input.to_owned();
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let out = child.wait_with_output().expect("python3 ran");
-    writer.join().expect("writer").expect("written");
-    assert!(out.status.success(), "the oracle failed");
-    String::from_utf8(out.stdout)
-        .expect("utf-8")
-        .lines()
+    tinker_support::testing::oracle("python3", &["-c", script], input)
+        .iter()
         .map(|l| serde_json::from_str(l).expect("a JSON line"))
         .collect()
 }

@@ -1878,31 +1878,9 @@ mod tests {
         assert!(Fields::of(&Value::from(1)).is_err());
     }
 
-    /// Runs `program args…` with `input` on stdin and returns its stdout lines: the test
-    /// oracles (Node's `String(x)`, Python's `repr`/`float()`) are real runtimes, which
-    /// `make test` installs; a missing one fails the test.
-    fn oracle(program: &str, args: &[&str], input: &str) -> Vec<String> {
-        use std::io::Write;
-        let mut child = std::process::Command::new(program)
-            .args(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot run the oracle {program}: {e}"));
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "{program} failed");
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    }
+    // The test oracles (Node's `String(x)`, Python's `repr`/`float()`) are real runtimes,
+    // which `make test` installs; a missing one fails the test.
+    use crate::testing::oracle;
 
     /// Doubles to check: special values and boundaries of each notation, random bit
     /// patterns, and random magnitudes from 1e-330 to 1e310 (as bit patterns, so the

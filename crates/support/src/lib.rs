@@ -28,4 +28,34 @@ pub mod testing {
             seed
         }
     }
+
+    /// Runs an oracle program (`python3`, `node`, the conformance venv's Python) with
+    /// `input` on its stdin and returns its output lines; panics naming it when it cannot
+    /// run or fails. The input is written from another thread, so an oracle that answers
+    /// as it reads never blocks on a full pipe. (Native only: tests run natively.)
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn oracle(program: &str, args: &[&str], input: &str) -> Vec<String> {
+        use std::io::Write;
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run the oracle {program}: {e}"));
+        let mut stdin = child.stdin.take().expect("a piped stdin");
+        let input = input.to_owned();
+        let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+        let out = child.wait_with_output().expect("the oracle ran");
+        writer
+            .join()
+            .expect("the writer thread")
+            .expect("input written");
+        assert!(out.status.success(), "the oracle {program} failed");
+        String::from_utf8(out.stdout)
+            .expect("UTF-8 output")
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
 }

@@ -170,18 +170,16 @@ mod tests {
     /// Unicode tables assign (newer versions assign more; those cannot be compared).
     #[test]
     fn printable_as_python_says() {
-        let Ok(out) = std::process::Command::new("python3")
-            .args([
+        let lines = tinker_support::testing::oracle(
+            "python3",
+            &[
                 "-c",
                 "import unicodedata as u\nfor i in range(0x110000):\n c = chr(i)\n if u.category(c) != 'Cn': print(i, int(c.isprintable()))",
-            ])
-            .output()
-        else {
-            panic!("python3 is the oracle of this test and could not be run");
-        };
-        let text = String::from_utf8(out.stdout).expect("utf-8");
+            ],
+            "",
+        );
         let mut compared = 0;
-        for line in text.lines() {
+        for line in &lines {
             let (cp, printable) = line.split_once(' ').expect("two fields");
             let cp: u32 = cp.parse().expect("a code point");
             let Some(c) = char::from_u32(cp) else {

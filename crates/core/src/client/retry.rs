@@ -413,33 +413,17 @@ mod tests {
         }
     }
 
-    /// Runs `script` with the conformance venv's Python (where the SDK is installed), `input`
-    /// on its stdin, and returns its output lines.
+    /// Runs `script` with the conformance venv's Python (where the SDK is installed).
     fn python_oracle(script: &str, args: &[&str], input: &str) -> Vec<String> {
-        use std::io::Write;
         let python = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../tests/conformance/.venv/bin/python"
         );
-        let mut child = std::process::Command::new(python)
-            .arg("-c")
-            .arg(script)
-            .args(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("the oracle is the Python SDK in tests/conformance/.venv: run `make setup`");
-        let mut stdin = child.stdin.take().expect("stdin");
-        let input = input.to_owned();
-        let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-        let out = child.wait_with_output().expect("the oracle ran");
-        writer.join().expect("writer").expect("written");
-        assert!(out.status.success(), "the oracle failed");
-        String::from_utf8(out.stdout)
-            .expect("utf-8")
-            .lines()
-            .map(str::to_owned)
-            .collect()
+        let args: Vec<&str> = ["-c", script]
+            .into_iter()
+            .chain(args.iter().copied())
+            .collect();
+        tinker_support::testing::oracle(python, &args, input)
     }
 
     #[test]
