@@ -414,27 +414,30 @@ impl Holder {
     /// Runs `attempt` under the retry layer `ep`'s row names: the holder's retries
     /// (Python `execute_with_retries`) for `Transient` and `ConflictFinal` rows, once
     /// otherwise (the HTTP layer below still retries as the row says).
-    pub async fn retrying<T, F, Fut>(&self, ep: &Endpoint, attempt: F) -> Result<T>
+    pub async fn retrying<T, F, Fut>(&self, ep: &Endpoint, mut attempt: F) -> Result<T>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        match ep.retries {
-            Retries::Transient => {
-                self.with_retries(ep.name, &Error::is_retryable, attempt)
-                    .await
-            }
-            Retries::ConflictFinal => {
-                // A 409 is final here: "already public", "already exists" cannot resolve,
-                // and retrying for five minutes, as the Python SDK does, only delays it.
-                let retryable = |e: &Error| e.is_retryable() && e.status() != Some(409);
-                self.with_retries(ep.name, &retryable, attempt).await
-            }
-            Retries::None | Retries::Loop => {
-                let mut attempt = attempt;
-                attempt().await
-            }
-        }
+        let retryable: fn(&Error) -> bool = match ep.retries {
+            Retries::Transient => Error::is_retryable,
+            // A 409 is final here: "already public", "already exists" cannot resolve,
+            // and retrying for five minutes, as the Python SDK does, only delays it.
+            Retries::ConflictFinal => |e| e.is_retryable() && e.status() != Some(409),
+            Retries::None | Retries::Loop => return attempt().await,
+        };
+        // Python `execute_with_retries`: retries what `retryable` allows (timeouts,
+        // connection errors, 408/409/429/5xx) with `min(2ᵏ, 30)` s waits within 300 s,
+        // and pauses on HTTP 402 while the billing window lasts; every failure is
+        // reported to telemetry.
+        let policy = RetryPolicy {
+            env: self.env(),
+            max_pause: self.config().billing_exception_max_pause_duration_sec,
+            telemetry: Some(&self.telemetry),
+            what: ep.name,
+            retryable: &retryable,
+        };
+        policy.run(&mut HolderBilling(self), attempt).await
     }
 
     /// Sends `req` under its endpoint's retries (a bare request: once).
@@ -461,30 +464,6 @@ impl Holder {
         let path = req.path.clone();
         let v = self.json_value(req).await?;
         decode(&v, &path).map_err(|e| self.http().redact(e, None))
-    }
-
-    /// Python `execute_with_retries`: retries what `retryable` allows (timeouts,
-    /// connection errors, 408/409/429/5xx) with `min(2ᵏ, 30)` s waits within 300 s, and
-    /// pauses on HTTP 402 while the billing window lasts; every failure is reported to
-    /// telemetry.
-    async fn with_retries<T, F, Fut>(
-        &self,
-        what: &'static str,
-        retryable: &dyn Fn(&Error) -> bool,
-        f: F,
-    ) -> Result<T>
-    where
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T>>,
-    {
-        let policy = RetryPolicy {
-            env: self.env(),
-            max_pause: self.config().billing_exception_max_pause_duration_sec,
-            telemetry: Some(&self.telemetry),
-            what,
-            retryable,
-        };
-        policy.run(&mut HolderBilling(self), f).await
     }
 
     // -----------------------------------------------------------------------------
