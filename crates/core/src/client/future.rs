@@ -64,10 +64,10 @@ pub struct Submitted {
 
 /// Submits the request `attempt` builds (a new one per attempt) under the retries of
 /// `ep`'s row, and reads the future it answers.
-pub async fn submit<F: FnMut() -> Req>(
+pub async fn submit(
     holder: &Holder,
     ep: &'static Endpoint,
-    mut attempt: F,
+    attempt: &mut dyn FnMut() -> Req,
 ) -> Result<Submitted> {
     let started = holder.env().now_ms();
     let future: UntypedFuture = holder

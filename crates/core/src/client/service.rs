@@ -436,13 +436,13 @@ async fn create_run(
     method: &'static str,
     subject: &str,
 ) -> Result<Payload> {
-    let sub = submit(h, ep, || {
+    let mut attempt = || {
         Req::to(ep)
             .json(body)
             .method_name(Some(method))
             .under(guard)
-    })
-    .await?;
+    };
+    let sub = submit(h, ep, &mut attempt).await?;
     let pauses = PauseLogger::new("Model creation", subject);
     let observe = |qs, r: Option<&str>| pauses.observe(h, qs, r);
     let poll = Poll::of(&sub, ep, Some(method), Some(&observe));

@@ -13,7 +13,7 @@ use crate::call::{CallOptions, Guard};
 use crate::chunking::{plan_chunks, Chunk};
 use crate::endpoints::{self, Endpoint};
 use crate::error::{Error, Result};
-use crate::future::{retrieve, submit, PauseLogger, Payload, Poll, QueueState, UntypedFuture};
+use crate::future::{retrieve, submit, PauseLogger, Payload, Poll, QueueState};
 use crate::http::Req;
 use crate::json;
 use crate::json::{Map, Value};
@@ -452,15 +452,17 @@ impl TrainingClient {
         .map_err(|m| InputError::type_error("data", m))?;
         let body = Rc::new(body);
         let _budget = h.budgets.fwdbwd.acquire(chunk.estimated_bytes as i64).await;
-        let fut: UntypedFuture = h
-            .retrying(spec.ep(), || {
-                let req = Req::to(spec.ep())
-                    .method_name(Some(spec.method))
-                    .under(spec.call);
-                h.http().json(req.protobuf(body.clone(), compressed))
-            })
-            .await?;
-        Ok((fut.request_id, (h.env().now_ms() - started_ms) / 1000.0))
+        let mut attempt = || {
+            let req = Req::to(spec.ep())
+                .method_name(Some(spec.method))
+                .under(spec.call);
+            req.protobuf(body.clone(), compressed)
+        };
+        let sub = submit(h, spec.ep(), &mut attempt).await?;
+        Ok((
+            sub.future.request_id,
+            (h.env().now_ms() - started_ms) / 1000.0,
+        ))
     }
 
     /// Polls the chunks' results (`ep`: forward or forward/backward) and combines them.
@@ -519,13 +521,13 @@ impl TrainingClient {
             let h = &me.0.holder;
             let turn = guard.run(async { ticket.wait().await }).await?;
             let seq_id = turn.reserve(1);
-            let attempt = || {
+            let mut attempt = || {
                 Req::to(ep)
                     .json(&body(seq_id))
                     .method_name(Some(method))
                     .under(&guard)
             };
-            let submitted = submit(h, ep, attempt).await;
+            let submitted = submit(h, ep, &mut attempt).await;
             drop(turn);
             let r = async {
                 let sub = submitted?;
