@@ -33,77 +33,186 @@ pub fn parse_retry_after(headers: &Headers, now_secs: f64) -> Option<f64> {
     Some(parse_http_date(ra)? - now_secs)
 }
 
-/// Seconds since the Unix epoch of an HTTP date, in any of its three forms (RFC 9110
-/// 5.6.7: `Sun, 06 Nov 1994 08:49:37 GMT`, `Sunday, 06-Nov-94 08:49:37 GMT`,
-/// `Sun Nov  6 08:49:37 1994`), also with a numeric zone (`+0100`) as Python's
-/// `email.utils.parsedate_tz` reads it. `None` if it is not a date.
+/// Seconds since the Unix epoch of a date header, read as Python's
+/// `email.utils.parsedate_tz` and `mktime_tz` read it (what the SDK's
+/// `_parse_retry_after_header` uses): the three HTTP forms (RFC 9110 5.6.7), a numeric
+/// or named zone, and everything else that function lets through (a day 32 or an hour 25
+/// is carried over, as `calendar.timegm` does). Two deliberate differences: a date
+/// without a zone is UTC here (Python takes the machine's local time), and where Python
+/// raises (a year outside 1..=9999) or counts past `i64`, the header is no date here.
 pub fn parse_http_date(text: &str) -> Option<f64> {
-    const MONTHS: [&str; 12] = [
-        "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
-    ];
-    let mut toks: Vec<&str> = Vec::new();
-    for t in text.split([' ', ',']).filter(|t| !t.is_empty()) {
-        if t.len() == 5 && (t.starts_with('+') || t.starts_with('-')) {
-            toks.push(t); // a zone offset
-        } else {
-            toks.extend(t.split('-').filter(|x| !x.is_empty()));
-        }
-    }
-    let (mut day, mut month, mut year, mut time, mut zone) = (None, None, None, 0i64, 0i64);
-    for t in toks {
-        let lower = t.to_ascii_lowercase();
-        if t.bytes().all(|b| b.is_ascii_digit()) {
-            let n: i64 = t.parse().ok()?;
-            if day.is_none() && t.len() <= 2 {
-                day = Some(n);
-            } else if year.is_none() {
-                year = Some(match (t.len(), n) {
-                    (1 | 2, n) if n > 68 => 1900 + n,
-                    (1 | 2, n) => 2000 + n,
-                    _ => n,
-                });
-            } else {
-                return None;
-            }
-        } else if t.as_bytes().contains(&b':') {
-            let mut p = t.split(':').map(|x| x.parse::<i64>().ok());
-            let (h, m, s) = (p.next()??, p.next()??, p.next().unwrap_or(Some(0))?);
-            if p.next().is_some() || h > 23 || m > 59 || s > 60 {
-                return None;
-            }
-            time = h * 3600 + m * 60 + s;
-        } else if let Some(off) = t.strip_prefix('+') {
-            zone = -zone_secs(off)?;
-        } else if let Some(off) = t.strip_prefix('-') {
-            zone = zone_secs(off)?;
-        } else if let Some(m) = MONTHS.iter().position(|m| lower.starts_with(m)) {
-            month = Some(m as i64 + 1);
-        }
-    }
-    let (d, m, y) = (day?, month?, year?);
-    // Python's `calendar.timegm` (via `email.utils.mktime_tz`) only knows years
-    // 1..=9999; beyond them the header is ignored (and the arithmetic below stays
-    // far from i64 overflow).
-    if !(1..=31).contains(&d) || !(1..=9999).contains(&y) {
+    let (y, m, d, (hh, mi, ss), zone) = parsedate_tz(text)?;
+    if !(1..=9999).contains(&y) {
         return None;
     }
-    // Days from 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+    // Days from 1970-01-01 to the month's first day (Howard Hinnant's algorithm), as
+    // `calendar.timegm` counts them; then the day, hour and so on, however large.
     let (y2, m2) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
-    let era = y2.div_euclid(400);
-    let yoe = y2 - era * 400;
-    let doy = (153 * m2 + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some((days * 86_400 + time + zone) as f64)
+    let yoe = y2.rem_euclid(400);
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + (153 * m2 + 2) / 5;
+    let days = (y2.div_euclid(400) * 146_097 + doe - 719_468).checked_add(d - 1)?;
+    let secs = days
+        .checked_mul(24)?
+        .checked_add(hh)?
+        .checked_mul(60)?
+        .checked_add(mi)?
+        .checked_mul(60)?
+        .checked_add(ss)?
+        .checked_sub(zone.unwrap_or(0))?;
+    Some(secs as f64)
 }
 
-/// The seconds of a `hhmm` zone offset.
-fn zone_secs(hhmm: &str) -> Option<i64> {
-    if hhmm.len() != 4 || !hhmm.bytes().all(|b| b.is_ascii_digit()) {
+/// Python `email._parseaddr._parsedate_tz`, step for step: (year, month, day, (hour,
+/// minute, second), zone offset in seconds, `None` when unknown).
+#[allow(clippy::type_complexity)]
+fn parsedate_tz(text: &str) -> Option<(i64, i64, i64, (i64, i64, i64), Option<i64>)> {
+    const MONTHS: [&str; 24] = [
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "may",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "oct",
+        "nov",
+        "dec",
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ];
+    const DAYS: [&str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+    let month = |s: &str| MONTHS.iter().position(|m| s.eq_ignore_ascii_case(m));
+    // `str.split()`: Python's whitespace is Unicode's and the four separators \x1c-\x1f.
+    // Python keeps the whole list; its first six words decide everything (at most one
+    // is dropped, and `data[:5]` is kept).
+    let (mut data, mut n) = ([""; 6], 0);
+    let words = text.split(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c));
+    for w in words.filter(|t| !t.is_empty()).take(6) {
+        data[n] = w;
+        n += 1;
+    }
+    let first = data[0];
+    if n == 0 {
+        return None;
+    } else if first.ends_with(',') || DAYS.iter().any(|d| first.eq_ignore_ascii_case(d)) {
+        data.copy_within(1.., 0);
+        n -= 1;
+    } else if let Some(i) = first.bytes().rposition(|b| b == b',') {
+        data[0] = first.get(i + 1..).unwrap_or_default();
+    }
+    if n == 3 {
+        let mut stuff = data[0].split('-');
+        if let (Some(a), Some(b), Some(c), None) =
+            (stuff.next(), stuff.next(), stuff.next(), stuff.next())
+        {
+            data = [a, b, c, data[1], data[2], ""];
+            n = 5;
+        }
+    }
+    if n == 4 {
+        let s = data[3];
+        let at = |c| s.bytes().position(|b| b == c);
+        // A zone joined to the time, else a dummy one.
+        if let Some(i) = at(b'+').or_else(|| at(b'-')).filter(|&i| i > 0) {
+            data[3] = s.get(..i).unwrap_or_default();
+            data[4] = s.get(i..).unwrap_or_default();
+        }
+        n = 5;
+    }
+    if n < 5 {
         return None;
     }
-    let v: i64 = hhmm.parse().ok()?;
-    Some((v / 100) * 3600 + (v % 100) * 60)
+    let [mut dd, mm, mut yy, mut tm, mut tz, _] = data;
+    if dd.is_empty() || mm.is_empty() || yy.is_empty() {
+        return None;
+    }
+    let m = match month(mm) {
+        Some(m) => m,
+        None => month(std::mem::replace(&mut dd, mm))?,
+    } % 12
+        + 1;
+    dd = dd.strip_suffix(',').unwrap_or(dd);
+    if yy.bytes().position(|b| b == b':').is_some_and(|i| i > 0) {
+        std::mem::swap(&mut yy, &mut tm);
+    }
+    if let Some(y) = yy.strip_suffix(',') {
+        yy = y;
+        if yy.is_empty() {
+            return None;
+        }
+    }
+    if !yy.starts_with(|c: char| c.is_ascii_digit()) {
+        std::mem::swap(&mut yy, &mut tz);
+    }
+    tm = tm.strip_suffix(',').unwrap_or(tm);
+    let mut parts: Vec<&str> = tm.split(':').collect();
+    if parts.len() == 1 && tm.bytes().any(|b| b == b'.') {
+        parts = tm.split('.').collect();
+    }
+    let time = match parts[..] {
+        [h, m] => (py_int(h)?, py_int(m)?, 0),
+        [h, m, s] => (py_int(h)?, py_int(m)?, py_int(s)?),
+        _ => return None,
+    };
+    let (mut y, d) = (py_int(yy)?, py_int(dd)?);
+    if y < 100 {
+        y += if y > 68 { 1900 } else { 2000 };
+    }
+    Some((y, m as i64, d, time, zone_offset(tz)))
+}
+
+/// Python `parsedate_tz`'s zone: a name it knows, else `int(tz)` as `±hhmm`; `-0000`
+/// and anything else unknown (`None`).
+fn zone_offset(tz: &str) -> Option<i64> {
+    const NAMED: [(&str, i64); 14] = [
+        ("UT", 0),
+        ("UTC", 0),
+        ("GMT", 0),
+        ("Z", 0),
+        ("AST", -400),
+        ("ADT", -300),
+        ("EST", -500),
+        ("EDT", -400),
+        ("CST", -600),
+        ("CDT", -500),
+        ("MST", -700),
+        ("MDT", -600),
+        ("PST", -800),
+        ("PDT", -700),
+    ];
+    let hhmm = match NAMED.iter().find(|(n, _)| tz.eq_ignore_ascii_case(n)) {
+        Some(&(_, v)) => v,
+        None => py_int(tz).filter(|&v| v != 0 || !tz.starts_with('-'))?,
+    };
+    let abs = hhmm.checked_abs()?;
+    Some(hhmm.signum() * ((abs / 100) * 3600 + (abs % 100) * 60))
+}
+
+/// Python `int(s)` of a token without spaces: a sign, ASCII digits, single underscores
+/// between digits (`None` past `i64`; Python's other Unicode digits are not read).
+fn py_int(s: &str) -> Option<i64> {
+    let digits = s.strip_prefix(['+', '-']).unwrap_or(s).as_bytes();
+    let mut v: i64 = 0;
+    for (i, &b) in digits.iter().enumerate() {
+        if b.is_ascii_digit() {
+            v = v.checked_mul(10)?.checked_add(i64::from(b - b'0'))?;
+        } else if b != b'_' || i == 0 || !digits.get(i + 1).is_some_and(u8::is_ascii_digit) {
+            return None;
+        }
+    }
+    (!digits.is_empty()).then_some(if s.starts_with('-') { -v } else { v })
 }
 
 /// How many empty 400s in a row a connection pool turns into connection errors (Python
@@ -271,49 +380,130 @@ impl BillingPause {
 mod tests {
     use super::*;
 
+    /// Date headers read as Python's `email.utils.parsedate_tz` + `mktime_tz` read them
+    /// (the SDK's `_parse_retry_after_header`), run by the conformance venv's Python in
+    /// UTC: the three HTTP forms of many instants with every zone form, then each of those
+    /// mangled at random (tokens dropped, swapped, duplicated, commas, dashes, dots and
+    /// out-of-range fields put in). Where Python raises (year 0 or past 9999), ours says
+    /// "no date", which the retry policy treats alike: no hint.
     #[test]
-    fn http_dates_in_every_form() {
-        for t in [0u64, 784_111_777, 1_700_000_000, 4_102_444_800] {
-            let when = std::time::UNIX_EPOCH + Duration::from_secs(t);
-            let imf = httpdate::fmt_http_date(when);
-            assert_eq!(parse_http_date(&imf), Some(t as f64), "{imf}");
+    fn http_dates_are_pythons() {
+        let mut texts = date_texts();
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng % n as u64) as usize
+        };
+        let junk = [
+            ",", "-", ".", ":", "32", "25:61:61", "0", "99", "-0000", "+0530", "EST", "x", "",
+            "Sunday,", "DECEMBER", "1_0", "+5", "10000", "00",
+        ];
+        for base in texts.clone() {
+            for _ in 0..12 {
+                let mut toks: Vec<String> = base.split(' ').map(str::to_string).collect();
+                let i = next(toks.len());
+                match next(5) {
+                    0 => drop(toks.remove(i)),
+                    1 => {
+                        let j = next(toks.len());
+                        toks.swap(i, j);
+                    }
+                    2 => toks.insert(i, toks[i].clone()),
+                    3 => toks[i] = junk[next(junk.len())].to_string(),
+                    _ => toks.insert(i, junk[next(junk.len())].to_string()),
+                }
+                texts.push(toks.join(if next(4) == 0 { "," } else { " " }));
+            }
         }
-        let t = 784_111_777.0; // Sun, 06 Nov 1994 08:49:37 GMT
-        for form in [
-            "Sun, 06 Nov 1994 08:49:37 GMT",
-            "Sunday, 06-Nov-94 08:49:37 GMT",
-            "Sun Nov  6 08:49:37 1994",
-            "06 Nov 1994 08:49:37 GMT",
-            "Sun, 06 Nov 1994 09:49:37 +0100",
-            "Sun, 06 Nov 1994 03:49:37 -0500",
+        let input: String = texts
+            .iter()
+            .map(|t| format!("{}\n", serde_json::Value::from(t.as_str())))
+            .collect();
+        let script = "import sys, os, time, json, email.utils as u\nos.environ['TZ'] = 'UTC'\ntime.tzset()\nfor line in sys.stdin:\n t = u.parsedate_tz(json.loads(line))\n try:\n  print('None' if t is None else repr(float(u.mktime_tz(t))))\n except (ValueError, OverflowError):\n  print('raises')";
+        let out = python_oracle(script, &[], &input);
+        assert_eq!(out.len(), texts.len());
+        let count = |what: &str| out.iter().filter(|p| *p == what).count();
+        // The table holds dates, non-dates, and dates where Python raises.
+        let (none, all) = (count("None"), texts.len());
+        assert!(none > all / 10 && none < all * 9 / 10, "{none} of {all}");
+        assert!(count("raises") > 0);
+        let mut diffs = Vec::new();
+        for (text, py) in texts.iter().zip(&out) {
+            let ours = parse_http_date(text);
+            let want = match py.as_str() {
+                "None" | "raises" => None,
+                v => Some(v.parse::<f64>().expect("a float")),
+            };
+            if ours != want {
+                diffs.push(format!("{text:?}: ours {ours:?}, Python {py}"));
+            }
+        }
+        assert!(
+            diffs.is_empty(),
+            "{} differences:\n{}",
+            diffs.len(),
+            diffs.join("\n")
+        );
+    }
+
+    /// Each instant in the three HTTP forms (and variants Python reads: full names, no
+    /// weekday, two-digit years, numeric and named zones, dotted times).
+    fn date_texts() -> Vec<String> {
+        let mut texts = Vec::new();
+        for t in [
+            0u64,
+            784_111_777,
+            951_782_400,
+            1_700_000_000,
+            2_147_483_647,
+            4_102_444_800,
+            253_402_300_799,
         ] {
-            assert_eq!(parse_http_date(form), Some(t), "{form}");
-            assert_eq!(
-                httpdate::parse_http_date(form)
-                    .ok()
-                    .map(|d| d
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .unwrap()
-                        .as_secs_f64())
-                    .unwrap_or(t),
-                t,
-                "{form}"
-            );
+            let imf = httpdate::fmt_http_date(std::time::UNIX_EPOCH + Duration::from_secs(t));
+            let f: Vec<&str> = imf.split([' ', ',']).filter(|x| !x.is_empty()).collect();
+            let [wd, d, mon, y, hms, _] = f[..] else {
+                panic!("{imf}")
+            };
+            let yy = &y[2..];
+            texts.extend([
+                imf.clone(),
+                format!("{wd}day, {d}-{mon}-{yy} {hms} GMT"),
+                format!("{wd} {mon} {:>2} {hms} {y}", d.trim_start_matches('0')),
+                format!("{d} {mon} {y} {hms}"),
+                format!(
+                    "{wd},{d} {} {y} {}",
+                    mon.to_uppercase(),
+                    hms.replace(':', ".")
+                ),
+            ]);
+            for zone in [
+                "+0100", "-0500", "-0000", "+0000", "EST", "pdt", "Z", "UT", "+1",
+            ] {
+                texts.push(format!("{wd}, {d} {mon} {y} {hms} {zone}"));
+                texts.push(format!("{d} {mon} {y} {hms}{zone}"));
+            }
         }
-        for bad in [
-            "",
-            "soon",
-            "Sun, 32 Nov 1994 08:49:37 GMT",
-            "Sun, 06 Nov 1994 25:00:00 GMT",
-            "1.5",
-            // Found by the retry_headers fuzz target: a year so large that the
-            // seconds overflowed i64.
-            "d?, 21 Oct ct 4033333304304 ",
-            "Sun, 06 Nov 99999999999999999 08:49:37 GMT",
-            "Sun, 06 Nov 10000 08:49:37 GMT",
-        ] {
-            assert_eq!(parse_http_date(bad), None, "{bad}");
-        }
+        texts.extend(
+            [
+                "",
+                " ",
+                "soon",
+                "1.5",
+                "Sun, 32 Nov 1994 08:49:37 GMT",
+                "Sun, 06 Nov 1994 25:00:00 GMT",
+                "Sun, 06 November 0 08:49:37 GMT",
+                "Sun, 06 Nov 10000 08:49:37 GMT",
+                "Sun, 06 Nov 1994 08:49",
+                "Sun, 06 Nov 99999999999999999 08:49:37 GMT",
+                "d?, 21 Oct ct 4033333304304 ",
+                "Sun, 06 Nov 1_994 08:49:37 +01_00",
+                "Nov 06 1994 08:49:37",
+            ]
+            .map(str::to_string),
+        );
+        texts
     }
 
     fn h(pairs: &[(&str, &str)]) -> Headers {
