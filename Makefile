@@ -7,11 +7,18 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 export CARGO_TERM_COLOR ?= never
 
-# The simulator (tests/sim): every end-to-end suite runs against a fresh one.
+# The simulator (tests/sim): every end-to-end suite runs against a fresh one. `sim` builds it
+# alone (make demo); the test suites use `native`: one build of every native binary and example
+# (the simulator among them) with the workspace's features, which `cargo test --workspace`
+# then reuses. (`cargo build -p tinker-sim` and `cargo run -p tinker-cookbook` resolve other
+# features, and a fresh machine compiled the workspace's crates three times over.)
 sim: setup
 	cargo build -p tinker-sim
 
-.PHONY: all setup build sim wasm demo test test-cli test-readme lint test-rust test-js test-node test-node-lite test-browser test-workerd test-bun test-deno test-package typecheck test-tokenizer-parity bench-tokenizer test-size test-size-strict bench clean
+native: setup
+	cargo build --workspace --bins --examples
+
+.PHONY: all setup build sim native wasm demo test test-cli test-readme lint test-rust test-js test-node test-node-lite test-browser test-workerd test-bun test-deno test-package typecheck test-tokenizer-parity bench-tokenizer test-size test-size-strict bench clean
 
 all: build
 
@@ -39,7 +46,7 @@ typecheck: wasm
 	node_modules/.bin/tsc -p tests/types/tsconfig.cli.json
 	node tests/readme/typecheck.mjs
 
-test-rust: sim
+test-rust: native
 	cargo test --workspace
 
 # The cross-runtime cases (tests/js/cases) run as a runtime × module matrix (tests/js/matrix.js):
@@ -47,37 +54,37 @@ test-rust: sim
 # left out of lite by name), each cell on a fresh simulator.
 # The Node run records which public members each case really uses on an instance
 # (tests/js/access-recorder.mjs); coverage.mjs --accesses then holds coverage.json to it.
-test-node: wasm sim
+test-node: wasm native
 	rm -f target/js-coverage/accesses.json
 	TINKER_COVERAGE_OUT=target/js-coverage/accesses.json node --test tests/js/node.test.mjs tests/js/general-engine.test.mjs tests/js/node-transport.test.mjs tests/js/node-env.test.mjs tests/js/node-gc.test.mjs tests/js/secrets.test.mjs tests/js/memory.test.mjs
 	node tests/js/coverage.mjs --accesses target/js-coverage/accesses.json
 
-test-node-lite: wasm sim
+test-node-lite: wasm native
 	TINKER_TEST_MODULE=lite node --test tests/js/node.test.mjs
 
-test-browser: wasm sim
+test-browser: wasm native
 	node tests/js/run-browser.mjs --module full,lite
 
-test-workerd: wasm sim
+test-workerd: wasm native
 	node tests/js/run-workerd.mjs --module full,lite
 
 # Bun and Deno from npm (node_modules/.bin); Deno with only the permissions the README gives
 # users, through node_modules and through `npm:tinker-wasm` installed from the packed tarball.
-test-bun: wasm sim
+test-bun: wasm native
 	node tests/js/run-matrix.mjs bun
 
-test-deno: wasm sim
+test-deno: wasm native
 	node tests/js/run-matrix.mjs deno deno-npm
 
 # The packed tarball as a user receives it (tests/package/check.mjs): its file list against
 # what the entry points import, LICENSE, metadata, publint, attw, npm publish --dry-run, and
 # the package README's examples in Node, Bun and Deno from an npm install of the tarball.
-test-package: wasm sim
+test-package: wasm native
 	node tests/package/check.mjs
 
 # The command line (issue 22): tinker-wasm's CLI (pkg/cli) against tinker-sim, with the
 # Python SDK's `tinker` CLI 0.38.0 as the oracle (same JSON, errors, exit codes, files).
-test-cli: wasm sim
+test-cli: wasm native
 	node --test --test-reporter=spec tests/cli/output.test.mjs tests/js/credentials.test.mjs tests/cli/cli.test.mjs tests/cli/runtimes.test.mjs
 
 # Public-surface coverage (issue 26): every method, getter and function in the package's
@@ -89,7 +96,7 @@ test-coverage: wasm
 
 # make demo's script and every example in examples/, run as a user runs them, with what they
 # print checked (tests/examples/examples.test.mjs): the demo's fine-tune learns its fact.
-test-examples: wasm sim renderer-expected
+test-examples: wasm native renderer-expected
 	node --test --test-reporter=spec tests/examples/examples.test.mjs
 
 .PHONY: test-examples
@@ -97,7 +104,7 @@ test-examples: wasm sim renderer-expected
 # The OpenAI-compatible handler (issue 35) through openai-node and the AI SDK against tinker-sim:
 # in-process in Node and in Chromium, a tool call from a fine-tune, behind the relay in workerd,
 # and through `tinker-wasm serve`.
-test-openai: wasm sim renderer-tokenizers
+test-openai: wasm native renderer-tokenizers
 	node --test --test-concurrency=1 tests/openai/node.test.mjs tests/openai/ai-sdk.test.mjs tests/openai/tools.test.mjs tests/openai/browser.test.mjs tests/openai/relay.test.mjs tests/openai/serve.test.mjs
 	tests/conformance/.venv/bin/python tests/openai/cookbook_oracle.py
 
@@ -105,13 +112,13 @@ test-openai: wasm sim renderer-tokenizers
 # (TinkerAsyncOpenAIClient; for tools, its LiteLLM provider's pipeline) and openaiFetch, given the
 # same OpenAI requests, each against its own tinker-sim: the sample requests (request logs) and
 # the parsed answers compared, every difference documented (tests/openai/NOTES-cookbook-oracle.md).
-test-openai-cookbook: wasm sim renderer-tokenizers
+test-openai-cookbook: wasm native renderer-tokenizers
 	tests/conformance/.venv/bin/python tests/openai/cookbook_oracle.py
 
 .PHONY: test-openai-cookbook
 
 # Every README block marked `<!-- runs as written -->`, run against a fresh simulator.
-test-readme: wasm sim
+test-readme: wasm native
 	node tests/readme/run.mjs
 
 test-js: test-node test-node-lite test-browser test-workerd test-bun test-deno
@@ -149,16 +156,16 @@ renderer-tokenizers: setup
 # Then supervised fine-tuning as a differential: the cookbook's own supervised.train.main and
 # tinker-wasm/cookbook's supervised.train in Node, each against its own tinker-sim, their training calls,
 # checkpoints.jsonl and metrics.jsonl compared (tests/cookbook/sft_differential.py).
-test-cookbook: setup sim renderer-tokenizers wasm
+test-cookbook: setup native renderer-tokenizers wasm
 	@mkdir -p target/cookbook
 	tests/conformance/.venv/bin/python tests/cookbook/oracle.py target/cookbook/expected.json
-	cargo run -q -p tinker-cookbook --example parity -- target/cookbook/expected.json
+	target/debug/examples/parity target/cookbook/expected.json
 	tests/conformance/.venv/bin/python tests/cookbook/sft_differential.py
 	tests/conformance/.venv/bin/python tests/cookbook/rl_async.py
 
 # The whole lineup through the official SDK against tinker-sim: all 46 models end to end,
 # stop strings decoded with each family's tokenizer (after the renderer oracle wrote them).
-test-sim-lineup: sim renderer-tokenizers
+test-sim-lineup: native renderer-tokenizers
 	TINKER_SIM_TOKENIZERS=target/renderer-parity/tokenizers tests/conformance/.venv/bin/python tests/sim/lineup.py
 
 .PHONY: test-renderer-parity test-sim-lineup renderer-tokenizers renderer-expected test-cookbook
@@ -187,14 +194,13 @@ bench: wasm sim
 test-sim: setup
 	cargo test -p tinker-sim
 
-test-conformance: setup
-	cargo build -p tinker-sim
+test-conformance: native
 	tests/conformance/.venv/bin/python tests/conformance/run.py
 
 # What the simulator's base models write (issue 24), as a new user tries it: through pkg/
 # against a fresh tinker-sim, base samples of Qwen/Qwen3-8B at temperature 0.8 are >= 70 %
 # English words, and a 20-step fine-tune on www/examples/pirate.jsonl moves samples to it.
-test-sim-language: wasm sim
+test-sim-language: wasm native
 	node --test tests/sim/language.test.mjs
 
 .PHONY: test-sim-language
@@ -204,14 +210,14 @@ test-sim-language: wasm sim
 # (tests/differential/NOTES.md). Artifacts in target/differential/. Then sampler handles
 # made by either SDK restored by the other (tests/differential/handles.py), the fault suite
 # (short), and request deadlines against a trickling proxy (tests/differential/deadlines.py).
-test-differential: wasm sim
+test-differential: wasm native
 	tests/conformance/.venv/bin/python tests/differential/run.py
 	tests/conformance/.venv/bin/python tests/differential/handles.py
 	tests/conformance/.venv/bin/python tests/differential/faults.py --short
 	tests/conformance/.venv/bin/python tests/differential/deadlines.py
 
 # The differential fault suite in full (issue 23): every fault kind in turn, both SDKs.
-test-differential-faults: wasm sim
+test-differential-faults: wasm native
 	tests/conformance/.venv/bin/python tests/differential/faults.py
 
 .PHONY: test-differential test-differential-faults
@@ -223,7 +229,7 @@ playground: wasm sim renderer-tokenizers
 
 # Playground tests: the relay in miniflare (origins, paths, size limit, no key in any answer)
 # and the page in headless Chromium through the relay; screenshots in tests/artifacts/www/.
-test-www: wasm sim renderer-tokenizers
+test-www: wasm native renderer-tokenizers
 	node --test --test-concurrency=1 tests/www/relay.test.mjs tests/www/browser.test.mjs
 
 .PHONY: playground test-www
@@ -245,7 +251,7 @@ soak: wasm sim
 	node tests/soak/soak.mjs --ops 10000
 	tests/conformance/.venv/bin/python tests/differential/faults.py
 
-test-soak: wasm sim
+test-soak: wasm native
 	node tests/soak/soak.mjs --ops 1500 --out target/soak-short
 
 .PHONY: soak test-soak
