@@ -1,8 +1,5 @@
 //! The JavaScript face of the SDK: thin `wasm-bindgen` wrappers over the core.
 
-// The benchmarks (tests/bench) and the memory test measure the full module; lite leaves
-// their hidden exports out.
-#[cfg(feature = "tokenizer")]
 mod bench;
 mod builders;
 mod client_options;

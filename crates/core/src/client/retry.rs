@@ -92,8 +92,51 @@ fn parsedate_tz(text: &str) -> Option<(i64, i64, i64, (i64, i64, i64), Option<i6
         "november",
         "december",
     ];
-    const DAYS: [&str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
     let month = |s: &str| MONTHS.iter().position(|m| s.eq_ignore_ascii_case(m));
+    let [mut dd, mm, mut yy, mut tm, mut tz] = words(text)?;
+    if dd.is_empty() || mm.is_empty() || yy.is_empty() {
+        return None;
+    }
+    let m = match month(mm) {
+        Some(m) => m,
+        None => month(std::mem::replace(&mut dd, mm))?,
+    } % 12
+        + 1;
+    dd = dd.strip_suffix(',').unwrap_or(dd);
+    if yy.bytes().position(|b| b == b':').is_some_and(|i| i > 0) {
+        std::mem::swap(&mut yy, &mut tm);
+    }
+    if let Some(y) = yy.strip_suffix(',') {
+        yy = y;
+        if yy.is_empty() {
+            return None;
+        }
+    }
+    if !yy.starts_with(|c: char| c.is_ascii_digit()) {
+        std::mem::swap(&mut yy, &mut tz);
+    }
+    tm = tm.strip_suffix(',').unwrap_or(tm);
+    let mut parts: Vec<&str> = tm.split(':').collect();
+    if parts.len() == 1 && tm.bytes().any(|b| b == b'.') {
+        parts = tm.split('.').collect();
+    }
+    let time = match parts[..] {
+        [h, m] => (py_int(h)?, py_int(m)?, 0),
+        [h, m, s] => (py_int(h)?, py_int(m)?, py_int(s)?),
+        _ => return None,
+    };
+    let (mut y, d) = (py_int(yy)?, py_int(dd)?);
+    if y < 100 {
+        y += if y > 68 { 1900 } else { 2000 };
+    }
+    Some((y, m as i64, d, time, zone_offset(tz)))
+}
+
+/// `parsedate_tz`'s first steps: the words of a date, as (day, month, year, time,
+/// zone) before they are read (a day name dropped, an RFC 850 date split at its dashes,
+/// a zone joined to the time split off, a missing zone empty).
+fn words(text: &str) -> Option<[&str; 5]> {
+    const DAYS: [&str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
     // `str.split()`: Python's whitespace is Unicode's and the four separators \x1c-\x1f.
     // Python keeps the whole list; its first six words decide everything (at most one
     // is dropped, and `data[:5]` is kept).
@@ -131,46 +174,8 @@ fn parsedate_tz(text: &str) -> Option<(i64, i64, i64, (i64, i64, i64), Option<i6
         }
         n = 5;
     }
-    if n < 5 {
-        return None;
-    }
-    let [mut dd, mm, mut yy, mut tm, mut tz, _] = data;
-    if dd.is_empty() || mm.is_empty() || yy.is_empty() {
-        return None;
-    }
-    let m = match month(mm) {
-        Some(m) => m,
-        None => month(std::mem::replace(&mut dd, mm))?,
-    } % 12
-        + 1;
-    dd = dd.strip_suffix(',').unwrap_or(dd);
-    if yy.bytes().position(|b| b == b':').is_some_and(|i| i > 0) {
-        std::mem::swap(&mut yy, &mut tm);
-    }
-    if let Some(y) = yy.strip_suffix(',') {
-        yy = y;
-        if yy.is_empty() {
-            return None;
-        }
-    }
-    if !yy.starts_with(|c: char| c.is_ascii_digit()) {
-        std::mem::swap(&mut yy, &mut tz);
-    }
-    tm = tm.strip_suffix(',').unwrap_or(tm);
-    let mut parts: Vec<&str> = tm.split(':').collect();
-    if parts.len() == 1 && tm.bytes().any(|b| b == b'.') {
-        parts = tm.split('.').collect();
-    }
-    let time = match parts[..] {
-        [h, m] => (py_int(h)?, py_int(m)?, 0),
-        [h, m, s] => (py_int(h)?, py_int(m)?, py_int(s)?),
-        _ => return None,
-    };
-    let (mut y, d) = (py_int(yy)?, py_int(dd)?);
-    if y < 100 {
-        y += if y > 68 { 1900 } else { 2000 };
-    }
-    Some((y, m as i64, d, time, zone_offset(tz)))
+    let [dd, mm, yy, tm, tz, _] = data;
+    (n >= 5).then_some([dd, mm, yy, tm, tz])
 }
 
 /// Python `parsedate_tz`'s zone: a name it knows, else `int(tz)` as `±hhmm`; `-0000`

@@ -11,7 +11,6 @@
 //! background heartbeat and config refresh (unless `background` is off).
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
@@ -118,7 +117,7 @@ struct Lifecycle {
     /// What calls after `close` are told.
     closed_message: Cell<&'static str>,
     stop: CancelToken,
-    cancel_queue: RefCell<VecDeque<String>>,
+    cancel_queue: RefCell<Vec<String>>,
     cancel_draining: Cell<bool>,
 }
 
@@ -128,7 +127,7 @@ impl Lifecycle {
             closed: Cell::new(false),
             closed_message: Cell::new("the ServiceClient is closed"),
             stop: CancelToken::new(),
-            cancel_queue: RefCell::new(VecDeque::new()),
+            cancel_queue: RefCell::new(Vec::new()),
             cancel_draining: Cell::new(false),
         }
     }
@@ -203,16 +202,18 @@ impl Holder {
         let sdk = json!({ "sdk_version": PROTOCOL_SDK_VERSION });
         // A 402 here fails at once (a BillingError), as Python's start-up fails at once
         // (tests/differential/NOTES.md); later calls pause on it (`billing`).
-        let config: ServerConfig = retry_loop(&env, || {
-            key_http.json(Req::to(&endpoints::CLIENT_CONFIG).json(&sdk))
-        })
-        .await?;
+        // Each read as JSON under the retries, then as its type (one retry loop for both).
+        let ep = &endpoints::CLIENT_CONFIG;
+        let config = retry_loop(&env, || key_http.json_value(Req::to(ep).json(&sdk))).await?;
+        let config: ServerConfig =
+            decode(&config, ep.path).map_err(|e| key_http.redact(e, None))?;
         let conn = Connection::open(key_http, config, DynamicConfig::default(), opts.background);
-        let dynamic = retry_loop(&env, || {
-            conn.http
-                .json::<DynamicConfig>(Req::to(&endpoints::DYNAMIC_CONFIG).json(&sdk))
-        })
-        .await;
+        let ep = &endpoints::DYNAMIC_CONFIG;
+        let dynamic = retry_loop(&env, || conn.http.json_value(Req::to(ep).json(&sdk)))
+            .await
+            .and_then(|v| {
+                decode::<DynamicConfig>(&v, ep.path).map_err(|e| conn.http.redact(e, None))
+            });
         conn.set_dynamic(match dynamic {
             Ok(d) => d,
             Err(e) if e.status() == Some(404) => DynamicConfig::default(),
@@ -528,9 +529,7 @@ impl Holder {
             return;
         }
         let life = &self.life;
-        life.cancel_queue
-            .borrow_mut()
-            .push_back(request_id.to_string());
+        life.cancel_queue.borrow_mut().push(request_id.to_string());
         if !life.cancel_draining.replace(true) {
             let h = self.clone();
             self.env()

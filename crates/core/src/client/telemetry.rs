@@ -7,7 +7,6 @@
 use std::cell::Cell;
 
 use std::cell::RefCell;
-use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -81,7 +80,7 @@ pub struct Telemetry {
     process_uuid: String,
     start_ms: f64,
     index: Cell<u64>,
-    queue: RefCell<VecDeque<Value>>,
+    queue: RefCell<Vec<Value>>,
     dropped: Cell<u64>,
     flushing: Cell<bool>,
 }
@@ -104,7 +103,7 @@ impl Telemetry {
             process_uuid: process_uuid(&env),
             start_ms: env.now_ms(),
             index: Cell::new(0),
-            queue: RefCell::new(VecDeque::new()),
+            queue: RefCell::new(Vec::new()),
             dropped: Cell::new(0),
             flushing: Cell::new(false),
             enabled,
@@ -138,7 +137,7 @@ impl Telemetry {
             self.dropped.set(self.dropped.get() + 1);
             return;
         }
-        q.push_back(e);
+        q.push(e);
     }
 
     /// Logs a low-cardinality named event with data.
