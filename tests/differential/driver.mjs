@@ -60,6 +60,7 @@ async function main() {
 
   await mark('service');
   const sc = new tinker.ServiceClient({ apiKey: S.api_key, baseURL: URL, projectId: svc.project_id, userMetadata: svc.user_metadata, displayName: svc.display_name });
+  CLIENT = sc;
   const caps = await sc.getServerCapabilities();
   RESULTS.capabilities = caps.supported_models.map((m) => m.model_name).sort();
 
@@ -321,4 +322,11 @@ async function main() {
   writeFileSync(OUT, JSON.stringify(RESULTS));
 }
 
-await main();
+// A failed call rejects at once and its telemetry is flushed in the background (Python's
+// call waits for that flush): a script that dies at once loses it, so on failure this one
+// closes its client first, as a careful program does (tests/differential/NOTES.md).
+let CLIENT;
+await main().catch(async (e) => {
+  await CLIENT?.close().catch(() => {});
+  throw e;
+});

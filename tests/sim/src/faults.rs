@@ -46,6 +46,10 @@ pub enum Kind {
     Expire,
     /// retrieve_future: three try_again answers with a paused queue state.
     Paused,
+    /// retrieve_future: the finished result cannot be read as its type: a protobuf one
+    /// starts with a field of the invalid wire type 7, a JSON one is
+    /// `{"injected": "unreadable result"}` (`param`: `proto` or `json` only).
+    Unreadable,
     /// 200 with a truncated JSON body (the request is not applied).
     Malformed,
     /// 502 with a non-JSON (truncated HTML) body.
@@ -81,7 +85,9 @@ impl Item {
     fn default_scope_matches(&self, path: &str) -> bool {
         let api = path.starts_with("/api/v1/") && !path.starts_with("/api/v1/auth/apikey");
         match self.kind {
-            Kind::Storm | Kind::Expire | Kind::Paused => path == "/api/v1/retrieve_future",
+            Kind::Storm | Kind::Expire | Kind::Paused | Kind::Unreadable => {
+                path == "/api/v1/retrieve_future"
+            }
             Kind::Malformed => path == "/api/v1/session_heartbeat",
             Kind::Lost => LOST_DEFAULT_SCOPE
                 .iter()
@@ -108,14 +114,22 @@ impl Item {
 
     /// Whether this kind is decided once per future (at its first poll), not per request.
     fn per_future(&self) -> bool {
-        matches!(self.kind, Kind::Storm | Kind::Expire | Kind::Paused)
+        matches!(
+            self.kind,
+            Kind::Storm | Kind::Expire | Kind::Paused | Kind::Unreadable
+        )
     }
 
     /// Whether this kind is decided per request (vs per future or a modifier).
     fn blocks(&self) -> bool {
         !matches!(
             self.kind,
-            Kind::Slow | Kind::Deprecation | Kind::Storm | Kind::Expire | Kind::Paused
+            Kind::Slow
+                | Kind::Deprecation
+                | Kind::Storm
+                | Kind::Expire
+                | Kind::Paused
+                | Kind::Unreadable
         )
     }
 }
@@ -135,6 +149,7 @@ pub const KINDS: &[&str] = &[
     "storm",
     "expire",
     "paused",
+    "unreadable",
     "malformed",
     "garbled",
     "empty400",
@@ -187,6 +202,7 @@ pub fn parse(spec: &str) -> Result<Vec<Item>, String> {
             "storm" => Kind::Storm,
             "expire" => Kind::Expire,
             "paused" => Kind::Paused,
+            "unreadable" => Kind::Unreadable,
             "malformed" => Kind::Malformed,
             "garbled" => Kind::Garbled,
             "empty400" => Kind::Empty400,
@@ -224,6 +240,11 @@ pub fn parse(spec: &str) -> Result<Vec<Item>, String> {
             if kind == Kind::Paused && p != "capacity" && p != "rate_limit" {
                 return Err(format!(
                     "fault {raw:?}: paused takes capacity or rate_limit, got {p:?}"
+                ));
+            }
+            if kind == Kind::Unreadable && p != "proto" && p != "json" {
+                return Err(format!(
+                    "fault {raw:?}: unreadable takes proto or json, got {p:?}"
                 ));
             }
             if kind == Kind::Expire && p != "any" {
@@ -277,6 +298,9 @@ pub struct FutureFaults {
     pub storm: u32,
     pub expire: bool,
     pub paused: Option<(&'static str, u32)>,
+    /// The result is unreadable: `Some(None)` either encoding, `Some(Some(proto))` only
+    /// a protobuf (`true`) or a JSON (`false`) one.
+    pub unreadable: Option<Option<bool>>,
 }
 
 pub struct Injector {
@@ -404,6 +428,13 @@ impl Injector {
                 Kind::Storm if hit => f.storm = f.storm.max(it.param_u64(20) as u32),
                 Kind::Expire if hit && (sampling || it.param.as_deref() == Some("any")) => {
                     f.expire = true
+                }
+                Kind::Unreadable if hit => {
+                    f.unreadable = Some(match it.param.as_deref() {
+                        Some("proto") => Some(true),
+                        Some("json") => Some(false),
+                        _ => None,
+                    })
                 }
                 Kind::Paused if hit => {
                     let which = match it.param.as_deref() {

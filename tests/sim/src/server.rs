@@ -407,7 +407,12 @@ fn injected(item: &crate::faults::Item, ctx: &Ctx) -> Option<Reply> {
             "www-authenticate",
             "Bearer error=\"invalid_token\", error_description=\"injected\"",
         ),
-        Kind::Slow | Kind::Deprecation | Kind::Storm | Kind::Expire | Kind::Paused => detail("500"),
+        Kind::Slow
+        | Kind::Deprecation
+        | Kind::Storm
+        | Kind::Expire
+        | Kind::Paused
+        | Kind::Unreadable => detail("500"),
     })
 }
 

@@ -226,13 +226,7 @@ impl<'a> Poll<'a> {
         sdk_method: Option<&'static str>,
         observer: Option<QueueObserver<'a>>,
     ) -> Self {
-        let (request_type, proto) = match ep.reply {
-            Reply::Future {
-                request_type,
-                protobuf,
-            } => (request_type, protobuf),
-            _ => unreachable!("{} does not answer with a future", ep.name),
-        };
+        let (request_type, proto) = future_reply(ep);
         Poll {
             request_id,
             request_type,
@@ -274,6 +268,17 @@ impl<'a> Poll<'a> {
             req = req.header("X-Tinker-Create-Promise-Roundtrip-Time", roundtrip);
         }
         req
+    }
+}
+
+/// The request type and result encoding of a future-answering endpoint.
+fn future_reply(ep: &Endpoint) -> (&'static str, bool) {
+    match ep.reply {
+        Reply::Future {
+            request_type,
+            protobuf,
+        } => (request_type, protobuf),
+        _ => unreachable!("{} does not answer with a future", ep.name),
     }
 }
 
@@ -330,6 +335,8 @@ pub enum PollStep {
         /// User or server fault.
         category: ErrorCategory,
     },
+    /// A JSON result that is not its type's (Python's `validation_error`).
+    Unreadable(String),
     /// Polling fails with this error.
     Fail(Error),
 }
@@ -451,7 +458,57 @@ fn after_json(s: &mut PollState, body: Value, p: &Poll<'_>) -> PollStep {
     if p.proto {
         return PollStep::Fail(Error::InvalidResponse { message: format!("request {}: the server returned JSON for a {} result, which this client only accepts as protobuf (the server predates protobuf results)", p.request_id, p.request_type) });
     }
+    for &(field, required) in string_fields(p.request_type) {
+        let ok = match body.get(field) {
+            Some(Value::String(_)) => true,
+            None | Some(Value::Null) => !required,
+            Some(_) => false,
+        };
+        if !ok {
+            let message = format!("1 validation error: {field} must be a string: {body}");
+            return PollStep::Unreadable(message);
+        }
+    }
     PollStep::Done(Payload::Json(body))
+}
+
+/// The string fields of a future's JSON result, and whether each is required, as the
+/// Python SDK's model of it has them (`CreateModelResponse.model_id`,
+/// `SaveWeightsResponse.path`; the optional ones of `LoadWeightsResponse` and the
+/// `…ResponseInternal` models); `OptimStepResponse` has none.
+fn string_fields(request_type: &str) -> &'static [(&'static str, bool)] {
+    match request_type {
+        "CreateModel" => &[("model_id", true)],
+        "SaveWeights" => &[("path", true)],
+        "LoadWeights" => &[("path", false), ("model_id", false)],
+        "SaveWeightsForSampler" => &[("path", false), ("sampling_session_id", false)],
+        "SaveWeightsExternal" => &[("path", false)],
+        _ => &[],
+    }
+}
+
+/// A result that arrived but cannot be read as its type: Python's
+/// `APIFuture.result_async.proto_deserialization_error` (a protobuf result, lines
+/// 564-589) or `validation_error` (a JSON one, 597-622) event; answers the error the
+/// call fails with (Python's `ValueError`).
+pub fn unreadable(
+    h: &Holder,
+    request_id: &str,
+    request_type: &str,
+    proto_bytes: Option<usize>,
+    message: &str,
+) -> Error {
+    let (event, class) = match proto_bytes {
+        Some(_) => (
+            "APIFuture.result_async.proto_deserialization_error",
+            "DecodeError",
+        ),
+        None => ("APIFuture.result_async.validation_error", "ValidationError"),
+    };
+    let data = json!({ "request_id": request_id, "request_type": request_type, "exception": message, "exception_type": class, "proto_bytes_len": proto_bytes });
+    h.telemetry.log(event, data, "ERROR");
+    let message = format!("request {request_id}: {message}");
+    h.http().redact(Error::InvalidResponse { message }, None)
 }
 
 /// The error for an answer that is not JSON, showing its start.
@@ -583,6 +640,16 @@ pub async fn retrieve(holder: &Holder, p: Poll<'_>) -> Result<Payload> {
                 };
                 return Err(holder.http().redact(e, None));
             }
+            PollStep::Unreadable(message) => {
+                notify((QueueState::Active, None));
+                return Err(unreadable(
+                    holder,
+                    p.request_id,
+                    p.request_type,
+                    None,
+                    &message,
+                ));
+            }
             PollStep::Fail(e) => return Err(e),
         }
     }
@@ -659,6 +726,7 @@ mod tests {
             PollStep::Fail(Error::Status(s)) => format!("fail {} final={}", s.status, s.final_poll),
             PollStep::Fail(Error::FutureExpired { .. }) => "fail expired".into(),
             PollStep::Fail(Error::InvalidResponse { .. }) => "fail invalid".into(),
+            PollStep::Unreadable(_) => "unreadable".into(),
             PollStep::Fail(e) => format!("fail {e}"),
         }
     }
@@ -742,6 +810,71 @@ mod tests {
             status: 200,
             headers: crate::platform::Headers(vec![("content-type".into(), content_type.into())]),
             body: body.as_bytes().to_vec(),
+        }
+    }
+
+    /// A JSON result is refused (Python's `validation_error`) exactly when the Python
+    /// SDK's model of that future refuses it for a string field missing or of another type:
+    /// each future's model (`api_future_impl` `model_cls`) asked by the conformance venv's
+    /// Python, over results with and without the fields, with other types, and with
+    /// extra ones. (Type errors in optional fields, such as `OptimStepResponse.metrics`
+    /// as a string, are not checked here: those results reach the caller as sent.)
+    #[test]
+    fn json_results_are_refused_as_pythons_models_refuse_them() {
+        let models = [
+            ("CreateModel", "CreateModelResponse"),
+            ("SaveWeights", "SaveWeightsResponse"),
+            ("OptimStep", "OptimStepResponse"),
+            ("LoadWeights", "LoadWeightsResponse"),
+            (
+                "SaveWeightsForSampler",
+                "SaveWeightsForSamplerResponseInternal",
+            ),
+            ("SaveWeightsExternal", "SaveWeightsExternalResponseInternal"),
+        ];
+        let bodies = [
+            r#"{}"#,
+            r#"{"injected":"unreadable result"}"#,
+            r#"{"path":"tinker://r/weights/a"}"#,
+            r#"{"model_id":"m1"}"#,
+            r#"{"path":"tinker://r/weights/a","model_id":"m1","extra":[1]}"#,
+            r#"{"path":5}"#,
+            r#"{"model_id":null}"#,
+            r#"{"model_id":["m1"]}"#,
+            r#"{"sampling_session_id":"s1"}"#,
+            r#"{"sampling_session_id":7,"path":null}"#,
+            r#"{"path":null,"model_id":"m1"}"#,
+        ];
+        let mut cases = Vec::new();
+        for (request_type, model) in models {
+            for body in bodies {
+                cases.push((request_type, model, body));
+            }
+        }
+        let input: String = cases
+            .iter()
+            .map(|(_, model, body)| format!("{model} {body}\n"))
+            .collect();
+        let script = "import sys, json, tinker.types as t\nfor line in sys.stdin:\n m, b = line.split(' ', 1)\n try:\n  getattr(t, m).model_validate(json.loads(b)); print('done json')\n except Exception as e:\n  print('unreadable' if type(e).__name__ == 'ValidationError' else repr(e))";
+        let python = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/conformance/.venv/bin/python"
+        );
+        let out = tinker_support::testing::oracle(python, &["-c", script], &input);
+        assert_eq!(out.len(), cases.len());
+        let refused = out.iter().filter(|o| *o == "unreadable").count();
+        assert!(refused > 5 && refused < cases.len() / 2, "{refused}");
+        for ((request_type, model, body), want) in cases.iter().zip(&out) {
+            let p = Poll {
+                request_type,
+                ..poll(false)
+            };
+            let got = describe(&after_answer(
+                &mut state(0, 0),
+                answer("application/json", body),
+                &p,
+            ));
+            assert_eq!(&got, want, "{model} {body}");
         }
     }
 

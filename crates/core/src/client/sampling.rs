@@ -20,7 +20,9 @@ use futures_util::future::LocalBoxFuture;
 use crate::call::{CallOptions, Guard};
 use crate::endpoints;
 use crate::error::{Error, Result};
-use crate::future::{retrieve, PauseLogger, Payload, Poll, QueueState, Submitted, UntypedFuture};
+use crate::future::{
+    retrieve, unreadable, PauseLogger, Payload, Poll, QueueState, Submitted, UntypedFuture,
+};
 use crate::http::{decode, parse_json, Req};
 use crate::json;
 use crate::json::{Fields, FromJson, Map, ObjectWriter, Value};
@@ -615,9 +617,8 @@ impl SamplingClient {
         })?;
         let bytes = self.await_result(&sub, guard, method).await?;
         let id = &sub.future.request_id;
-        let resp = decode_sample_response(&bytes, &ids).map_err(|m| Error::InvalidResponse {
-            message: format!("request {id}: {m}"),
-        })?;
+        let resp = decode_sample_response(&bytes, &ids)
+            .map_err(|m| unreadable(&self.0.holder, id, "Sample", Some(bytes.len()), &m))?;
         check_alt_tokens(req, &resp)?;
         check_last_n(req, &resp)?;
         Ok(resp)

@@ -395,20 +395,18 @@ async fn create_lora(
 ) -> Result<TrainingClient> {
     let body = create_model_body(h, o)?;
     let ep = &endpoints::CREATE_MODEL;
+    // `retrieve` read the result as Python's `CreateModelResponse`: JSON, with a string
+    // `model_id`.
     let model_id = match create_run(h, ep, &body, guard, method, &o.base_model).await? {
         Payload::Json(v) => v
             .get("model_id")
             .and_then(Value::as_str)
-            .map(str::to_string)
-            .ok_or_else(|| Error::InvalidResponse {
-                message: format!("create_model result without model_id: {v}"),
-            })?,
-        Payload::Proto(_) => {
-            return Err(Error::InvalidResponse {
-                message: "create_model returned protobuf".into(),
-            })
-        }
+            .map(str::to_string),
+        Payload::Proto(_) => None,
     };
+    let model_id = model_id.ok_or_else(|| Error::InvalidResponse {
+        message: "create_model: no model_id".into(),
+    })?;
     TrainingClient::attach(h.clone(), model_id, 1, Some(method)).await
 }
 

@@ -13,7 +13,7 @@ use crate::call::{CallOptions, Guard};
 use crate::chunking::{plan_chunks, Chunk};
 use crate::endpoints::{self, Endpoint};
 use crate::error::{Error, Result};
-use crate::future::{retrieve, submit, PauseLogger, Payload, Poll, QueueState};
+use crate::future::{retrieve, submit, unreadable, PauseLogger, Payload, Poll, QueueState};
 use crate::http::Req;
 use crate::json;
 use crate::json::{Map, Value};
@@ -206,11 +206,23 @@ pub(crate) struct Inner {
 #[derive(Clone)]
 pub struct TrainingClient(pub(crate) Rc<Inner>);
 
-fn json_future(p: Payload, what: &str) -> Result<Value> {
+/// A JSON future's result (`retrieve` refuses protobuf for these). The saves that name a
+/// checkpoint must answer its `path`: Python's `save_weights_for_sampler` and
+/// `save_weights_external` assert it (their futures' models leave it optional).
+fn json_future(p: Payload, method: &str) -> Result<Value> {
+    let named_save = matches!(
+        method,
+        "TrainingClient.save_weights_for_sampler" | "TrainingClient.save_weights_external"
+    );
     match p {
+        Payload::Json(v) if named_save && v.get("path").and_then(Value::as_str).is_none() => {
+            Err(Error::InvalidResponse {
+                message: format!("{method}: the result has no path: {v}"),
+            })
+        }
         Payload::Json(v) => Ok(v),
         Payload::Proto(_) => Err(Error::InvalidResponse {
-            message: format!("{what}: unexpected protobuf result"),
+            message: "a protobuf result for a JSON future".into(),
         }),
     }
 }
@@ -479,13 +491,11 @@ impl TrainingClient {
                 submit_roundtrip_secs: *roundtrip,
                 ..Poll::new(id, ep, Some(method), Some(&observe))
             };
+            let request_type = poll.request_type;
             let p = retrieve(h, poll).await?;
             match p {
-                Payload::Proto(b) => {
-                    decode_forward_backward_output(&b).map_err(|m| Error::InvalidResponse {
-                        message: format!("request {id}: {m}"),
-                    })
-                }
+                Payload::Proto(b) => decode_forward_backward_output(&b)
+                    .map_err(|m| unreadable(h, id, request_type, Some(b.len()), &m)),
                 Payload::Json(_) => unreachable!("retrieve rejects JSON for protobuf results"),
             }
         });

@@ -96,7 +96,7 @@ pub async fn retrieve_future(app: &Arc<App>, ctx: &Ctx) -> Res {
             };
             return Ok(try_again(rid, state, Some(reason)));
         }
-        let (state, retrieved, expire_fault, meta_sent, queue_state) = {
+        let (state, retrieved, expire_fault, meta_sent, queue_state, unreadable) = {
             let g = f.lock();
             (
                 g.state.clone(),
@@ -104,6 +104,7 @@ pub async fn retrieve_future(app: &Arc<App>, ctx: &Ctx) -> Res {
                 g.faults.as_ref().is_some_and(|x| x.expire),
                 g.meta_sent,
                 g.queue_state,
+                g.faults.as_ref().and_then(|x| x.unreadable),
             )
         };
         if retrieved {
@@ -142,11 +143,20 @@ pub async fn retrieve_future(app: &Arc<App>, ctx: &Ctx) -> Res {
                     ));
                 }
                 let proto = accept_proto && p.proto_capable();
-                let body = if proto {
+                let mut body = if proto {
                     p.to_proto()
                 } else {
                     serde_json::to_vec(&p.to_json()).unwrap_or_default()
                 };
+                if unreadable.is_some_and(|only| only.is_none_or(|pb| pb == proto)) {
+                    count_fault(app, "unreadable");
+                    body = if proto {
+                        // Field 1 with wire type 7, which no protobuf reader accepts.
+                        [&[0x0f_u8, 0x00][..], &body].concat()
+                    } else {
+                        br#"{"injected": "unreadable result"}"#.to_vec()
+                    };
+                }
                 if allow_meta && !meta_sent && body.len() > threshold {
                     f.lock().meta_sent = true;
                     return Ok(Reply::ok(json!({
