@@ -354,7 +354,22 @@ impl Platform for JsPlatform {
     }
 
     fn sleep(&self, d: Duration) -> LocalBoxFuture<'static, ()> {
-        Box::pin(sleep_ms(d.as_secs_f64() * 1000.0))
+        // A JS timer can fire early by how stale the event loop's clock was when it was
+        // set (libuv reads it once per turn, so a busy turn makes it early by up to that
+        // turn's length): what is left is slept again, so a wait is never shorter than
+        // asked, as Python's asyncio (which reads the clock at the call) never is.
+        let ms = d.as_secs_f64() * 1000.0;
+        let until = js_sys::Date::now() + ms;
+        Box::pin(async move {
+            let mut left = ms;
+            loop {
+                sleep_ms(left.ceil()).await;
+                left = until - js_sys::Date::now();
+                if left <= 0.0 {
+                    return;
+                }
+            }
+        })
     }
 
     fn now_ms(&self) -> f64 {

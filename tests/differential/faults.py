@@ -183,7 +183,9 @@ def _ts(e: dict) -> float:
 
 def retry_waits(d: Path) -> dict[int, list[float]]:
     """The HTTP layer's waits before each retry (by its x-stainless-retry-count): from the end
-    of a failed attempt to the next attempt with the same idempotency key."""
+    of a failed attempt to the start of the next attempt with the same idempotency key. The
+    simulator logs a request when its answer is ready (`ts`) with the time it took
+    (`duration_ms`): it started at `ts - duration`."""
     last: dict[str, dict] = {}
     waits: dict[int, list[float]] = {}
     for line in (d / "requests.jsonl").read_text().splitlines():
@@ -194,8 +196,9 @@ def retry_waits(d: Path) -> dict[int, list[float]]:
             continue
         prev = last.get(key)
         if prev is not None and int(count) == prev["count"] + 1:
-            waits.setdefault(int(count), []).append(_ts(e) - prev["end"])
-        last[key] = {"count": int(count), "end": _ts(e) + (e.get("duration_ms") or 0) / 1000}
+            started = _ts(e) - (e.get("duration_ms") or 0) / 1000
+            waits.setdefault(int(count), []).append(started - prev["end"])
+        last[key] = {"count": int(count), "end": _ts(e)}
     return waits
 
 
