@@ -215,6 +215,7 @@ test-differential: wasm native
 	tests/conformance/.venv/bin/python tests/differential/handles.py
 	tests/conformance/.venv/bin/python tests/differential/faults.py --short
 	tests/conformance/.venv/bin/python tests/differential/deadlines.py
+	tests/conformance/.venv/bin/python tests/differential/burst.py
 
 # The differential fault suite in full (issue 23): every fault kind in turn, both SDKs.
 test-differential-faults: wasm native

@@ -258,6 +258,10 @@ async fn handle(
                 match d.block {
                     Some(item) => {
                         fault = Some(item.name.clone());
+                        // A CDN's rejection comes from the edge: it never waits for the API.
+                        if item.kind == Kind::Empty400 {
+                            slow_ms = 0;
+                        }
                         *app.stats().faults.entry(item.name.clone()).or_insert(0) += 1;
                         if item.kind == Kind::Lost {
                             // Apply the request, then lose the response.

@@ -264,7 +264,9 @@ pub struct Http {
     credential: Credential,
     /// Each connection pool's budget of empty 400s to treat as connection errors
     /// (shared by every layer of one holder, as Python's pools are).
-    budgets: Rc<[Cell<u32>; Pool::COUNT]>,
+    budgets: Rc<[Cell<i32>; Pool::COUNT]>,
+    /// Each pool's requests in flight (the budget's credit: [`connection_budget`]).
+    in_flight: Rc<[Cell<u32>; Pool::COUNT]>,
     /// Set when the holder closes (its message): from then on every request but the
     /// close's own and telemetry's fails at once, as Python's `aclient()` raises
     /// "Internal client holder is closed" for calls still in flight.
@@ -289,8 +291,9 @@ impl Http {
             opts,
             credential,
             budgets: Rc::new(std::array::from_fn(|_| {
-                Cell::new(MAX_CONNECTION_ERROR_RETRIES)
+                Cell::new(MAX_CONNECTION_ERROR_RETRIES as i32)
             })),
+            in_flight: Rc::new(std::array::from_fn(|_| Cell::new(0))),
             closed: Rc::new(Cell::new(None)),
             pyqwest: Rc::new(Cell::new(true)),
         }
@@ -335,6 +338,7 @@ impl Http {
             opts: self.opts.clone(),
             credential,
             budgets: self.budgets.clone(),
+            in_flight: self.in_flight.clone(),
             closed: self.closed.clone(),
             pyqwest: self.pyqwest.clone(),
         }
@@ -444,6 +448,16 @@ impl Http {
     }
 
     async fn send_unboxed(&self, req: Req) -> Result<HttpResponse> {
+        struct InFlight<'a>(&'a Cell<u32>);
+        impl Drop for InFlight<'_> {
+            fn drop(&mut self) {
+                self.0.set(self.0.get() - 1);
+            }
+        }
+        let pool = req.endpoint.map_or(Pool::Train, Endpoint::pool);
+        let flying = &self.in_flight[pool.index()];
+        flying.set(flying.get() + 1);
+        let _flight = InFlight(flying);
         let max_retries = req.max_retries.unwrap_or(self.opts.max_retries);
         let idem = self.idempotency_key(&req);
         let mut retries_taken = 0u32;
@@ -493,9 +507,9 @@ impl Http {
     /// becomes a connection error (Python `ClientConnectionPool.aclient`,
     /// `lib/internal_client_holder.py:88-101`).
     fn spend_budget(&self, req: &Req, outcome: PoolOutcome) -> bool {
-        let pool = req.endpoint.map_or(Pool::Train, Endpoint::pool);
-        let cell = &self.budgets[pool.index()];
-        let (left, converted) = connection_budget(cell.get(), outcome);
+        let pool = req.endpoint.map_or(Pool::Train, Endpoint::pool).index();
+        let (cell, others) = (&self.budgets[pool], self.in_flight[pool].get() - 1);
+        let (left, converted) = connection_budget(cell.get(), others, outcome);
         cell.set(left);
         converted
     }
