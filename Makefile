@@ -6,6 +6,9 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 export CARGO_TERM_COLOR ?= never
+# Every build of the workspace's crates runs Clippy's lints as it compiles them, and
+# `make lint` reports what they found (scripts/lint.sh): one compile pass, not two.
+export RUSTC_WORKSPACE_WRAPPER := $(shell command -v clippy-driver)
 
 # The simulator (tests/sim): every end-to-end suite runs against a fresh one. `sim` builds it
 # alone (make demo); the test suites use `native`: one build of every native binary and example
@@ -33,12 +36,9 @@ build: wasm
 demo: build sim
 	node examples/demo.mjs
 
-lint: setup
-	cargo fmt --all --check
-	cargo clippy --workspace --all-targets -- -D warnings
-	cargo clippy --target wasm32-unknown-unknown -p tinker-wasm -p tinker-support -p tinker-core -p tinker-tokenizer -p tinker-renderers -p tinker-cookbook -p tinker-openai -p tinker-tokenizer-general --lib -- -D warnings
-	cargo clippy --target wasm32-unknown-unknown --lib --no-default-features -- -D warnings
-	cargo clippy --target wasm32-unknown-unknown -p tinker-wasm --lib --features cookbook -- -D warnings
+# rustfmt, and Clippy's lints as the builds themselves produced them (scripts/lint.sh).
+lint: setup native wasm
+	scripts/lint.sh
 
 typecheck: wasm
 	node_modules/.bin/tsc -p tests/types/tsconfig.json
@@ -239,7 +239,7 @@ test-www: wasm native renderer-tokenizers
 # built without ASan in target/fuzz-smoke; any panic, crash, hang or OOM fails. Long runs:
 # `fuzz/run.sh runs 1000000` (ASan; FUZZ_SANITIZER=none for the smoke build) — tests/NOTES-issue9.md.
 test-fuzz: setup
-	fuzz/run.sh smoke 3
+	env -u RUSTC_WORKSPACE_WRAPPER fuzz/run.sh smoke 3
 
 .PHONY: test-fuzz
 

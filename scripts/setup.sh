@@ -14,6 +14,14 @@ if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   rustup target add wasm32-unknown-unknown
 fi
 
+#    Clippy and rustfmt (`make lint`; every build of the workspace runs clippy-driver).
+for c in clippy rustfmt; do
+  if ! rustup component list --installed | grep -q "^$c"; then
+    log "rustup component add $c"
+    rustup component add $c
+  fi
+done
+
 # 2. The tools built from crates.io: wasm-bindgen-cli at exactly the version in Cargo.lock
 #    (wasm-pack only uses a wasm-bindgen on PATH whose version matches, and cannot download
 #    one here), wasm-pack, and cargo-fuzz for `make test-fuzz` (pinned; fuzz/run.sh checks
@@ -34,6 +42,8 @@ if [ ${#tools[@]} -gt 0 ]; then
   mkdir -p target
   for t in "${tools[@]}"; do log "cargo install $t (in the background; log: target/setup-tools.log)"; done
   (
+    # Tools are not linted (make exports clippy-driver as the workspace wrapper).
+    unset RUSTC_WORKSPACE_WRAPPER
     export CARGO_TARGET_DIR=$ROOT/target/tools CARGO_PROFILE_RELEASE_OPT_LEVEL=0 \
       CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
       CARGO_PROFILE_RELEASE_DEBUG=0
