@@ -7,6 +7,10 @@
 # uses the other: about a minute less on 2 cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Never through clippy-driver (make exports it as the workspace wrapper for the native
+# builds, scripts/lint.sh): it turns rustc's MIR optimisations off, and the modules grow
+# (measured: lite +1,047 bytes gzip, full +817). Clippy checks wasm32 in scripts/lint.sh.
+unset RUSTC_WORKSPACE_WRAPPER
 WASM_OPT=node_modules/binaryen/bin/wasm-opt
 log() { printf '\033[1;34m[build]\033[0m %s\n' "$*"; }
 
@@ -17,27 +21,12 @@ build_variant() {
   # wasm-bindgen never removes snippets of JS that moved or went away: start clean, so the
   # package (tests/package/check.mjs) holds only what this build's glue imports.
   rm -rf "$out/snippets"
-  # Its compiler diagnostics (Clippy's among them: make runs every build through
-  # clippy-driver) are kept for scripts/lint.sh.
-  diagnostics wasm-pack --quiet build --target web --release --no-pack --weak-refs --out-dir "$out" --out-name tinker_wasm . "$@"
+  wasm-pack --quiet build --target web --release --no-pack --weak-refs --out-dir "$out" --out-name tinker_wasm . "$@"
   rm -f "$out/.gitignore"
   optimize "$variant" "$out/tinker_wasm_bg.wasm" &
   pids+=($!)
 }
 pids=()
-
-# Runs a build, keeping its stderr in target/wasm-diagnostics/<variant>.log (and showing it).
-# The three variants share one fingerprint of the root crate (cargo keys a cdylib's by
-# target, not features), so a later cargo run cannot replay an earlier variant's warnings.
-diagnostics() {
-  local log=target/wasm-diagnostics/$variant.log status=0
-  mkdir -p target/wasm-diagnostics
-  "$@" 2>"$log.part" || status=$?
-  cat "$log.part" >&2
-  { echo "# wrapper: ${RUSTC_WORKSPACE_WRAPPER:-none}"; cat "$log.part"; } >"$log"
-  rm -f "$log.part"
-  return $status
-}
 
 # wasm-opt -Oz in place, cached by the hash of the input.
 # --low-memory-unused lets it fold address additions into load/store offsets (about
@@ -78,8 +67,7 @@ build_general() {
   # As a cdylib alone: the crate is an rlib too (the tokenizer crate links it natively),
   # and an rlib exports its generic instantiations, which the optimiser then cannot fold
   # before the link (9 % of this module's bytes; tests/NOTES-issue32-split.md).
-  local variant=general
-  diagnostics cargo rustc --quiet --release --target wasm32-unknown-unknown -p tinker-tokenizer-general --lib --crate-type cdylib
+  cargo rustc --quiet --release --target wasm32-unknown-unknown -p tinker-tokenizer-general --lib --crate-type cdylib
   wasm-bindgen --target web --out-dir "$out" --out-name tokenizer_general \
     target/wasm32-unknown-unknown/release/tinker_tokenizer_general.wasm
   optimize general "$out/tokenizer_general_bg.wasm" &
