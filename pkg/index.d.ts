@@ -14,6 +14,13 @@ declare module './gen/full/tinker_wasm.js' {
 export interface OpenAIFetchOptions {
   /** The renderer of every request that names none (default: each model's recommended one). */
   renderer?: string;
+  /**
+   * What a sampler's 429 does: `'reject'` (default) answers 429 in OpenAI's shape, with the
+   * sampler's `retry-after` headers, as an OpenAI-compatible server does (openai-node and
+   * the AI SDK back off and retry); `'wait'` backs off and samples again as the SDK does,
+   * until the request's own timeout or signal ends it.
+   */
+  backpressure?: 'reject' | 'wait';
 }
 
 /**

@@ -7,12 +7,18 @@
 
 /**
  * @param {any} glue the module
- * @returns {(service: any, options?: { renderer?: string }) => (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>}
+ * @returns {(service: any, options?: { renderer?: string, backpressure?: 'wait' | 'reject' }) => (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>}
  */
 export function openaiHandler(glue) {
   return function openaiFetch(service, options = {}) {
     if (service === null || typeof service !== 'object' || typeof service.createSamplingClient !== 'function') {
       throw new TypeError('openaiFetch: service must be a ServiceClient');
+    }
+    // A sampler's 429 is answered with a 429 (OpenAI clients back off and retry on their
+    // own), unless the caller asks the handler to wait it out as the SDK does.
+    const backpressure = options.backpressure ?? 'reject';
+    if (backpressure !== 'reject' && backpressure !== 'wait') {
+      throw Object.assign(new TypeError(`openaiFetch: backpressure must be 'reject' or 'wait', got ${JSON.stringify(backpressure)}`), { field: 'backpressure' });
     }
     /** Samplers by `model`, created once. @type {Map<string, Promise<any>>} */
     const samplers = new Map();
@@ -53,7 +59,11 @@ export function openaiHandler(glue) {
       const message = String(e?.message ?? e);
       const status = e?.status === 429 ? 429 : /unknown base_model|not found|does not exist/i.test(message) ? 404 : e?.status === 400 ? 400 : 500;
       const { body } = glue.__openaiError(status, message, undefined);
-      return new Response(body, { status, headers: { 'content-type': 'application/json' } });
+      /** @type {Record<string, string>} */
+      const headers = { 'content-type': 'application/json' };
+      // The sampler's own wait, if it named one, for the client's backoff.
+      for (const h of status === 429 ? ['retry-after', 'retry-after-ms'] : []) if (typeof e?.headers?.[h] === 'string') headers[h] = e.headers[h];
+      return new Response(body, { status, headers });
     }
 
     async function models() {
@@ -85,7 +95,7 @@ export function openaiHandler(glue) {
     async function sample(/** @type {any} */ s, /** @type {any} */ plan, /** @type {any} */ prompt, /** @type {any} */ stop, /** @type {number} */ topk, /** @type {any} */ signal) {
       const p = Object.fromEntries(Object.entries(plan.sampling_params).filter(([, v]) => v !== null));
       const stops = plan.sampling_params.stop ?? stop;
-      return s.sample({ prompt, num_samples: plan.n, sampling_params: { ...p, ...(stops === undefined ? {} : { stop: stops }) }, ...(topk ? { topk_sample_logprobs: topk } : {}) }, { signal });
+      return s.sample({ prompt, num_samples: plan.n, sampling_params: { ...p, ...(stops === undefined ? {} : { stop: stops }) }, ...(topk ? { topk_sample_logprobs: topk } : {}) }, { signal, backpressure });
     }
 
     /** One sampled sequence as the crate reads it. */

@@ -105,6 +105,13 @@ declare_params! {
         /// (names are HTTP tokens; values have no line breaks: else a TypeError naming
         /// `headers.<name>`).
         headers: StrMap<String> => "?: Record<string, string>",
+        /// Sampling calls (`sample`, `computeLogprobs`): what a 429 from the sampler does.
+        /// `'wait'` (the default, as Python): back off and send again, however long it
+        /// takes. `'reject'`: send once, without waiting out a backoff another call's 429
+        /// started, and fail with the sampler's 429 (`RateLimitError`, its `retry-after`
+        /// in `headers`); for a server that passes the pressure on to its own clients,
+        /// as `openaiFetch` does. Other calls ignore it.
+        backpressure: String => "?: 'wait' | 'reject'",
     }
 
     /// What another process or request needs to resume a session.

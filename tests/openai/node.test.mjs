@@ -113,7 +113,7 @@ test('models lists the server models; errors come back in OpenAI shape and statu
   assert.equal(again.choices.length, 1);
 });
 
-test('backpressure: while every sample gets a 429 the handler waits as the SDK does (Python\'s backpressure), the client\'s timeout ends the wait, and the same handler answers once it clears', { timeout: 120_000 }, async () => {
+test('backpressure: a sampler\'s 429 is answered 429 with its retry-after (openai-node backs off and retries); with backpressure: \'wait\' the handler waits as the SDK does until the client\'s timeout; both answer once it clears', { timeout: 120_000 }, async () => {
   const busy = await startSim(['--seed', '12', '--faults', '429ms:1:20@asample']);
   const svc = new ServiceClient({
     baseURL: busy.url,
@@ -121,8 +121,17 @@ test('backpressure: while every sample gets a 429 the handler waits as the SDK d
     telemetry: false,
     tokenizerLoader: () => Tokenizer.fromJSON(readFileSync(new URL('tokenizer.json', qwen)), { config: readFileSync(new URL('tokenizer_config.json', qwen), 'utf8') }),
   });
+  const asamples = async () => (await (await fetch(`${busy.url}/_sim/stats`)).json()).requests_by_path['POST /api/v1/asample'] ?? 0;
   try {
-    const c = new OpenAI({ baseURL: 'http://tinker.local/v1', apiKey: 'unused', fetch: openaiFetch(svc), maxRetries: 0, timeout: 1500 });
+    assert.throws(() => openaiFetch(svc, { backpressure: 'later' }), (e) => e instanceof TypeError && e.field === 'backpressure' && /'later'|"later"/.test(e.message));
+    // The default: each 429 is the client's to handle. openai-node retries twice, after the
+    // sampler's retry-after-ms, then raises RateLimitError: three asample requests.
+    const rejecting = new OpenAI({ baseURL: 'http://tinker.local/v1', apiKey: 'unused', fetch: openaiFetch(svc), maxRetries: 2 });
+    const before = await asamples();
+    await assert.rejects(rejecting.chat.completions.create({ model: 'Qwen/Qwen3-8B', messages, max_tokens: 4 }), (e) => e instanceof OpenAI.RateLimitError && e.status === 429 && e.headers.get('retry-after-ms') === '20');
+    assert.equal((await asamples()) - before, 3, 'one asample per attempt of the client, none of the handler\'s own');
+    // Waiting instead: the client's timeout ends it.
+    const c = new OpenAI({ baseURL: 'http://tinker.local/v1', apiKey: 'unused', fetch: openaiFetch(svc, { backpressure: 'wait' }), maxRetries: 0, timeout: 1500 });
     await assert.rejects(c.chat.completions.create({ model: 'Qwen/Qwen3-8B', messages, max_tokens: 4 }), (e) => e instanceof OpenAI.APIConnectionTimeoutError);
     const stats = await (await fetch(`${busy.url}/_sim/stats`)).json();
     assert.ok(stats.faults_injected['429ms'] >= 1, JSON.stringify(stats.faults_injected));
@@ -130,6 +139,7 @@ test('backpressure: while every sample gets a 429 the handler waits as the SDK d
     assert.equal(cleared.status, 200);
     const r = await c.chat.completions.create({ model: 'Qwen/Qwen3-8B', messages, max_tokens: 4, seed: 1 });
     assert.equal(r.object, 'chat.completion');
+    assert.equal((await rejecting.chat.completions.create({ model: 'Qwen/Qwen3-8B', messages, max_tokens: 4, seed: 1 })).object, 'chat.completion');
   } finally {
     await svc.close();
     await busy.stop();

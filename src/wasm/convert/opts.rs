@@ -148,7 +148,7 @@ impl Opts {
 /// The per-call request options, every call's last argument.
 pub const REQUEST_OPTIONS: &[&str] = crate::wasm::client_options::RequestOptions::KEYS;
 
-/// Reads a call's request options (`{ signal, timeout, maxRetries, headers }`) as a
+/// Reads a call's request options (`{ signal, timeout, maxRetries, headers, backpressure }`) as a
 /// `Call`, checked by the core's rules before the call starts.
 pub fn request_options(v: &JsValue, method: &str) -> Result<Call, JsValue> {
     let o = crate::wasm::client_options::RequestOptions::read_as(v, &format!("{method} options"))?;
@@ -165,6 +165,16 @@ pub fn request_options(v: &JsValue, method: &str) -> Result<Call, JsValue> {
         }
         Some(ms) => Some(tinker_core::time::seconds(ms / 1000.0)),
     };
+    let reject_backpressure = match o.backpressure.as_deref() {
+        None | Some("wait") => false,
+        Some("reject") => true,
+        Some(other) => {
+            return Err(type_error(
+                "backpressure",
+                format!("must be 'wait' or 'reject', got '{other}'"),
+            ))
+        }
+    };
     let options = CallOptions {
         cancel: None,
         timeout,
@@ -173,6 +183,7 @@ pub fn request_options(v: &JsValue, method: &str) -> Result<Call, JsValue> {
             .headers
             .map(|h| h.into_iter().collect())
             .unwrap_or_default(),
+        reject_backpressure,
     };
     options
         .validate()

@@ -219,4 +219,27 @@ export default {
       await admin(ctx, 'config', { dynamic_config: { sample_cancel_enabled: false }, future_delay_ms: 10 });
     }
   },
+  async "backpressure: 'reject' sends once and fails with the sampler's 429, backoff or not; 'wait' (the default) sends again"(ctx) {
+    const svc = service(ctx);
+    const s = await svc.createSamplingClient({ base_model: 'Qwen/Qwen3-8B' });
+    const req = { prompt: [5, 6], sampling_params: { max_tokens: 2 } };
+    await assert.rejects(s.sample(req, { backpressure: 'never' }), (e) => e instanceof TypeError && e.field === 'backpressure' && e.message.includes("got 'never'"));
+    const asamples = async () => (await admin(ctx, 'stats')).requests_by_path['POST /api/v1/asample'] ?? 0;
+    await admin(ctx, 'config', { faults: '429:1:1@asample' });
+    try {
+      const before = await asamples();
+      const rejected = (e) => e instanceof tinker.RateLimitError && e.status === 429 && e.headers['retry-after'] === '1';
+      await assert.rejects(s.sample(req, { backpressure: 'reject' }), rejected);
+      // The 429 started the client's backoff (1 s); a rejecting call sends all the same.
+      await assert.rejects(s.sample(req, { backpressure: 'reject' }), rejected);
+      assert.equal((await asamples()) - before, 2, 'one asample per call, none sent again');
+      // Waiting: once the 429s stop, the same request goes through.
+      const waiting = s.sample(req);
+      await admin(ctx, 'config', { faults: '' });
+      assert.equal((await waiting).sequences.length, 1);
+    } finally {
+      await admin(ctx, 'config', { faults: '' });
+      await svc.close();
+    }
+  },
 };

@@ -28,6 +28,10 @@ pub struct CallOptions {
     pub max_retries: Option<u32>,
     /// Extra headers on the call's own requests (as `max_retries`).
     pub headers: Vec<(String, String)>,
+    /// A sampling call sends once and fails with the sampler's 429 (`RateLimitError`)
+    /// instead of backing off and sending again as Python does; it does not wait out
+    /// the backoff another call's 429 started either. Other calls ignore it.
+    pub reject_backpressure: bool,
 }
 
 impl CallOptions {
@@ -50,6 +54,7 @@ pub struct Guard {
     what: String,
     max_retries: Option<u32>,
     headers: std::rc::Rc<[(String, String)]>,
+    reject_backpressure: bool,
 }
 
 impl Guard {
@@ -64,7 +69,13 @@ impl Guard {
             what: what.into(),
             max_retries: opts.max_retries,
             headers: opts.headers.clone().into(),
+            reject_backpressure: opts.reject_backpressure,
         }
+    }
+
+    /// Whether backpressure fails the call (see [`CallOptions::reject_backpressure`]).
+    pub fn rejects_backpressure(&self) -> bool {
+        self.reject_backpressure
     }
 
     /// The retry count the call's own requests use instead of the client's, if set.

@@ -626,7 +626,9 @@ impl SamplingClient {
 
     /// Admits and submits one sample request: while every client of the holder backs
     /// off after a 429 it waits, and a 429 (or a 402 in the billing pause) starts a new
-    /// backoff and sends the same body again (Python lines 391-418).
+    /// backoff and sends the same body again (Python lines 391-418). A call that
+    /// rejects backpressure sends once, backoff or not, and the sampler's 429 is its
+    /// answer (the 429 still starts the backoff of the calls that wait).
     async fn submit(
         &self,
         body: Rc<Vec<u8>>,
@@ -639,7 +641,8 @@ impl SamplingClient {
         let now = || h.now();
         let _admitted = admission.admit(guard, &now, estimated).await?;
         loop {
-            if let Some(wait) = admission.backoff_wait(&now) {
+            let waits = !guard.rejects_backpressure();
+            if let Some(wait) = admission.backoff_wait(&now).filter(|_| waits) {
                 guard.sleep(wait).await?;
                 continue;
             }
@@ -650,26 +653,31 @@ impl SamplingClient {
                 })
                 .await?;
             match future {
-                Some(future) => {
+                Ok(future) => {
                     let roundtrip_secs = (h.env().now_ms() - started) / 1000.0;
                     return Ok(Submitted {
                         future,
                         roundtrip_secs,
                     });
                 }
-                None => admission.back_off(h.now(), estimated),
+                Err(e) => {
+                    admission.back_off(h.now(), estimated);
+                    if guard.rejects_backpressure() {
+                        return Err(final_status(e));
+                    }
+                }
             }
         }
     }
 
-    /// One `asample` send: the future, or `None` for backpressure (Python
+    /// One `asample` send: the future, or the backpressure answer (Python
     /// `_send_asample_request`, lines 333-372).
     async fn send_asample(
         &self,
         body: &Rc<Vec<u8>>,
         guard: &Guard,
         method: &'static str,
-    ) -> Result<Option<UntypedFuture>> {
+    ) -> Result<std::result::Result<UntypedFuture, Error>> {
         let h = &self.0.holder;
         let req = Req::to(&endpoints::ASAMPLE)
             .json_bytes(body.clone())
@@ -680,8 +688,8 @@ impl SamplingClient {
         match h.http().send(req).await {
             Ok(resp) => parse_json(&resp.body, path)
                 .and_then(|v| decode::<UntypedFuture>(&v, path))
-                .map(Some),
-            Err(e) if is_backpressure(&e, || h.should_pause_on_billing(402)) => Ok(None),
+                .map(Ok),
+            Err(e) if is_backpressure(&e, || h.should_pause_on_billing(402)) => Ok(Err(e)),
             Err(e) => Err(e),
         }
     }
@@ -751,6 +759,18 @@ impl SamplingClient {
 /// billing window allows (`billing_pause`, asked only for a 402).
 fn is_backpressure(e: &Error, billing_pause: impl FnOnce() -> bool) -> bool {
     e.status() == Some(429) || (e.status() == Some(402) && billing_pause())
+}
+
+/// The backpressure answer, final: the sampling retry layer does not start the sample
+/// again.
+fn final_status(e: Error) -> Error {
+    match e {
+        Error::Status(mut s) => {
+            s.final_poll = true;
+            Error::Status(s)
+        }
+        e => e,
+    }
 }
 
 /// Python `_check_prompt_alt_tokens_returned`: alternatives were asked for, so the

@@ -4,6 +4,7 @@
 
 mod scripted;
 
+mod backpressure;
 mod credentials;
 mod http_retries;
 mod pauses;
