@@ -16,17 +16,23 @@ export RUSTC_WORKSPACE_WRAPPER := $(shell command -v clippy-driver)
 # (the simulator among them) with the workspace's features, which `cargo test --workspace`
 # then reuses. (`cargo build -p tinker-sim` and `cargo run -p tinker-cookbook` resolve other
 # features, and a fresh machine compiled the workspace's crates three times over.)
-sim: setup
+sim: setup-rust
 	cargo build -p tinker-sim
 
-native: setup
+native: setup-rust
 	cargo build --workspace --bins --examples
 
-.PHONY: all setup build sim native wasm demo test test-cli test-readme lint test-rust test-js test-node test-node-lite test-browser test-workerd test-bun test-deno test-package typecheck test-tokenizer-parity bench-tokenizer test-size test-size-strict bench clean
+.PHONY: all setup setup-rust build sim native wasm demo test test-cli test-readme lint test-rust test-js test-node test-node-lite test-browser test-workerd test-bun test-deno test-package typecheck test-tokenizer-parity bench-tokenizer test-size test-size-strict bench clean
 
 all: build
 
-setup:
+# The Rust toolchain's parts alone (the native builds need nothing else), then the rest:
+# npm, PyPI, Debian and the cargo-installed tools (scripts/setup.sh). Every test suite
+# needs the whole set-up; the native build starts before it is done.
+setup-rust:
+	@scripts/setup.sh rust
+
+setup: setup-rust
 	@scripts/setup.sh
 
 wasm: setup
@@ -39,7 +45,7 @@ demo: build sim
 
 # rustfmt, and Clippy's lints: the native ones as the builds produced them, wasm32's in
 # Clippy's check pass (scripts/lint.sh).
-lint: setup native
+lint: setup-rust native
 	scripts/lint.sh
 
 typecheck: wasm
@@ -271,7 +277,9 @@ TEST_SUITES := lint test-rust typecheck test-coverage test-js test-package test-
 # (scripts/suite-times.sh) ends the output whether the suites passed or not.
 export TIMED_TARGET = $@
 
-test: setup
+$(filter-out lint,$(TEST_SUITES)): setup
+
+test:
 	@rm -rf target/suite-times.log target/suite-logs; status=0; \
 	$(MAKE) --no-print-directory -k -j2 --output-sync=target SHELL=$(CURDIR)/scripts/timed-shell.sh TIMED_LOG=$(CURDIR)/target/suite-times.log $(TEST_SUITES) || status=$$?; \
 	scripts/suite-times.sh target/suite-times.log; \

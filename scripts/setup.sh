@@ -2,6 +2,8 @@
 # Installs everything the build and the tests need, idempotently, from the package
 # registries only (crates.io, npm, PyPI, Debian). Skips what is already installed.
 # Used by `make demo` and `make test`; safe to run again at any time.
+# `scripts/setup.sh rust` does only step 1 (what a native cargo build needs), so that
+# `make native` compiles while the rest of the set-up (npm, PyPI, the tools) goes on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -21,6 +23,8 @@ for c in clippy rustfmt; do
     rustup component add $c
   fi
 done
+
+[ "${1:-}" = rust ] && exit 0
 
 # 2. The tools built from crates.io: wasm-bindgen-cli at exactly the version in Cargo.lock
 #    (wasm-pack only uses a wasm-bindgen on PATH whose version matches, and cannot download
