@@ -6,16 +6,7 @@ use futures_executor::LocalPool;
 
 use super::scripted::*;
 use crate::call::CallOptions;
-use crate::sampling::{SampleRequest, SamplingClient, SamplingOptions};
-use crate::types::{ModelInput, SamplingParams};
-
-fn request() -> SampleRequest {
-    SampleRequest::new(
-        ModelInput::from_ints(vec![1, 2, 3]),
-        1,
-        SamplingParams::default(),
-    )
-}
+use crate::sampling::{SamplingClient, SamplingOptions};
 
 #[test]
 fn a_rejecting_call_sends_once_and_gets_the_samplers_429_even_in_a_backoff() {

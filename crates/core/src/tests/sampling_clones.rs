@@ -8,16 +8,8 @@ use futures_executor::LocalPool;
 
 use super::scripted::*;
 use crate::call::CallOptions;
-use crate::sampling::{SampleRequest, SamplingClient, SamplingOptions};
-use crate::types::{ModelInput, SamplingParams};
-
-fn request() -> SampleRequest {
-    SampleRequest::new(
-        ModelInput::from_ints(vec![1, 2, 3]),
-        1,
-        SamplingParams::default(),
-    )
-}
+use crate::sampling::{SamplingClient, SamplingOptions};
+use crate::types::ModelInput;
 
 /// Every asample is refused (400, not retried), so each call makes exactly one.
 fn refuse_samples(

@@ -6,17 +6,8 @@ use futures_executor::LocalPool;
 
 use super::scripted::*;
 use crate::call::CallOptions;
-use crate::sampling::{SampleRequest, SamplingClient, SamplingOptions};
+use crate::sampling::{SamplingClient, SamplingOptions};
 use crate::sync::Event;
-use crate::types::{ModelInput, SamplingParams};
-
-fn request() -> SampleRequest {
-    SampleRequest::new(
-        ModelInput::from_ints(vec![1, 2, 3]),
-        1,
-        SamplingParams::default(),
-    )
-}
 
 #[test]
 fn calls_without_progress_fail_together_then_a_new_burst_starts_fresh() {

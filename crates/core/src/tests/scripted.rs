@@ -222,3 +222,12 @@ pub fn sampler(
     ))
     .expect("sampling client")
 }
+
+/// A one-sequence sample request of the prompt [1, 2, 3].
+pub fn request() -> crate::sampling::SampleRequest {
+    crate::sampling::SampleRequest::new(
+        crate::types::ModelInput::from_ints(vec![1, 2, 3]),
+        1,
+        crate::types::SamplingParams::default(),
+    )
+}
