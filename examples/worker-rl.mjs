@@ -40,7 +40,7 @@ export async function trainSome(env, run, budget) {
   const service = new ServiceClient({
     apiKey: env.TINKER_API_KEY,
     ...(env.TINKER_BASE_URL ? { baseURL: env.TINKER_BASE_URL } : {}),
-    ...(base ? { tokenizerLoader: () => Tokenizer.fromURL(`${base}/tokenizer.json`, { configURL: `${base}/tokenizer_config.json` }) } : {}),
+    ...(base ? { tokenizerLoader: () => Tokenizer.fromURL(`${base}/tokenizer.json`, { config_url: `${base}/tokenizer_config.json` }) } : {}),
   });
   const stop = new AbortController();
   let steps = 0;

@@ -1,4 +1,4 @@
-import type { ClientOptions, BillingUsageResponse, CurrentCheckpointStorageUsageResponse, AuditLogResponse, AuditLogParams, Page, TrainingRun, Checkpoint, SessionSummary, ListTrainingRunsParams, AccessScope, RequestOptions, SessionSearchRequest, ModelInput as ModelInputData, TensorData as TensorDataData, Datum } from './gen/full/tinker_wasm.js';
+import type { ClientOptions, BillingUsageResponse, CurrentCheckpointStorageUsageResponse, AuditLogResponse, AuditLogParams, Page, TrainingRun, Checkpoint, SessionSummary, ListTrainingRunsParams, AccessScope, RequestOptions, SessionSearchRequest, ModelInput as ModelInputData, TensorData as TensorDataData, Datum, TensorDataFromArrayOptions, DatumFromTokensParams } from './gen/full/tinker_wasm.js';
 
 /** A page with navigation. */
 export type NavigablePage<T> = Page<T> & {
@@ -70,7 +70,7 @@ export declare const ModelInput: {
 /** Builders of `TensorData` objects. */
 export declare const TensorData: {
   /** A tensor from flat data, e.g. `TensorData.fromArray([1, 2, 3, 4], { dtype: 'int64', shape: [2, 2] })`. */
-  fromArray(data: ArrayLike<number> | Float32Array | Int32Array | Uint32Array, options?: { dtype?: 'float32' | 'int64'; shape?: number[] }): TensorDataData;
+  fromArray(data: ArrayLike<number> | Float32Array | Int32Array | Uint32Array, options?: TensorDataFromArrayOptions): TensorDataData;
 };
 
 /**
@@ -78,7 +78,7 @@ export declare const TensorData: {
  * targets `tokens[1..n]`, and weights shifted the same way.
  * @example datumFromTokens(tokenizer.encode(prompt + answer), { prompt_length: tokenizer.encode(prompt).length })
  */
-export declare function datumFromTokens(tokens: Uint32Array | Int32Array | ArrayLike<number>, params?: { weights?: ArrayLike<number>; prompt_length?: number }): Datum;
+export declare function datumFromTokens(tokens: Uint32Array | Int32Array | ArrayLike<number>, params?: DatumFromTokensParams): Datum;
 
 /**
  * The calls that need an organisation admin role (Python 0.38's `AdminClient`), on their own

@@ -50,3 +50,57 @@ fn the_crate_root_holds_no_code_of_its_own() {
     let fns = tinker_structure::functions(&lib);
     assert!(fns.is_empty(), "src/lib.rs only re-exports: {fns:?}");
 }
+
+/// Issue 32, part 3: each options or parameter object of the skin is declared once (a
+/// `declare_params!` entry, or the handle options' macro), which gives its reader, its
+/// TypeScript and its doc text. Fails on an allow-list reader written by hand
+/// (`Opts::new(v, what, &[...])` outside the declaring macros) and on a hand-written
+/// TypeScript interface of an options or parameter object.
+#[test]
+fn options_objects_are_declared_once() {
+    let wasm = skin().src.join("wasm");
+    let mut files = Vec::new();
+    tinker_structure::walk(&wasm, &mut files);
+    let declaring = ["params.rs", "client_options.rs", "convert/opts.rs"];
+    // Optimizer parameters other than AdamW go to the core as JSON, whose reader
+    // (tinker_core's dimuon_params) checks them: their TypeScript is their one declaration.
+    let read_by_the_core = ["DimuonParams", "OptimizerParams"];
+    let mut found = Vec::new();
+    for f in files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "rs"))
+    {
+        let rel = f
+            .strip_prefix(&wasm)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let text = std::fs::read_to_string(f).unwrap();
+        let code = tinker_structure::code(&text);
+        if !declaring.contains(&rel.as_str()) && code.contains("Opts::new(") {
+            found.push(format!(
+                "{rel}: an options reader written by hand (Opts::new)"
+            ));
+        }
+        for line in text.lines() {
+            let decl = line.trim_start();
+            let name = decl
+                .strip_prefix("export interface ")
+                .or_else(|| decl.strip_prefix("export type "))
+                .map(|r| r.split(|c: char| !c.is_alphanumeric()).next().unwrap_or(""));
+            if let Some(name) = name {
+                let shape = ["Options", "Params", "Config"]
+                    .iter()
+                    .any(|s| name.ends_with(s));
+                if shape && !read_by_the_core.contains(&name) {
+                    found.push(format!("{rel}: TypeScript of {name} written by hand"));
+                }
+            }
+        }
+    }
+    assert!(files.len() > 20, "the scan found the skin");
+    assert!(
+        found.is_empty(),
+        "declare these with declare_params!: {found:#?}"
+    );
+}

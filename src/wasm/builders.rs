@@ -4,8 +4,29 @@
 use wasm_bindgen::prelude::*;
 
 use crate::types::{Datum, LossFnInputs, ModelInput, TensorData, TensorValues};
-use crate::wasm::convert::{self, Opts};
+use crate::wasm::convert;
 use crate::wasm::errors::{input_error, range_error};
+use crate::wasm::params::declare_params;
+
+declare_params! {
+    ts = BUILDERS_TS;
+
+    /// Options of `TensorData.fromArray`.
+    TensorDataFromArrayOptions("TensorData.fromArray options") {
+        /// The element type (default: by the data's kind, as `TensorData`'s).
+        dtype: String => "?: 'float32' | 'int64'",
+        /// The tensor's shape (default: one dimension).
+        shape: JsValue => "?: number[]",
+    }
+
+    /// Parameters of `datumFromTokens`: `weights` or `prompt_length`, or neither (every target weight 1).
+    DatumFromTokensParams("datumFromTokens params") {
+        /// One weight per token of the full sequence, shifted with the targets.
+        weights: JsValue => "?: ArrayLike<number>",
+        /// Tokens of the prompt: weight 0 on them, 1 after.
+        prompt_length: u32 => "?: number",
+    }
+}
 
 /// `ModelInput.fromInts(tokens)`: one text chunk.
 #[wasm_bindgen(js_name = modelInputFromInts, skip_typescript)]
@@ -17,18 +38,13 @@ pub fn model_input_from_ints(tokens: JsValue) -> Result<JsValue, JsValue> {
 /// `TensorData.fromArray(data, { dtype, shape })`.
 #[wasm_bindgen(js_name = tensorDataFromArray, skip_typescript)]
 pub fn tensor_data_from_array(data: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
-    let o = Opts::new(
-        &options,
-        "TensorData.fromArray options",
-        &["dtype", "shape"],
-    )?;
+    let o = TensorDataFromArrayOptions::read(&options)?;
     let obj = js_sys::Object::new();
     let _ = js_sys::Reflect::set(&obj, &"data".into(), &data);
-    if let Some(d) = o.string("dtype")? {
+    if let Some(d) = o.dtype {
         let _ = js_sys::Reflect::set(&obj, &"dtype".into(), &d.into());
     }
-    let shape = o.get("shape");
-    if !shape.is_undefined() {
+    if let Some(shape) = o.shape {
         let _ = js_sys::Reflect::set(&obj, &"shape".into(), &shape);
     }
     let t = convert::tensor(&obj, None, "data").map_err(|e| input_error(&e))?;
@@ -51,13 +67,10 @@ pub fn datum_from_tokens(tokens: JsValue, options: JsValue) -> Result<JsValue, J
             ),
         ));
     }
-    let o = Opts::new(
-        &options,
-        "datumFromTokens params",
-        &["weights", "prompt_length"],
-    )?;
+    let o = DatumFromTokensParams::read(&options)?;
     let n = t.len();
-    let weights: Vec<f32> = match (o.get("weights"), o.uint("prompt_length", u32::MAX as u64)?) {
+    let w = o.weights.unwrap_or_default();
+    let weights: Vec<f32> = match (w, o.prompt_length) {
         (w, None) if !w.is_undefined() => {
             let w = match convert::tensor(&w, Some("weights"), "weights")
                 .map_err(|e| input_error(&e))?

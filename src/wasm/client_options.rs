@@ -83,7 +83,7 @@ declare_params! {
         /// Minimum level logged (default 'warn').
         logLevel: String => "?: 'debug' | 'info' | 'warn' | 'error' | 'off'",
         /// Loads the tokenizer with a resolved id for `getTokenizer()` (full build), e.g.
-        /// `(id) => Tokenizer.fromURL(`https://my.cdn/${id}/tokenizer.json`, { configURL: … })`.
+        /// `(id) => Tokenizer.fromURL(`https://my.cdn/${id}/tokenizer.json`, { config_url: … })`.
         tokenizerLoader: JsValue => "?: (id: string) => unknown",
         /// Or: a base URL under which `${id}/tokenizer.json` and `${id}/tokenizer_config.json` live.
         tokenizerBaseURL: String => "?: string",
@@ -230,9 +230,32 @@ pub(super) fn client_options(
     Ok((opts, fetch))
 }
 
-/// The options of `SamplingClient.fromSamplerHandle`: the client options that do not
-/// describe the server or the session, which come from the handle.
-pub(super) const HANDLE_OPTIONS: &[&str] = &[
+/// Declares the options of `SamplingClient.fromSamplerHandle` once: its reader and the TypeScript type (a `Pick` of `ClientOptions`, which the type
+/// check holds to the client options' names).
+macro_rules! handle_options {
+    ($($key:literal),*) => {
+        /// The options of `SamplingClient.fromSamplerHandle`: the client options that do
+        /// not describe the server or the session, which come from the handle.
+        pub(super) const HANDLE_OPTIONS: &[&str] = &[$($key),*];
+
+        /// Checks that `v` holds only the options of `fromSamplerHandle`.
+        pub(super) fn check_handle_options(v: &JsValue) -> Result<(), JsValue> {
+            crate::wasm::convert::Opts::new(v, "fromSamplerHandle options", HANDLE_OPTIONS)
+                .map(|_| ())
+        }
+
+        #[wasm_bindgen(typescript_custom_section)]
+        const HANDLE_OPTIONS_TS: &str = concat!(
+            "\n/** Options of `SamplingClient.fromSamplerHandle`: the server, its extra headers and the\n",
+            " *  session come from the handle; credentials and local behaviour from here. */\n",
+            "export type SamplerHandleOptions = Pick<ClientOptions, never",
+            $(" | '", $key, "'",)*
+            ">;\n"
+        );
+    };
+}
+
+handle_options!(
     "apiKey",
     "maxRetries",
     "timeout",
@@ -243,8 +266,8 @@ pub(super) const HANDLE_OPTIONS: &[&str] = &[
     "logger",
     "logLevel",
     "tokenizerLoader",
-    "tokenizerBaseURL",
-];
+    "tokenizerBaseURL"
+);
 
 #[cfg(feature = "tokenizer")]
 pub(super) fn tokenizer_source(options: &JsValue, fetch: Option<Function>) -> Result<Tok, JsValue> {

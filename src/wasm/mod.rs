@@ -30,6 +30,8 @@ mod tokenizer_cache;
 #[cfg(feature = "tokenizer")]
 mod tokenizer_loader;
 #[cfg(feature = "tokenizer")]
+mod tokenizer_params;
+#[cfg(feature = "tokenizer")]
 mod tokenizer_support;
 mod training_client;
 mod types;

@@ -218,6 +218,38 @@ declare_params! {
         enable_stuck_detection: bool => "?: boolean",
     }
 
+    /// AdamW parameters (`optimStep`); missing fields get Python's defaults.
+    AdamParams("AdamParams") {
+        /// Learning rate (default 1e-4).
+        learning_rate: f64 => "?: number",
+        /// First moment decay (default 0.9).
+        beta1: f64 => "?: number",
+        /// Second moment decay (default 0.95).
+        beta2: f64 => "?: number",
+        /// Denominator epsilon (default 1e-12).
+        eps: f64 => "?: number",
+        /// Decoupled weight decay (default 0).
+        weight_decay: f64 => "?: number",
+        /// Maximum global gradient norm; 0 disables clipping (default 0).
+        grad_clip_norm: f64 => "?: number",
+    }
+
+    /// Sampling parameters (`sample`'s `sampling_params`, the wire's names).
+    SamplingParams("sampling_params") {
+        /// Most tokens to sample.
+        max_tokens: u32 => "?: number",
+        /// Seed of the sampler's randomness.
+        seed: u64 => "?: number",
+        /// Sampling temperature (default 1).
+        temperature: f64 => "?: number",
+        /// Sample among the k likeliest tokens; -1 (default) disables.
+        top_k: f64 => "?: number",
+        /// Nucleus sampling mass (default 1).
+        top_p: f64 => "?: number",
+        /// Stop strings or stop token ids (`[]` disables every stop token, EOS included).
+        stop: JsValue => "?: string | string[] | number[]",
+    }
+
     /// Parameters of `ServiceClient.createSamplingClient`: give `model_path` or `base_model`.
     CreateSamplingClientParams("createSamplingClient params") {
         /// Saved sampler weights, `tinker://…/sampler_weights/…`.

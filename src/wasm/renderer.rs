@@ -10,7 +10,8 @@ use wasm_bindgen::JsCast;
 
 use super::convert::{datum_to_js, model_input_to_js};
 use super::tokenizer::JsTokenizer;
-use super::tokenizer_support::{ids_of, input_err, set, show, tok_err, type_err, Opts};
+use super::tokenizer_params::*;
+use super::tokenizer_support::{ids_of, input_err, set, show, tok_err, type_err};
 use crate::tokenizer::renderers::{self as core, models, Message, Reduction, Supervised};
 use crate::tokenizer::{StopSequences, Tokenizer, TrainOnWhat};
 use crate::types::InputError;
@@ -42,24 +43,6 @@ export type TrainOnWhat =
   | 'all_tokens'
   | 'all_user_and_system_messages'
   | 'customized';
-
-export interface RendererOptions {
-  /** gpt-oss: the date in its system prompt (`YYYY-MM-DD`; default: today, local time). */
-  current_date?: string;
-}
-
-export interface GenerationPromptOptions {
-  /** The role of the turn to sample. Default `'assistant'`. */
-  role?: string;
-  /** Text the model continues from. */
-  prefill?: string;
-}
-
-export interface SupervisedExampleOptions {
-  /** Which tokens get weight 1. Default: `'last_assistant_message'` for
-   * `buildSupervisedExample`, `'last_assistant_turn'` for `buildSupervisedExamples`. */
-  train_on_what?: TrainOnWhat;
-}
 
 /** A model input in the wire shape: text chunks (`Uint32Array` tokens) and image chunks. */
 export interface RenderedModelInput {
@@ -103,17 +86,6 @@ export interface ModelAttributes {
   is_audio_in: boolean;
 }
 
-export interface DatumOptions {
-  /** Right-truncate to this many positions (before the shift by one). */
-  max_length?: number | null;
-  /** `'none'` keeps the weights; `'mean'` divides them by their sum. */
-  reduction?: 'none' | 'mean';
-}
-
-export interface ConversationToDatumOptions extends DatumOptions {
-  /** Default `'all_assistant_messages'`, as the cookbook's `conversation_to_datum`. */
-  train_on_what?: TrainOnWhat;
-}
 "#;
 
 /// Builds sampling prompts and training data from conversations exactly as
@@ -133,8 +105,7 @@ pub struct JsRenderer {
 }
 
 fn options(v: &JsValue) -> Result<core::RendererOptions, JsValue> {
-    let o = Opts::new(v, "options", &["current_date"])?;
-    let current_date = match o.string("current_date")? {
+    let current_date = match RendererOptions::read(v)?.current_date {
         Some(d) => Some(d),
         None => {
             // Python's datetime.now(): the local date.
@@ -221,9 +192,9 @@ impl JsRenderer {
         options_: JsValue,
     ) -> Result<JsValue, JsValue> {
         let msgs = messages_of(&messages)?;
-        let o = Opts::new(&options_, "options", &["role", "prefill"])?;
-        let role = o.string("role")?.unwrap_or_else(|| "assistant".into());
-        let prefill = o.string("prefill")?;
+        let o = GenerationPromptOptions::read(&options_)?;
+        let role = o.role.unwrap_or_else(|| "assistant".into());
+        let prefill = o.prefill;
         let mi = self
             .inner
             .build_generation_prompt(&self.tok, &msgs, &role, prefill.as_deref())
@@ -315,9 +286,9 @@ impl JsRenderer {
 }
 
 fn train_on_of(v: &JsValue) -> Result<Option<TrainOnWhat>, JsValue> {
-    let o = Opts::new(v, "options", &["train_on_what"])?;
-    o.string("train_on_what")?
-        .map(|s| TrainOnWhat::parse(&s, "options.train_on_what").map_err(input_err))
+    SupervisedExampleOptions::read(v)?
+        .train_on_what
+        .map(|s| TrainOnWhat::parse(&s, "train_on_what").map_err(input_err))
         .transpose()
 }
 
@@ -407,21 +378,18 @@ pub fn list_models() -> Array {
         .collect()
 }
 
-fn reduction_of(o: &Opts, default: Reduction) -> Result<Reduction, JsValue> {
-    o.string("reduction")?.map_or(Ok(default), |s| {
-        Reduction::parse(&s, "options.reduction").map_err(input_err)
+fn reduction_of(r: Option<String>, default: Reduction) -> Result<Reduction, JsValue> {
+    r.map_or(Ok(default), |s| {
+        Reduction::parse(&s, "reduction").map_err(input_err)
     })
 }
 
-fn max_length_of(o: &Opts) -> Result<Option<usize>, JsValue> {
-    let v = o.get("max_length");
-    if v.is_undefined() || v.is_null() {
-        return Ok(None);
-    }
+fn max_length_of(v: Option<JsValue>) -> Result<Option<usize>, JsValue> {
+    let Some(v) = v else { return Ok(None) };
     match v.as_f64() {
         Some(f) if f.fract() == 0.0 && (1.0..=u32::MAX as f64).contains(&f) => Ok(Some(f as usize)),
         _ => Err(input_err(InputError::range_error(
-            "options.max_length",
+            "max_length",
             format!("must be a positive integer, got {}", show(&v)),
         ))),
     }
@@ -460,12 +428,12 @@ pub fn datum_from_model_input_weights(
             ))
         }
     };
-    let o = Opts::new(&options_, "options", &["max_length", "reduction"])?;
+    let o = DatumOptions::read(&options_)?;
     let d = core::datum_from_model_input_weights(
         &mi,
         &w,
-        max_length_of(&o)?,
-        reduction_of(&o, Reduction::None)?,
+        max_length_of(o.max_length)?,
+        reduction_of(o.reduction, Reduction::None)?,
     )
     .map_err(tok_err)?;
     Ok(datum_to_js(&d))
@@ -481,22 +449,18 @@ pub fn conversation_to_datum(
     #[wasm_bindgen(unchecked_optional_param_type = "ConversationToDatumOptions")] options_: JsValue,
 ) -> Result<JsValue, JsValue> {
     let msgs = messages_of(&messages)?;
-    let o = Opts::new(
-        &options_,
-        "options",
-        &["max_length", "reduction", "train_on_what"],
-    )?;
-    let train_on = match o.string("train_on_what")? {
-        Some(s) => TrainOnWhat::parse(&s, "options.train_on_what").map_err(input_err)?,
+    let o = ConversationToDatumOptions::read(&options_)?;
+    let train_on = match o.train_on_what {
+        Some(s) => TrainOnWhat::parse(&s, "train_on_what").map_err(input_err)?,
         None => TrainOnWhat::AllAssistantMessages,
     };
     let d = core::conversation_to_datum(
         &renderer.inner,
         &renderer.tok,
         &msgs,
-        max_length_of(&o)?,
+        max_length_of(o.max_length)?,
         train_on,
-        reduction_of(&o, Reduction::Mean)?,
+        reduction_of(o.reduction, Reduction::Mean)?,
     )
     .map_err(tok_err)?;
     Ok(datum_to_js(&d))

@@ -5,12 +5,12 @@ use std::rc::Rc;
 use js_sys::{Array, Promise};
 use wasm_bindgen::prelude::*;
 
-use super::client_options::{client_options, tokenizer_source, HANDLE_OPTIONS};
+use super::client_options::{check_handle_options, client_options, tokenizer_source};
 use super::common::*;
 use crate::retry::SamplingRetryConfig;
 use crate::sampling::{SampleRequest, SamplingOptions};
 use crate::types::SamplingParams;
-use crate::wasm::convert::{self, describe, Opts};
+use crate::wasm::convert::{self, describe};
 use crate::wasm::errors::{input_error, range_error, type_error};
 use crate::wasm::params;
 use crate::wasm::platform::JsPlatform;
@@ -53,7 +53,7 @@ impl SamplingClient {
                 ),
             )
         })?;
-        Opts::new(&options, "fromSamplerHandle options", HANDLE_OPTIONS)?;
+        check_handle_options(&options)?;
         let (opts, fetch) = client_options(&options, "fromSamplerHandle options")?;
         let tok = tokenizer_source(&options, fetch.clone())?;
         let env = Rc::new(JsPlatform::new(fetch)?);

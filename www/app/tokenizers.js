@@ -127,7 +127,7 @@ export function loadTokenizer(family) {
   }
   if (!loading.has(family)) {
     const dir = new URL(`${base}${family}/`, location.href);
-    const p = Tokenizer.fromURL(new URL('tokenizer.json', dir), { configURL: new URL('tokenizer_config.json', dir), cache: 'caches' in globalThis });
+    const p = Tokenizer.fromURL(new URL('tokenizer.json', dir), { config_url: new URL('tokenizer_config.json', dir), cache: 'caches' in globalThis });
     p.then(() => loaded.add(family), () => loading.delete(family));
     loading.set(family, p);
   }

@@ -19,7 +19,7 @@ function tokenizerLoader(config) {
     if (tokenizers.has(id)) return tokenizers.get(id);
     if (!config.tokenizerBaseURL) throw new Error(`this relay has no TOKENIZER_BASE_URL, so it cannot load the tokenizer ${id}`);
     const dir = `${config.tokenizerBaseURL}/${id}`;
-    const tok = await Tokenizer.fromURL(`${dir}/tokenizer.json`, { configURL: `${dir}/tokenizer_config.json`, cache: true });
+    const tok = await Tokenizer.fromURL(`${dir}/tokenizer.json`, { config_url: `${dir}/tokenizer_config.json`, cache: true });
     tokenizers.set(id, tok);
     return tok;
   };

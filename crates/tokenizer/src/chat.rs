@@ -92,7 +92,7 @@ impl ChatTemplates {
         self.default.as_deref().ok_or_else(|| {
             TokenizerError::Input(InputError::type_error(
                 "chat_template",
-                "this tokenizer has no chat template: load it with its tokenizer_config.json, or pass `chat_template` (or the loader option `chatTemplate`)",
+                "this tokenizer has no chat template: load it with its tokenizer_config.json, or pass `chat_template` (also a loader option)",
             ))
         })
     }

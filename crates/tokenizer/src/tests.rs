@@ -707,7 +707,7 @@ pub(crate) mod tiktoken_files {
         bad.special_tokens.push(("<|x|>".into(), 5));
         let e = load(&ranks, &bad);
         assert!(
-            matches!(&e, TokenizerError::Input(i) if i.field == "specialTokens[\"<|x|>\"]"),
+            matches!(&e, TokenizerError::Input(i) if i.field == "special_tokens[\"<|x|>\"]"),
             "{e:?}"
         );
         let mut bad = o.clone();
@@ -717,7 +717,7 @@ pub(crate) mod tiktoken_files {
         bad.bos_token = Some("<s>".into());
         let e = load(&ranks, &bad);
         assert!(
-            matches!(&e, TokenizerError::Input(i) if i.field == "bosToken"),
+            matches!(&e, TokenizerError::Input(i) if i.field == "bos_token"),
             "{e:?}"
         );
         let mut bad = o.clone();

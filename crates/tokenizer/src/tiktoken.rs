@@ -242,9 +242,9 @@ fn read_specials(
     let mut special_by_id = FxMap::default();
     let mut special_by_content = HashMap::new();
     for (content, id) in &options.special_tokens {
-        let field = format!("specialTokens[{content:?}]");
+        let field = format!("special_tokens[{content:?}]");
         if content.is_empty() {
-            return Err(input("specialTokens", "a special token cannot be empty"));
+            return Err(input("special_tokens", "a special token cannot be empty"));
         }
         if special_by_content.contains_key(content) {
             return Err(input(&field, "is given twice"));
@@ -262,8 +262,8 @@ fn read_specials(
         specials.push((content.clone(), *id));
     }
     for (name, field) in [
-        (&options.bos_token, "bosToken"),
-        (&options.eos_token, "eosToken"),
+        (&options.bos_token, "bos_token"),
+        (&options.eos_token, "eos_token"),
     ] {
         if let Some(t) = name {
             if !special_by_content.contains_key(t) {

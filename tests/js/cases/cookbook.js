@@ -20,7 +20,7 @@ const service = (ctx) =>
     telemetry: false,
     tokenizerLoader: () => {
       const files = ctx.env.TINKER_TEST_FILES_URL ?? '';
-      return tinker.Tokenizer.fromURL(`${files}${QWEN}/tokenizer.json`, { configURL: `${files}${QWEN}/tokenizer_config.json` });
+      return tinker.Tokenizer.fromURL(`${files}${QWEN}/tokenizer.json`, { config_url: `${files}${QWEN}/tokenizer_config.json` });
     },
   });
 

