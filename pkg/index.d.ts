@@ -10,19 +10,6 @@ declare module './gen/full/tinker_wasm.js' {
   interface RestClient extends RestClientLists {}
 }
 
-/** Options of `openaiFetch`. */
-export interface OpenAIFetchOptions {
-  /** The renderer of every request that names none (default: each model's recommended one). */
-  renderer?: string;
-  /**
-   * What a sampler's 429 does: `'reject'` (default) answers 429 in OpenAI's shape, with the
-   * sampler's `retry-after` headers, as an OpenAI-compatible server does (openai-node and
-   * the AI SDK back off and retry); `'wait'` backs off and samples again as the SDK does,
-   * until the request's own timeout or signal ends it.
-   */
-  backpressure?: 'reject' | 'wait';
-}
-
 /**
  * The OpenAI-compatible handler: a function with `fetch`'s signature serving
  * `POST /v1/chat/completions`, `POST /v1/completions` and `GET /v1/models` from `service`,
@@ -32,4 +19,4 @@ export interface OpenAIFetchOptions {
  * by it (`content`, `reasoning_content`, `tool_calls`), with real logprobs; `stream: true`
  * answers in OpenAI's chunks. Errors come back in OpenAI's shape and status.
  */
-export declare function openaiFetch(service: import('./gen/full/tinker_wasm.js').ServiceClient, options?: OpenAIFetchOptions): (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>;
+export declare function openaiFetch(service: import('./gen/full/tinker_wasm.js').ServiceClient, options?: import('./gen/full/tinker_wasm.js').OpenAIFetchOptions): (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>;

@@ -7,19 +7,17 @@
 
 /**
  * @param {any} glue the module
- * @returns {(service: any, options?: { renderer?: string, backpressure?: 'wait' | 'reject' }) => (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>}
+ * @returns {(service: any, options?: import('./gen/full/tinker_wasm.js').OpenAIFetchOptions) => (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>}
  */
 export function openaiHandler(glue) {
-  return function openaiFetch(service, options = {}) {
+  return function openaiFetch(service, options) {
     if (service === null || typeof service !== 'object' || typeof service.createSamplingClient !== 'function') {
       throw new TypeError('openaiFetch: service must be a ServiceClient');
     }
-    // A sampler's 429 is answered with a 429 (OpenAI clients back off and retry on their
-    // own), unless the caller asks the handler to wait it out as the SDK does.
-    const backpressure = options.backpressure ?? 'reject';
-    if (backpressure !== 'reject' && backpressure !== 'wait') {
-      throw Object.assign(new TypeError(`openaiFetch: backpressure must be 'reject' or 'wait', got ${JSON.stringify(backpressure)}`), { field: 'backpressure' });
-    }
+    // Read and checked by the module (OpenAIFetchOptions, declared once in src/wasm/openai.rs):
+    // by default a sampler's 429 is answered with a 429 (OpenAI clients back off and retry on
+    // their own), unless the caller asks the handler to wait it out as the SDK does.
+    const { renderer, backpressure } = glue.__openaiOptions(options);
     /** Samplers by `model`, created once. @type {Map<string, Promise<any>>} */
     const samplers = new Map();
     const sampler = (/** @type {any} */ plan) => {
@@ -83,7 +81,7 @@ export function openaiHandler(glue) {
     async function rendering(plan, s) {
       const base = plan.target.base_model ?? s.baseModel;
       const tokenizer = await service.getTokenizer(base);
-      const name = plan.renderer ?? options.renderer;
+      const name = plan.renderer ?? renderer;
       try {
         return { tokenizer, renderer: name ? new glue.Renderer(name, tokenizer) : glue.Renderer.forModel(base, tokenizer) };
       } catch (e) {

@@ -8,6 +8,43 @@ use tinker_openai::response::{self, Choice, Meta};
 use tinker_openai::ApiError;
 use wasm_bindgen::prelude::*;
 
+use crate::wasm::errors::type_error;
+use crate::wasm::params::declare_params;
+
+declare_params! {
+    ts = OPENAI_TS;
+
+    /// Options of `openaiFetch`.
+    OpenAIFetchOptions("openaiFetch options") {
+        /// The renderer of every request that names none (default: each model's recommended one).
+        renderer: String => "?: RendererName",
+        /// What a sampler's 429 does: `'reject'` (default) answers 429 in OpenAI's shape, with the
+        /// sampler's `retry-after` headers, as an OpenAI-compatible server does (openai-node and
+        /// the AI SDK back off and retry); `'wait'` backs off and samples again as the SDK does,
+        /// until the request's own timeout or signal ends it.
+        backpressure: String => "?: 'reject' | 'wait'",
+    }
+}
+
+/// `openaiFetch`'s options read and checked, with their defaults: `{ renderer, backpressure }`.
+#[wasm_bindgen(js_name = __openaiOptions, skip_typescript)]
+pub fn options(v: JsValue) -> Result<JsValue, JsValue> {
+    let o = OpenAIFetchOptions::read(&v)?;
+    let backpressure = o.backpressure.unwrap_or_else(|| "reject".into());
+    if backpressure != "reject" && backpressure != "wait" {
+        return Err(type_error(
+            "backpressure",
+            format!("must be 'reject' or 'wait', got '{backpressure}'"),
+        ));
+    }
+    let out = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&out, &"backpressure".into(), &backpressure.into());
+    if let Some(r) = o.renderer {
+        let _ = js_sys::Reflect::set(&out, &"renderer".into(), &r.into());
+    }
+    Ok(out.into())
+}
+
 /// An `ApiError` as JS catches it: `{ status, body }` (the body OpenAI's error JSON text).
 fn thrown(e: &ApiError) -> JsValue {
     let o = js_sys::Object::new();

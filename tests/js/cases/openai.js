@@ -50,6 +50,9 @@ export default {
     assert.equal((await post(fetch, '/chat/completions', { model: 'Nobody/None-1B', messages })).status, 404);
     assert.equal((await fetch('http://tinker.local/v1/embeddings', { method: 'POST', body: '{}' })).status, 404);
     assert.throws(() => tinker.openaiFetch({}), /service must be a ServiceClient/);
+    // Its options are read by the module's declaration: a misspelt one is refused, naming it.
+    assert.throws(() => tinker.openaiFetch(svc, { backpresure: 'wait' }), (e) => e instanceof TypeError && e.field === 'backpresure' && /backpressure/.test(e.message));
+    assert.throws(() => tinker.openaiFetch(svc, 'qwen3'), (e) => e instanceof TypeError && /openaiFetch options/.test(e.message));
     await svc.close();
   },
 };
