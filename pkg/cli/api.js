@@ -6,11 +6,16 @@
 // Credentials come from the core's chain (crates/core/src/client/environment.rs): TINKER_API_KEY,
 // TINKER_CREDENTIAL_CMD, ~/.tinker/credentials.json, as the Python SDK finds them.
 
+import { usePythonPrinting } from './output.js';
+
 /** @type {Promise<typeof import('../index.js')> | null} */
 let sdkPromise = null;
-/** The SDK module (loaded once). */
+/** The SDK module (loaded once); the CLI's output prints through its Python printing. */
 export function sdk() {
-  sdkPromise ??= import('../index.js');
+  sdkPromise ??= import('../index.js').then((m) => {
+    usePythonPrinting(m);
+    return m;
+  });
   return sdkPromise;
 }
 

@@ -3,7 +3,8 @@
 // (floats as Python's repr, non-ASCII as \uXXXX, datetimes as str(datetime)), tables as
 // rich draws them (heavy head, widths fitted to the terminal the way rich collapses them),
 // and the formatting helpers (sizes, relative times, Yes/No).
-// Plain ESM, no dependencies: loaded for every command, including --help.
+// Plain ESM, no dependencies: loaded for every command, including --help. Python's float
+// repr and json.dumps are the module's (usePythonPrinting), as the chat templates' are.
 
 /** A value Python holds as a float (printed as its repr: `1.0`, `1e-05`). */
 export class PyFloat {
@@ -77,46 +78,56 @@ export function parseDateTime(v) {
   return new PyDateTime(v, { date: m[1], time, micro, offset });
 }
 
-/** Python's `repr(float)`. @param {number} x */
-export function pyFloatRepr(x) {
-  if (Number.isNaN(x)) return 'NaN';
-  if (x === Infinity) return 'Infinity';
-  if (x === -Infinity) return '-Infinity';
-  if (x === 0) return Object.is(x, -0) ? '-0.0' : '0.0';
-  const [mant, expStr] = x.toExponential().split('e');
-  const exp = Number(expStr);
-  if (exp < -4 || exp >= 16) {
-    const e = Math.abs(exp);
-    return `${mant}e${exp < 0 ? '-' : '+'}${e < 10 ? '0' + e : e}`;
-  }
-  const neg = mant.startsWith('-');
-  const digits = mant.replace('-', '').replace('.', '');
-  let s;
-  if (exp >= 0) {
-    s = digits.length > exp + 1 ? `${digits.slice(0, exp + 1)}.${digits.slice(exp + 1)}` : `${digits.padEnd(exp + 1, '0')}.0`;
-  } else {
-    s = `0.${'0'.repeat(-exp - 1)}${digits}`;
-  }
-  return (neg ? '-' : '') + s;
+/**
+ * The module's Python printing (src/wasm/python.rs: the `json.dumps` and `repr(float)` the
+ * chat templates and renderers use), set by api.js when it loads the SDK: every command
+ * that prints data has called the API, and so loaded it, first.
+ * @type {{ __pyJsonDumps(text: string, indent?: number): string, __pyRepr(x: number): string } | null}
+ */
+let python = null;
+
+/** Gives this file the SDK module's Python printing. @param {any} sdk */
+export function usePythonPrinting(sdk) {
+  python = sdk;
 }
 
-/** Python's `json.dumps` string (ensure_ascii). @param {string} s */
-export function pyJsonString(s) {
-  let out = '"';
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    const ch = s[i];
-    if (ch === '"') out += '\\"';
-    else if (ch === '\\') out += '\\\\';
-    else if (ch === '\n') out += '\\n';
-    else if (ch === '\r') out += '\\r';
-    else if (ch === '\t') out += '\\t';
-    else if (ch === '\b') out += '\\b';
-    else if (ch === '\f') out += '\\f';
-    else if (c < 0x20 || c > 0x7e) out += '\\u' + c.toString(16).padStart(4, '0');
-    else out += ch;
-  }
-  return out + '"';
+function py() {
+  if (!python) throw new Error('tinker-wasm CLI: output needs the SDK module, which is not loaded (a bug: please report it)');
+  return python;
+}
+
+/** Python's `repr(float)`. @param {number} x */
+export function pyFloatRepr(x) {
+  return py().__pyRepr(x);
+}
+
+/** A float as JSON text that reads back as a float (`1` as `1.0`). @param {number} x */
+function floatText(x) {
+  // JSON has no NaN or infinities, and the API's data (JSON) never holds one.
+  if (!Number.isFinite(x)) return 'null';
+  if (Object.is(x, -0)) return '-0.0';
+  const s = String(x);
+  return /[.eE]/.test(s) ? s : `${s}.0`;
+}
+
+/**
+ * `value` as standard JSON text for the module, keeping what Python would print: a
+ * `PyFloat` stays a float (`1.0`), a `PyDateTime` becomes `str(datetime)` (json's
+ * `default=str`), other whole numbers are ints.
+ * @param {unknown} v
+ * @returns {string}
+ */
+function toJsonText(v) {
+  if (v === null || v === undefined) return 'null';
+  if (v === true || v === false) return String(v);
+  if (v instanceof PyFloat) return floatText(v.value);
+  if (v instanceof PyDateTime) return JSON.stringify(v.toString());
+  if (typeof v === 'number') return Number.isSafeInteger(v) ? String(v) : floatText(v);
+  if (typeof v === 'bigint') return String(v);
+  if (typeof v === 'string') return JSON.stringify(v);
+  if (Array.isArray(v)) return `[${v.map(toJsonText).join(',')}]`;
+  const o = /** @type {Record<string, unknown>} */ (v);
+  return `{${Object.keys(o).map((k) => `${JSON.stringify(k)}:${toJsonText(o[k])}`).join(',')}}`;
 }
 
 /**
@@ -126,28 +137,7 @@ export function pyJsonString(s) {
  * @param {number | null} [indent]
  */
 export function pyJson(value, indent = 2) {
-  const nl = indent == null ? '' : '\n';
-  const item = indent == null ? ', ' : ',';
-  const walk = (v, depth) => {
-    if (v === null || v === undefined) return 'null';
-    if (v === true) return 'true';
-    if (v === false) return 'false';
-    if (v instanceof PyFloat) return pyFloatRepr(v.value);
-    if (v instanceof PyDateTime) return pyJsonString(v.toString());
-    if (typeof v === 'number') return Number.isInteger(v) ? String(v) : pyFloatRepr(v);
-    if (typeof v === 'bigint') return String(v);
-    if (typeof v === 'string') return pyJsonString(v);
-    const pad = indent == null ? '' : ' '.repeat(indent * (depth + 1));
-    const end = indent == null ? '' : ' '.repeat(indent * depth);
-    if (Array.isArray(v)) {
-      if (v.length === 0) return '[]';
-      return `[${nl}${v.map((x) => pad + walk(x, depth + 1)).join(item + nl)}${nl}${end}]`;
-    }
-    const keys = Object.keys(v);
-    if (keys.length === 0) return '{}';
-    return `{${nl}${keys.map((k) => `${pad}${pyJsonString(k)}: ${walk(v[k], depth + 1)}`).join(item + nl)}${nl}${end}}`;
-  };
-  return walk(value, 0);
+  return py().__pyJsonDumps(toJsonText(value), indent ?? undefined);
 }
 
 /** Python's `str(value)` for a table cell. @param {unknown} v */

@@ -19,6 +19,8 @@ mod panic;
 mod params;
 mod platform;
 #[cfg(feature = "tokenizer")]
+mod python;
+#[cfg(feature = "tokenizer")]
 mod renderer;
 mod rest_client;
 mod sampling_client;

@@ -1,4 +1,4 @@
-// The CLI's Python-compatible writers (pkg/cli/output.js) against Python itself: floats as
+// The CLI's Python-compatible writers (pkg/cli/output.js over src/wasm/python.rs) against Python itself: floats as
 // repr, strings as json.dumps (ensure_ascii), indentation, datetimes as pydantic parses and
 // str() prints them, relative times and sizes as tinker/cli/output.py formats them.
 import { test } from 'node:test';
@@ -6,7 +6,10 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { pyJson, PyFloat, parseDateTime, formatSize, formatTimestamp } from '../../pkg/cli/output.js';
+import { pyJson, PyFloat, parseDateTime, formatSize, formatTimestamp, usePythonPrinting } from '../../pkg/cli/output.js';
+
+// The CLI prints through the module's Python printing once it has loaded the SDK.
+usePythonPrinting(await import('../../pkg/index.js'));
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const PY = path.join(root, 'tests/conformance/.venv/bin/python');
