@@ -272,8 +272,7 @@ impl CookbookSft {
         checkpoints: &str,
         now: f64,
     ) -> Result<CookbookSft, JsValue> {
-        let json: serde_json::Value =
-            serde_json::from_str(config).map_err(|e| type_error("config", e.to_string()))?;
+        let json = super::python::read_json(config).map_err(|e| type_error("config", e))?;
         let sft =
             tinker_cookbook::config::run_from_texts(&json, text, test.as_deref(), checkpoints, now)
                 .map_err(|e| input_error(&e))?;

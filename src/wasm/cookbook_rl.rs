@@ -20,7 +20,7 @@ pub struct CookbookRl {
 }
 
 fn json_of(text: &str, what: &str) -> Result<serde_json::Value, JsValue> {
-    serde_json::from_str(text).map_err(|e| type_error(what, e.to_string()))
+    super::python::read_json(text).map_err(|e| type_error(what, e))
 }
 
 /// Scores as JS gives them: `[logprobs of positions 1…n (Float32Array), cached, sampled][]`.

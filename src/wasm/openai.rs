@@ -54,7 +54,7 @@ fn thrown(e: &ApiError) -> JsValue {
 }
 
 fn body(text: &str) -> Result<Json, JsValue> {
-    serde_json::from_str(text)
+    super::python::read_json(text)
         .map_err(|e| thrown(&ApiError::invalid("body", format!("is not JSON: {e}"))))
 }
 
@@ -137,7 +137,7 @@ fn choices(answer: &JsValue) -> (Meta, Vec<Choice>) {
     let choice = |c: JsValue| Choice {
         message: get(&c, "message")
             .as_string()
-            .and_then(|t| serde_json::from_str(&t).ok())
+            .and_then(|t| super::python::read_json(&t).ok())
             .unwrap_or(Json::Null),
         stop_reason: get(&c, "stop_reason")
             .as_string()

@@ -1,20 +1,19 @@
-//! Python's printing for the CLI (pkg/cli/output.js), from the one implementation the chat
-//! templates and the renderers use: `json.dumps` (crates/tokenizer's `py_json_dumps_with`)
-//! and `repr(float)` (tinker_support's `fmt_py`).
+//! JSON as Python reads and prints it, for the skin and the CLI (pkg/cli/output.js): every
+//! JSON text the skin hands the tokenizer, the renderers, the handler and the cookbook is
+//! read by the core's parser (`read_json`), and the CLI prints with the one `json.dumps`
+//! (crates/tokenizer's `py_json_dumps_with`) and `repr(float)` (tinker_support's `fmt_py`)
+//! that the chat templates and the renderers use.
 
 use wasm_bindgen::prelude::*;
 
 use crate::wasm::errors::type_error;
 
 /// `json.dumps(value, indent=indent)` (ensure_ascii, Python's separators for the indent)
-/// of `text`, standard JSON whose numbers with a fraction or an exponent are floats. Read
-/// by the core's parser, which rounds every float correctly (serde_json's default parser
-/// can be one unit in the last place off: 999999999999999.9).
+/// of `text`, standard JSON whose numbers with a fraction or an exponent are floats (read
+/// exactly: `read_json`).
 #[wasm_bindgen(js_name = __pyJsonDumps, skip_typescript)]
 pub fn py_json_dumps(text: &str, indent: Option<u32>) -> Result<String, JsValue> {
-    let value = crate::json::from_str(text)
-        .map(|v| to_serde(&v))
-        .map_err(|e| type_error("value", format!("is not JSON: {e}")))?;
+    let value = read_json(text).map_err(|e| type_error("value", format!("is not JSON: {e}")))?;
     let seps = if indent.is_some() {
         (",", ": ")
     } else {
@@ -32,6 +31,17 @@ pub fn py_json_dumps(text: &str, indent: Option<u32>) -> Result<String, JsValue>
 #[wasm_bindgen(js_name = __pyRepr, skip_typescript)]
 pub fn py_repr(x: f64) -> String {
     crate::json::fmt_py(x)
+}
+
+/// JSON text as serde_json's value, every float correctly rounded as Python's `json.loads`
+/// reads it (the core's parser). serde_json's default parser can be one unit in the last
+/// place off (999999999999999.9 read as 1e15), which a chat template's `tojson` or a
+/// renderer's `json.dumps` then prints as Python does not; its exact mode costs the full
+/// module 8.6 KB gzip.
+pub(super) fn read_json(text: &str) -> Result<serde_json::Value, String> {
+    crate::json::from_str(text)
+        .map(|v| to_serde(&v))
+        .map_err(|e| e.to_string())
 }
 
 fn to_serde(v: &crate::json::Value) -> serde_json::Value {

@@ -327,7 +327,7 @@ fn messages_of(v: &JsValue) -> Result<Vec<Message>, JsValue> {
         })?
         .as_string()
         .ok_or_else(|| type_err("messages", "cannot be serialised to JSON"))?;
-    let json: serde_json::Value = serde_json::from_str(&text)
+    let json = super::python::read_json(&text)
         .map_err(|e| type_err("messages", format!("cannot be read as JSON data: {e}")))?;
     Message::list_from_json(&json).map_err(input_err)
 }

@@ -86,7 +86,7 @@ pub(super) fn to_json(v: &JsValue, field: &str) -> Result<serde_json::Value, JsV
         .map_err(|e| type_err(field, format!("cannot be serialised to JSON: {}", show(&e))))?
         .as_string()
         .ok_or_else(|| type_err(field, "cannot be serialised to JSON"))?;
-    serde_json::from_str(&text)
+    super::python::read_json(&text)
         .map_err(|e| type_err(field, format!("cannot be read as JSON data: {e}")))
 }
 
