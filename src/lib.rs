@@ -28,7 +28,7 @@ use tinker_core::*;
 
 /// Tokenization, chat templates and renderers, as the skin names them.
 #[cfg(all(feature = "tokenizer", target_arch = "wasm32"))]
-mod tokenizer {
+mod tokenization {
     pub use tinker_renderers as renderers;
     pub use tinker_renderers::{StopSequences, TrainOnWhat};
     pub use tinker_tokenizer::*;

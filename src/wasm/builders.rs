@@ -5,8 +5,8 @@ use wasm_bindgen::prelude::*;
 
 use crate::types::{Datum, LossFnInputs, ModelInput, TensorData, TensorValues};
 use crate::wasm::convert;
+use crate::wasm::convert::declare_params;
 use crate::wasm::errors::{input_error, range_error};
-use crate::wasm::params::declare_params;
 
 declare_params! {
     ts = BUILDERS_TS;

@@ -8,11 +8,11 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::common::*;
-use super::params::declare_params;
 use crate::config::SessionState as CoreSessionState;
 use crate::environment::Given;
 use crate::map::StrMap;
 use crate::options::{ClientOptions as CoreOptions, LogLevel, Logger};
+use crate::wasm::convert::declare_params;
 use crate::wasm::convert::describe;
 use crate::wasm::errors::{input_error, range_error, tinker_error, type_error};
 use crate::wasm::host::JsHost;
@@ -89,30 +89,6 @@ declare_params! {
         tokenizerBaseURL: String => "?: string",
     }
 
-    /// Request options: the last argument of every call (openai-node's).
-    RequestOptions("request options") {
-        /// Aborts the call: waiting stops and the promise rejects with `APIUserAbortError`.
-        /// A training or sampling request already being submitted finishes submitting first
-        /// (so the server's order stays intact); a REST request is aborted in flight.
-        signal: JsValue => "?: AbortSignal",
-        /// Gives up after this many ms (`APITimeoutError`).
-        timeout: f64 => "?: number",
-        /// HTTP-level retries of this call's own requests (its submission, or its REST
-        /// request) instead of the client's `maxRetries` (at most 100). The polls of its
-        /// result are shared with other calls and keep the client's.
-        maxRetries: u32 => "?: number",
-        /// Extra headers on this call's own requests, after the client's `defaultHeaders`
-        /// (names are HTTP tokens; values have no line breaks: else a TypeError naming
-        /// `headers.<name>`).
-        headers: StrMap<String> => "?: Record<string, string>",
-        /// Sampling calls (`sample`, `computeLogprobs`): what a 429 from the sampler does.
-        /// `'wait'` (the default, as Python): back off and send again, however long it
-        /// takes. `'reject'`: send once, without waiting out a backoff another call's 429
-        /// started, and fail with the sampler's 429 (`RateLimitError`, its `retry-after`
-        /// in `headers`); for a server that passes the pressure on to its own clients,
-        /// as `openaiFetch` does. Other calls ignore it.
-        backpressure: String => "?: 'wait' | 'reject'",
-    }
 
     /// What another process or request needs to resume a session.
     SessionState("session") {
@@ -185,33 +161,7 @@ pub(super) fn client_options(
     opts.user_agent = (runtime != Runtime::Browser)
         .then(|| format!("tinker-wasm/{} ({})", crate::VERSION, runtime.name()));
     opts.platform = super::platform::platform_info(runtime);
-    let level = match o.logLevel.as_deref() {
-        None | Some("warn") => Some(LogLevel::Warn),
-        Some("debug") => Some(LogLevel::Debug),
-        Some("info") => Some(LogLevel::Info),
-        Some("error") => Some(LogLevel::Error),
-        Some("off") => None,
-        Some(other) => {
-            return Err(range_error(
-                "logLevel",
-                format!(
-                    "must be 'debug', 'info', 'warn', 'error' or 'off', got {}",
-                    crate::json::quote(other)
-                ),
-            ))
-        }
-    };
-    let logger = o.logger.unwrap_or(JsValue::UNDEFINED);
-    if !(logger.is_undefined() || logger.is_object()) {
-        return Err(type_error(
-            "logger",
-            format!(
-                "must be an object with debug/info/warn/error methods, got {}",
-                describe(&logger)
-            ),
-        ));
-    }
-    opts.logger = level.map(|l| js_logger(logger, l));
+    opts.logger = logger_of(o.logLevel.as_deref(), o.logger)?;
     let fetch = match o.fetch {
         None => None,
         Some(f) if f.is_function() => Some(f.unchecked_into::<Function>()),
@@ -230,8 +180,40 @@ pub(super) fn client_options(
     Ok((opts, fetch))
 }
 
-/// Declares the options of `SamplingClient.fromSamplerHandle` once: its reader and the TypeScript type (a `Pick` of `ClientOptions`, which the type
-/// check holds to the client options' names).
+/// The `logger` option at the `logLevel` option's level (`None`: `'off'`).
+fn logger_of(level: Option<&str>, logger: Option<JsValue>) -> Result<Option<Logger>, JsValue> {
+    let level = match level {
+        None | Some("warn") => Some(LogLevel::Warn),
+        Some("debug") => Some(LogLevel::Debug),
+        Some("info") => Some(LogLevel::Info),
+        Some("error") => Some(LogLevel::Error),
+        Some("off") => None,
+        Some(other) => {
+            return Err(range_error(
+                "logLevel",
+                format!(
+                    "must be 'debug', 'info', 'warn', 'error' or 'off', got {}",
+                    crate::json::quote(other)
+                ),
+            ))
+        }
+    };
+    let logger = logger.unwrap_or(JsValue::UNDEFINED);
+    if !(logger.is_undefined() || logger.is_object()) {
+        return Err(type_error(
+            "logger",
+            format!(
+                "must be an object with debug/info/warn/error methods, got {}",
+                describe(&logger)
+            ),
+        ));
+    }
+    Ok(level.map(|l| js_logger(logger, l)))
+}
+
+/// Declares the options of `SamplingClient.fromSamplerHandle` once: its reader and its
+/// TypeScript type (a `Pick` of `ClientOptions`, which the type check holds to the client
+/// options' names).
 macro_rules! handle_options {
     ($($key:literal),*) => {
         /// The options of `SamplingClient.fromSamplerHandle`: the client options that do

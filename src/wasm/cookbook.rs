@@ -8,9 +8,9 @@ use tinker_cookbook::sft::{SaveOrder, Sft, Start};
 use wasm_bindgen::prelude::*;
 
 use super::common::*;
+use crate::wasm::convert::declare_params;
 use crate::wasm::convert::{datum_to_js, model_input_to_js};
 use crate::wasm::errors::{input_error, type_error};
-use crate::wasm::params::declare_params;
 use crate::wasm::tokenizer::JsTokenizer;
 
 declare_params! {

@@ -9,7 +9,7 @@ use std::cell::RefCell;
 
 use wasm_bindgen::prelude::*;
 
-use crate::tokenizer as core;
+use crate::tokenization as core;
 
 #[wasm_bindgen]
 extern "C" {

@@ -13,7 +13,8 @@ use js_sys::Function;
 use wasm_bindgen::prelude::*;
 
 #[cfg(feature = "environment")]
-use super::platform::{command_request, JsPlatform};
+use super::platform::command_request;
+use super::platform::JsPlatform;
 use crate::platform::Host;
 #[cfg(feature = "environment")]
 use crate::platform::{HttpResponse, Platform, TransportError};
@@ -74,5 +75,26 @@ impl Host for JsHost {
                 ))
             }),
         }
+    }
+}
+
+/// The platform seam's environment, files and commands of a JS client: the runtime's
+/// (registered with `__setHost`).
+impl Host for JsPlatform {
+    fn env_var(&self, name: &str) -> Option<String> {
+        JsHost.env_var(name)
+    }
+
+    #[cfg(feature = "environment")]
+    fn read_text_file(&self, path: &str) -> Option<String> {
+        JsHost.read_text_file(path)
+    }
+
+    #[cfg(feature = "environment")]
+    fn run_command(
+        &self,
+        command: &str,
+    ) -> LocalBoxFuture<'static, Result<HttpResponse, TransportError>> {
+        JsHost.run_command(command)
     }
 }

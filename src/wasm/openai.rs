@@ -8,8 +8,8 @@ use tinker_openai::response::{self, Choice, Meta};
 use tinker_openai::ApiError;
 use wasm_bindgen::prelude::*;
 
+use crate::wasm::convert::declare_params;
 use crate::wasm::errors::type_error;
-use crate::wasm::params::declare_params;
 
 declare_params! {
     ts = OPENAI_TS;

@@ -1,7 +1,7 @@
 //! The parameter objects of the client methods, each declared once: one `declare_params!` entry
-//! yields the Rust struct of its raw fields, the reader (an options object whose unknown
-//! keys are errors naming the key, each field read by its type and named in its error),
-//! and the TypeScript interface in the package's `.d.ts`. Defaults and validation are
+//! (src/wasm/convert/declare.rs) yields the Rust struct of its raw fields, the reader (an
+//! options object whose unknown keys are errors naming the key, each field read by its type
+//! and named in its error), and the TypeScript interface in the package's `.d.ts`. Defaults and validation are
 //! the core's: a field is `None` when absent, and the method fills the core's request
 //! from what is present.
 //!
@@ -9,161 +9,10 @@
 //! whose generated code cost it about 20 KB gzip (issue 8), and the readers below are the
 //! ones every other object of the skin already uses, with the same error messages.)
 
-use js_sys::Array;
 use wasm_bindgen::prelude::*;
 
 use crate::map::StrMap;
-use crate::wasm::convert::{describe, Opts};
-use crate::wasm::errors::type_error;
-
-/// A field type of a parameter object, read from an [`Opts`] (absent = `None`).
-pub(crate) trait Field: Sized {
-    fn read(o: &Opts, key: &str) -> Result<Option<Self>, JsValue>;
-}
-
-impl Field for String {
-    fn read(o: &Opts, key: &str) -> Result<Option<Self>, JsValue> {
-        o.string(key)
-    }
-}
-
-impl Field for bool {
-    fn read(o: &Opts, key: &str) -> Result<Option<Self>, JsValue> {
-        o.bool(key)
-    }
-}
-
-impl Field for f64 {
-    fn read(o: &Opts, key: &str) -> Result<Option<Self>, JsValue> {
-        o.number(key)
-    }
-}
-
-impl Field for u32 {
-    fn read(o: &Opts, key: &str) -> Result<Option<Self>, JsValue> {
-        Ok(o.uint(key, u32::MAX as u64)?.map(|n| n as u32))
-    }
-}
-
-impl Field for u64 {
-    fn read(o: &Opts, key: &str) -> Result<Option<Self>, JsValue> {
-        o.uint(key, u64::MAX)
-    }
-}
-
-impl Field for StrMap<String> {
-    fn read(o: &Opts, key: &str) -> Result<Option<Self>, JsValue> {
-        o.string_map(key)
-    }
-}
-
-/// A value the method converts itself (data, nested wire objects, `Date`s); null is absent.
-impl Field for JsValue {
-    fn read(o: &Opts, key: &str) -> Result<Option<Self>, JsValue> {
-        let v = o.get(key);
-        Ok((!v.is_undefined() && !v.is_null()).then_some(v))
-    }
-}
-
-impl Field for Vec<String> {
-    fn read(o: &Opts, key: &str) -> Result<Option<Self>, JsValue> {
-        let v = o.get(key);
-        if v.is_undefined() || v.is_null() {
-            return Ok(None);
-        }
-        if !Array::is_array(&v) {
-            return Err(type_error(
-                key,
-                format!("must be an array of strings, got {}", describe(&v)),
-            ));
-        }
-        Array::from(&v)
-            .iter()
-            .enumerate()
-            .map(|(i, x)| {
-                x.as_string().ok_or_else(|| {
-                    type_error(
-                        &format!("{key}[{i}]"),
-                        format!("must be a string, got {}", describe(&x)),
-                    )
-                })
-            })
-            .collect::<Result<_, _>>()
-            .map(Some)
-    }
-}
-
-/// Declares parameter objects: `Name("what") { /// doc\n field: RustType => "TS", }`,
-/// where the TS text is the declaration after the name (`"?: number"`, `": string"`);
-/// `ts = CONST;` names the TypeScript section's constant. Field names are the JS keys
-/// (snake_case for parameters, camelCase for client options).
-macro_rules! declare_params {
-    (ts = $tsname:ident; $(
-        $(#[doc = $doc:literal])+
-        $name:ident($what:literal) {
-            $(
-                $(#[doc = $fdoc:literal])+
-                $field:ident: $ty:ty => $ts:literal,
-            )*
-        }
-    )*) => {
-        $(
-            $(#[doc = $doc])+
-            #[derive(Default)]
-            #[allow(non_snake_case, dead_code)]
-            pub(crate) struct $name {
-                $(
-                    $(#[doc = $fdoc])+
-                    pub $field: Option<$ty>,
-                )*
-            }
-
-            impl $name {
-                /// The parameter names, as the wire and the Python SDK name them.
-                pub const KEYS: &'static [&'static str] = &[$(stringify!($field)),*];
-
-                /// Reads `v` (undefined or null: every field absent).
-                #[allow(dead_code)]
-                pub fn read(v: &::wasm_bindgen::JsValue) -> Result<Self, ::wasm_bindgen::JsValue> {
-                    Self::read_as(v, $what)
-                }
-
-                /// Reads `v`, naming it `what` in errors.
-                pub fn read_as(v: &::wasm_bindgen::JsValue, what: &str) -> Result<Self, ::wasm_bindgen::JsValue> {
-                    let _o = $crate::wasm::convert::Opts::new(v, what, Self::KEYS)?;
-                    Ok($name {
-                        $($field: <$ty as $crate::wasm::params::Field>::read(&_o, stringify!($field))?,)*
-                    })
-                }
-            }
-
-            /// A nested parameter object (absent when undefined or null).
-            impl $crate::wasm::params::Field for $name {
-                fn read(
-                    o: &$crate::wasm::convert::Opts,
-                    key: &str,
-                ) -> Result<Option<Self>, ::wasm_bindgen::JsValue> {
-                    let v = o.get(key);
-                    if v.is_undefined() || v.is_null() {
-                        return Ok(None);
-                    }
-                    $name::read_as(&v, key).map(Some)
-                }
-            }
-        )*
-
-        #[::wasm_bindgen::prelude::wasm_bindgen(typescript_custom_section)]
-        const $tsname: &'static str = concat!($(
-            "\n/**", $("\n *", $doc,)+ "\n */\nexport interface ", stringify!($name), " {\n",
-            $(
-                "  /**", $("\n   *", $fdoc,)+ "\n   */\n  ", stringify!($field), $ts, ";\n",
-            )*
-            "}\n",
-        )*);
-    };
-}
-
-pub(crate) use declare_params;
+use crate::wasm::convert::declare_params;
 
 declare_params! {
     ts = PARAMS_TS;
@@ -216,38 +65,6 @@ declare_params! {
         enable_retry_logic: bool => "?: boolean",
         /// Log samples that make no progress (default true).
         enable_stuck_detection: bool => "?: boolean",
-    }
-
-    /// AdamW parameters (`optimStep`); missing fields get Python's defaults.
-    AdamParams("AdamParams") {
-        /// Learning rate (default 1e-4).
-        learning_rate: f64 => "?: number",
-        /// First moment decay (default 0.9).
-        beta1: f64 => "?: number",
-        /// Second moment decay (default 0.95).
-        beta2: f64 => "?: number",
-        /// Denominator epsilon (default 1e-12).
-        eps: f64 => "?: number",
-        /// Decoupled weight decay (default 0).
-        weight_decay: f64 => "?: number",
-        /// Maximum global gradient norm; 0 disables clipping (default 0).
-        grad_clip_norm: f64 => "?: number",
-    }
-
-    /// Sampling parameters (`sample`'s `sampling_params`, the wire's names).
-    SamplingParams("sampling_params") {
-        /// Most tokens to sample.
-        max_tokens: u32 => "?: number",
-        /// Seed of the sampler's randomness.
-        seed: u64 => "?: number",
-        /// Sampling temperature (default 1).
-        temperature: f64 => "?: number",
-        /// Sample among the k likeliest tokens; -1 (default) disables.
-        top_k: f64 => "?: number",
-        /// Nucleus sampling mass (default 1).
-        top_p: f64 => "?: number",
-        /// Stop strings or stop token ids (`[]` disables every stop token, EOS included).
-        stop: JsValue => "?: string | string[] | number[]",
     }
 
     /// Parameters of `ServiceClient.createSamplingClient`: give `model_path` or `base_model`.

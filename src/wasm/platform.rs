@@ -14,7 +14,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::options::{python_system, stainless_arch, stainless_os, PlatformInfo};
-use crate::platform::{Headers, Host, HttpRequest, HttpResponse, Platform, TransportError};
+use crate::platform::{Headers, HttpRequest, HttpResponse, Platform, TransportError};
 
 /// `fetch` + timers of the current JS runtime.
 pub struct JsPlatform {
@@ -383,24 +383,5 @@ impl Platform for JsPlatform {
     fn spawn(&self, task: LocalBoxFuture<'static, ()>) {
         // Guarded: a panic ends this task only (never an uncaught exception).
         crate::wasm::panic::spawn_local(task);
-    }
-}
-
-impl Host for JsPlatform {
-    fn env_var(&self, name: &str) -> Option<String> {
-        super::host::JsHost.env_var(name)
-    }
-
-    #[cfg(feature = "environment")]
-    fn read_text_file(&self, path: &str) -> Option<String> {
-        super::host::JsHost.read_text_file(path)
-    }
-
-    #[cfg(feature = "environment")]
-    fn run_command(
-        &self,
-        command: &str,
-    ) -> LocalBoxFuture<'static, Result<HttpResponse, TransportError>> {
-        super::host::JsHost.run_command(command)
     }
 }

@@ -19,7 +19,7 @@ pub fn py_json_dumps(text: &str, indent: Option<u32>) -> Result<String, JsValue>
     } else {
         (", ", ": ")
     };
-    Ok(crate::tokenizer::chat::py_json_dumps_with(
+    Ok(crate::tokenization::chat::py_json_dumps_with(
         &value,
         seps,
         true,

@@ -1,4 +1,4 @@
-//! `Renderer` for JavaScript: a thin wrapper over `crate::tokenizer::renderers`, with the
+//! `Renderer` for JavaScript: a thin wrapper over `crate::tokenization::renderers`, with the
 //! cookbook's lineup functions (`getRecommendedRendererNames`, `getModelAttributes`) and
 //! its data helpers (`conversationToDatum`, `datumFromModelInputWeights`).
 
@@ -12,8 +12,8 @@ use super::convert::{datum_to_js, model_input_to_js};
 use super::tokenizer::JsTokenizer;
 use super::tokenizer_params::*;
 use super::tokenizer_support::{ids_of, input_err, set, show, tok_err, type_err};
-use crate::tokenizer::renderers::{self as core, models, Message, Reduction, Supervised};
-use crate::tokenizer::{StopSequences, Tokenizer, TrainOnWhat};
+use crate::tokenization::renderers::{self as core, models, Message, Reduction, Supervised};
+use crate::tokenization::{StopSequences, Tokenizer, TrainOnWhat};
 use crate::types::InputError;
 
 #[wasm_bindgen(typescript_custom_section)]

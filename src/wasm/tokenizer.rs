@@ -1,4 +1,4 @@
-//! `Tokenizer` and `Renderer` for JavaScript: thin wrappers over `crate::tokenizer`.
+//! `Tokenizer` and `Renderer` for JavaScript: thin wrappers over `crate::tokenization`.
 //!
 //! Options are plain objects declared in tokenizer_params.rs; ids go out as `Uint32Array` (one copy out of
 //! wasm memory) and come in as any array-like of integers. Bad input throws a
@@ -10,7 +10,7 @@ use js_sys::{Array, Object, Uint32Array, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::tokenizer as core;
+use crate::tokenization as core;
 
 use super::tokenizer_cache::*;
 use super::tokenizer_params::*;

@@ -5,7 +5,7 @@ use js_sys::{Array, Function, Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::tokenizer as core;
+use crate::tokenization as core;
 
 use super::tokenizer_support::{await_promise, set, show, type_err};
 

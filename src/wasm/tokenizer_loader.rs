@@ -11,7 +11,7 @@ use wasm_bindgen::convert::TryFromJsValue;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::tokenizer::{
+use crate::tokenization::{
     resolve_tokenizer_id, tokenizer_unavailable, SingleFlight, Tokenizer as CoreTokenizer,
 };
 use crate::wasm::convert::describe;

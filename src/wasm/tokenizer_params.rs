@@ -6,7 +6,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use crate::wasm::params::declare_params;
+use crate::wasm::convert::declare_params;
 
 declare_params! {
     ts = TOKENIZER_PARAMS_TS;

@@ -8,7 +8,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
 use super::tokenizer_params::{ChatTemplateOptions, EncodeOptions};
-use crate::tokenizer as core;
+use crate::tokenization as core;
 use crate::types::{InputError, InputErrorKind};
 
 #[wasm_bindgen(typescript_custom_section)]

@@ -14,12 +14,14 @@
 
 mod batch;
 mod data;
+mod declare;
 mod numbers;
 mod opts;
 mod output;
 
 pub use batch::*;
 pub use data::*;
+pub(crate) use declare::*;
 pub use numbers::*;
 pub use opts::*;
 pub use output::*;

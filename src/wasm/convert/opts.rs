@@ -145,13 +145,77 @@ impl Opts {
     }
 }
 
+// ---------------------------------------------------------------------------------
+// Declared here, read below
+
+declare_params! {
+    ts = REQUEST_TS;
+
+    /// Request options: the last argument of every call (openai-node's).
+    RequestOptions("request options") {
+        /// Aborts the call: waiting stops and the promise rejects with `APIUserAbortError`.
+        /// A training or sampling request already being submitted finishes submitting first
+        /// (so the server's order stays intact); a REST request is aborted in flight.
+        signal: JsValue => "?: AbortSignal",
+        /// Gives up after this many ms (`APITimeoutError`).
+        timeout: f64 => "?: number",
+        /// HTTP-level retries of this call's own requests (its submission, or its REST
+        /// request) instead of the client's `maxRetries` (at most 100). The polls of its
+        /// result are shared with other calls and keep the client's.
+        maxRetries: u32 => "?: number",
+        /// Extra headers on this call's own requests, after the client's `defaultHeaders`
+        /// (names are HTTP tokens; values have no line breaks: else a TypeError naming
+        /// `headers.<name>`).
+        headers: StrMap<String> => "?: Record<string, string>",
+        /// Sampling calls (`sample`, `computeLogprobs`): what a 429 from the sampler does.
+        /// `'wait'` (the default, as Python): back off and send again, however long it
+        /// takes. `'reject'`: send once, without waiting out a backoff another call's 429
+        /// started, and fail with the sampler's 429 (`RateLimitError`, its `retry-after`
+        /// in `headers`); for a server that passes the pressure on to its own clients,
+        /// as `openaiFetch` does. Other calls ignore it.
+        backpressure: String => "?: 'wait' | 'reject'",
+    }
+
+    /// AdamW parameters (`optimStep`); missing fields get Python's defaults.
+    AdamParams("AdamParams") {
+        /// Learning rate (default 1e-4).
+        learning_rate: f64 => "?: number",
+        /// First moment decay (default 0.9).
+        beta1: f64 => "?: number",
+        /// Second moment decay (default 0.95).
+        beta2: f64 => "?: number",
+        /// Denominator epsilon (default 1e-12).
+        eps: f64 => "?: number",
+        /// Decoupled weight decay (default 0).
+        weight_decay: f64 => "?: number",
+        /// Maximum global gradient norm; 0 disables clipping (default 0).
+        grad_clip_norm: f64 => "?: number",
+    }
+
+    /// Sampling parameters (`sample`'s `sampling_params`, the wire's names).
+    SamplingParams("sampling_params") {
+        /// Most tokens to sample.
+        max_tokens: u32 => "?: number",
+        /// Seed of the sampler's randomness.
+        seed: u64 => "?: number",
+        /// Sampling temperature (default 1).
+        temperature: f64 => "?: number",
+        /// Sample among the k likeliest tokens; -1 (default) disables.
+        top_k: f64 => "?: number",
+        /// Nucleus sampling mass (default 1).
+        top_p: f64 => "?: number",
+        /// Stop strings or stop token ids (`[]` disables every stop token, EOS included).
+        stop: JsValue => "?: string | string[] | number[]",
+    }
+}
+
 /// The per-call request options, every call's last argument.
-pub const REQUEST_OPTIONS: &[&str] = crate::wasm::client_options::RequestOptions::KEYS;
+pub const REQUEST_OPTIONS: &[&str] = RequestOptions::KEYS;
 
 /// Reads a call's request options (`{ signal, timeout, maxRetries, headers, backpressure }`) as a
 /// `Call`, checked by the core's rules before the call starts.
 pub fn request_options(v: &JsValue, method: &str) -> Result<Call, JsValue> {
-    let o = crate::wasm::client_options::RequestOptions::read_as(v, &format!("{method} options"))?;
+    let o = RequestOptions::read_as(v, &format!("{method} options"))?;
     let timeout = match o.timeout {
         None => None,
         Some(ms) if ms <= 0.0 => {
@@ -266,7 +330,7 @@ impl Drop for Call {
 /// field. One loop over the declared keys: six inlined field reads cost the lite module
 /// about 100 bytes gzip.
 pub fn adam_params(v: &JsValue) -> Result<crate::types::AdamParams, JsValue> {
-    let keys = crate::wasm::params::AdamParams::KEYS;
+    let keys = AdamParams::KEYS;
     let o = Opts::new(v, "AdamParams", keys)?;
     let mut p = crate::types::AdamParams::default();
     let slots = [
@@ -288,7 +352,7 @@ pub fn adam_params(v: &JsValue) -> Result<crate::types::AdamParams, JsValue> {
 
 // The slots above follow the declaration's order: checked when the module is built.
 const _: () = {
-    let k = crate::wasm::params::AdamParams::KEYS;
+    let k = AdamParams::KEYS;
     let want = [
         "learning_rate",
         "beta1",
@@ -313,9 +377,9 @@ const _: () = {
 
 /// `SamplingParams` from JS (declared in params.rs).
 pub fn sampling_params(v: &JsValue) -> Result<crate::types::SamplingParams, JsValue> {
-    use crate::types::{SamplingParams, StopCondition};
-    let o = crate::wasm::params::SamplingParams::read(v)?;
-    let mut p = SamplingParams {
+    use crate::types::StopCondition;
+    let o = SamplingParams::read(v)?;
+    let mut p = crate::types::SamplingParams {
         max_tokens: o.max_tokens,
         seed: o.seed,
         ..Default::default()
