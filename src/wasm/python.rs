@@ -33,27 +33,8 @@ pub fn py_repr(x: f64) -> String {
     crate::json::fmt_py(x)
 }
 
-/// JSON text as serde_json's value, every float correctly rounded as Python's `json.loads`
-/// reads it (the core's parser). serde_json's default parser can be one unit in the last
-/// place off (999999999999999.9 read as 1e15), which a chat template's `tojson` or a
-/// renderer's `json.dumps` then prints as Python does not; its exact mode costs the full
-/// module 8.6 KB gzip.
+/// JSON text as serde_json's value, every float correctly rounded
+/// ([`tinker_support::json::to_serde`]).
 pub(super) fn read_json(text: &str) -> Result<serde_json::Value, String> {
-    crate::json::from_str(text)
-        .map(|v| to_serde(&v))
-        .map_err(|e| e.to_string())
-}
-
-fn to_serde(v: &crate::json::Value) -> serde_json::Value {
-    use crate::json::{Number, Value};
-    match v {
-        Value::Null => serde_json::Value::Null,
-        Value::Bool(b) => (*b).into(),
-        Value::Number(Number::PosInt(n)) => (*n).into(),
-        Value::Number(Number::NegInt(n)) => (*n).into(),
-        Value::Number(Number::Float(f)) => (*f).into(),
-        Value::String(s) => s.as_str().into(),
-        Value::Array(items) => items.iter().map(to_serde).collect(),
-        Value::Object(m) => m.iter().map(|(k, v)| (k.clone(), to_serde(v))).collect(),
-    }
+    crate::json::to_serde(text).map_err(|e| e.to_string())
 }

@@ -16,7 +16,7 @@ pub fn parse_conversations(text: &str) -> Result<Vec<Json>, InputError> {
     let mut rows = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let field = format!("line {}", i + 1);
-        let row: Json = serde_json::from_str(line.trim()).map_err(|e| {
+        let row: Json = tinker_support::json::to_serde(line.trim()).map_err(|e| {
             InputError::type_error(&field, format!("is not JSON ({e}): {}", excerpt(line)))
         })?;
         match row.get("messages") {

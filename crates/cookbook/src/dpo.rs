@@ -13,7 +13,7 @@ pub fn parse_comparisons(text: &str) -> Result<Vec<Json>, InputError> {
     text.lines()
         .enumerate()
         .map(|(i, line)| {
-            serde_json::from_str(line.trim()).map_err(|e| {
+            tinker_support::json::to_serde(line.trim()).map_err(|e| {
                 InputError::type_error(format!("line {}", i + 1), format!("is not JSON ({e})"))
             })
         })

@@ -292,7 +292,15 @@ pub fn nearest(digits: &[u8], e: i32, approx: f64) -> f64 {
     let mut x = approx;
     for _ in 0..4 {
         match cmp(x) {
-            std::cmp::Ordering::Greater => x = f64::from_bits(x.to_bits() + 1),
+            std::cmp::Ordering::Greater => {
+                x = f64::from_bits(x.to_bits() + 1);
+                // Past f64::MAX's halfway point: out of range (an estimate of f64::MAX only
+                // comes from json's reading of long texts, where serde_json values are read).
+                #[cfg(feature = "serde_json")]
+                if x.is_infinite() {
+                    return x;
+                }
+            }
             std::cmp::Ordering::Equal => {
                 return if x.to_bits() & 1 == 1 {
                     f64::from_bits(x.to_bits() + 1)
