@@ -122,7 +122,8 @@ function toJsonText(v) {
   if (v === true || v === false) return String(v);
   if (v instanceof PyFloat) return floatText(v.value);
   if (v instanceof PyDateTime) return JSON.stringify(v.toString());
-  if (typeof v === 'number') return Number.isSafeInteger(v) ? String(v) : floatText(v);
+  // A whole number is an int to Python (JSON's int), however large: written out in full.
+  if (typeof v === 'number') return Number.isInteger(v) ? BigInt(v).toString() : floatText(v);
   if (typeof v === 'bigint') return String(v);
   if (typeof v === 'string') return JSON.stringify(v);
   if (Array.isArray(v)) return `[${v.map(toJsonText).join(',')}]`;

@@ -27,6 +27,8 @@ test('floats, strings and nesting as Python json.dumps(indent=2) writes them', (
     ...floats.map((x) => ({ f: x })),
     ...strings.map((s) => ({ s })),
     { nested: { a: [], b: {}, c: [1, 2, { d: null, e: true, f: false }] } },
+    // Whole numbers past 2^53, as the API's JSON would hold them (exact as doubles).
+    ...['1152921504606846976', '-4611686018427387904'].map((i) => ({ i })),
   ];
   const expected = python(
     `import json, sys
@@ -35,13 +37,14 @@ def conv(v):
     if isinstance(v, dict):
         if set(v) == {"f"}: return float(v["f"])
         if set(v) == {"s"}: return v["s"]
+        if set(v) == {"i"}: return int(v["i"])
         return {k: conv(x) for k, x in v.items()}
     if isinstance(v, list): return [conv(x) for x in v]
     return v
 print(json.dumps([json.dumps(conv(v), indent=2) for v in vals] + [json.dumps(conv(v)) for v in vals]))`,
     values.map((v) => ('f' in v ? { f: Object.is(v.f, -0) ? '-0.0' : String(v.f) } : v)),
   );
-  const conv = (v) => ('f' in v ? new PyFloat(v.f) : 's' in v ? v.s : v);
+  const conv = (v) => ('f' in v ? new PyFloat(v.f) : 's' in v ? v.s : 'i' in v ? Number(v.i) : v);
   const ours = [...values.map((v) => pyJson(conv(v))), ...values.map((v) => pyJson(conv(v), null))];
   assert.deepEqual(ours, expected);
 });
