@@ -296,6 +296,18 @@ def records(path: Path) -> list[dict]:
     return out
 
 
+def saved_order(rs: list[dict]) -> list[dict]:
+    """The records in step order, with where the final one was kept. A record is written when
+    its save completes (`save_checkpoint_async`), and a rolling save (and, with
+    async_periodic_saves, a periodic one) runs in the background beside the next: two saves
+    in flight complete in arrival order, in the cookbook as in ours (seen: the rolling 000003
+    after the periodic 000004 under load). The steps are zero-padded names, so step order is
+    name order; the cookbook orders only the final record ("pending save records must precede
+    the final record"), and that is kept."""
+    finals = [i for i, r in enumerate(rs) if r.get("name") == "final"]
+    return sorted(rs, key=lambda r: r.get("name", "")) + [{"final at": finals, "of": len(rs)}]
+
+
 def compare_metrics(py: list[dict], ours: list[dict], problems: list[str], dpo: bool = False) -> None:
     if len(py) != len(ours):
         problems.append(f"metrics.jsonl: {len(py)} rows (cookbook) against {len(ours)} (ours)")
@@ -397,7 +409,7 @@ def one(name: str, extra: list[str], tmp: Path, data: Path, ours: list[str]) -> 
     da, db = deletes(tmp / f"{name}-cookbook.requests.jsonl"), deletes(tmp / f"{name}-ours.requests.jsonl")
     if da != db:
         problems.append(f"REST calls on training runs: {da} (cookbook) against {db} (ours)")
-    if records(py_dir / "checkpoints.jsonl") != records(our_dir / "checkpoints.jsonl"):
+    if saved_order(records(py_dir / "checkpoints.jsonl")) != saved_order(records(our_dir / "checkpoints.jsonl")):
         problems.append(f"checkpoints.jsonl: {records(py_dir / 'checkpoints.jsonl')} (cookbook) against {records(our_dir / 'checkpoints.jsonl')} (ours)")
     backups = lambda d: sorted(p.name for p in d.glob("metrics.jsonl.pre_resume_*"))  # noqa: E731
     if backups(py_dir) != backups(our_dir):
