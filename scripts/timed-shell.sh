@@ -12,7 +12,12 @@ if [ -n "${TIMED_TARGET:-}" ]; then
   mkdir -p "$logs"
   /bin/bash "$@" 2>&1 | tee -a "$logs/$TIMED_TARGET.log"
   rc=${PIPESTATUS[0]}
-  printf '%s %s %s %s\n' "$TIMED_TARGET" "$start" "$(date +%s)" "$rc" >>"${TIMED_LOG:-target/suite-times.log}"
+  # The CPU time (user + system) of the line's processes that were waited for: `times`'
+  # second line, written to a file (in a pipe or $(…) it would be a subshell's, zero).
+  times >"$logs/.times.$$"
+  cpu=$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); n += p[1] * 60 + p[2] } printf "%.0f", n }' "$logs/.times.$$")
+  rm -f "$logs/.times.$$"
+  printf '%s %s %s %s %s\n' "$TIMED_TARGET" "$start" "$(date +%s)" "$rc" "$cpu" >>"${TIMED_LOG:-target/suite-times.log}"
 else
   /bin/bash "$@"
   rc=$?
