@@ -265,12 +265,14 @@ test-soak: wasm native
 
 .PHONY: soak test-soak
 
-# Every suite, two at a time (CI has 2 cores). Most suites are one process waiting on its
-# own simulator, or one single-threaded oracle, so a pair takes little more than the longer
-# of the two. Each suite has its own simulator (on port 0), output directory under target/
-# and browser profile; cargo's lock on target/ keeps two builds of it from overlapping.
-# --output-sync prints each suite's output in one piece when it ends.
-TEST_SUITES := lint test-rust typecheck test-coverage test-js test-package test-cli test-examples test-openai test-readme test-tokenizer-parity test-renderer-parity test-cookbook test-sim-lineup test-sim-language test-conformance test-differential test-size test-www test-soak test-fuzz
+# Every suite, three at a time on CI's 2 cores: most suites are one process waiting on its own
+# simulator, timers or a browser, or one single-threaded oracle, and the JS runtimes' suites
+# use about a third of a core (scripts/suite-times.sh's cpu column): measured on a warm
+# machine, all suites in 21:27 two at a time, 16:39 three at a time. Each suite has its own
+# simulator (on port 0), output directory under target/ and browser profile; cargo's lock on
+# target/ keeps two builds of it from overlapping. The longest suites come first, so the
+# short ones fill the end. --output-sync prints each suite's output in one piece when it ends.
+TEST_SUITES := lint test-rust test-differential test-cookbook test-tokenizer-parity test-cli test-js test-examples test-renderer-parity test-conformance test-openai test-www test-soak test-sim-lineup test-sim-language test-package test-readme typecheck test-coverage test-size test-fuzz
 
 # -k: a failing suite does not stop the others, so one run reports every failure. Each
 # recipe line runs through scripts/timed-shell.sh, and the table of how long each target took
@@ -281,7 +283,7 @@ $(filter-out lint,$(TEST_SUITES)): setup
 
 test:
 	@rm -rf target/suite-times.log target/suite-logs; status=0; \
-	$(MAKE) --no-print-directory -k -j2 --output-sync=target SHELL=$(CURDIR)/scripts/timed-shell.sh TIMED_LOG=$(CURDIR)/target/suite-times.log $(TEST_SUITES) || status=$$?; \
+	$(MAKE) --no-print-directory -k -j3 --output-sync=target SHELL=$(CURDIR)/scripts/timed-shell.sh TIMED_LOG=$(CURDIR)/target/suite-times.log $(TEST_SUITES) || status=$$?; \
 	scripts/suite-times.sh target/suite-times.log; \
 	if [ $$status = 0 ]; then echo "make test: all suites passed"; else echo "make test: some suites failed (see above)"; exit $$status; fi
 
