@@ -1,7 +1,7 @@
 //! JSON as Python reads and prints it, for the skin and the CLI (pkg/cli/output.js): every
 //! JSON text the skin hands the tokenizer, the renderers, the handler and the cookbook is
 //! read by the core's parser (`read_json`), and the CLI prints with the one `json.dumps`
-//! (crates/tokenizer's `py_json_dumps_with`) and `repr(float)` (tinker_support's `fmt_py`)
+//! (crates/tokenizer's `py_json::dumps_json`) and `repr(float)` (tinker_support's `fmt_py`)
 //! that the chat templates and the renderers use.
 
 use wasm_bindgen::prelude::*;
@@ -19,7 +19,7 @@ pub fn py_json_dumps(text: &str, indent: Option<u32>) -> Result<String, JsValue>
     } else {
         (", ", ": ")
     };
-    Ok(crate::tokenization::chat::py_json_dumps_with(
+    Ok(crate::tokenization::py_json::dumps_json(
         &value,
         seps,
         true,

@@ -764,12 +764,8 @@ fn unscored(logprobs: &[f32]) -> &[f32] {
 
 /// A `.jsonl` line as the cookbook writes it (`json.dumps`, then a newline).
 pub fn dumps(v: &Map<String, Json>) -> String {
-    let text = tinker_tokenizer::chat::py_json_dumps_with(
-        &Json::Object(v.clone()),
-        (", ", ": "),
-        true,
-        None,
-    );
+    let text =
+        tinker_tokenizer::py_json::dumps_json(&Json::Object(v.clone()), (", ", ": "), true, None);
     text + "\n"
 }
 

@@ -16,6 +16,7 @@
 use serde_json::Value as Json;
 
 use super::message::{Content, Message, Part, ToolCall, UnparsedToolCall};
+use super::py_json;
 use tinker_core::types::{InputError, ModelInput, ModelInputChunk};
 use tinker_tokenizer::{Tokenizer, TokenizerError};
 
@@ -663,15 +664,15 @@ pub fn attach_tool_calls(message: &mut Message, calls: Vec<ParsedToolCall>) {
 /// hold, a `NaN` or infinite float, is refused with a message naming it; an integer past
 /// 64 bits becomes the nearest float.
 ///
-/// [`py_json::loads`]: super::py_json::loads
+/// [`py_json::loads`]: tinker_tokenizer::py_json::loads
 pub fn json_loads(s: &str) -> Result<Json, String> {
-    let value = super::py_json::loads(s).map_err(|e| e.message().to_owned())?;
+    let value = py_json::loads(s).map_err(|e| e.message().to_owned())?;
     value.to_json()
 }
 
 /// Python's `json.dumps(v)` (`ensure_ascii=True`, `", "` / `": "`).
 pub fn json_dumps(v: &Json) -> String {
-    tinker_tokenizer::chat::py_json_dumps(v)
+    py_json::dumps_json(v, (", ", ": "), true, None)
 }
 
 /// Python's `json.dumps(v, ensure_ascii=False)` and other styles: `seps` are the item
@@ -682,7 +683,7 @@ pub fn json_dumps_with(
     ensure_ascii: bool,
     indent: Option<usize>,
 ) -> String {
-    tinker_tokenizer::chat::py_json_dumps_with(v, seps, ensure_ascii, indent)
+    py_json::dumps_json(v, seps, ensure_ascii, indent)
 }
 
 /// `_parse_tool_call_json`: `{"name": str, "arguments": object, "id"?: str}`, read as

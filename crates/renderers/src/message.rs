@@ -375,7 +375,9 @@ fn tool_call_from_json(c: &Json, at: &str) -> Result<ToolCall, InputError> {
     let arguments = match f.get("arguments") {
         Some(Json::String(s)) => s.clone(),
         // An object is written as Python's json.dumps would (the cookbook stores strings).
-        Some(v @ Json::Object(_)) => tinker_tokenizer::chat::py_json_dumps(v),
+        Some(v @ Json::Object(_)) => {
+            tinker_tokenizer::py_json::dumps_json(v, (", ", ": "), true, None)
+        }
         other => {
             return Err(InputError::type_error(
                 format!("{at}.function.arguments"),

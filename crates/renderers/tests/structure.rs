@@ -1,5 +1,6 @@
-//! The renderers' shape (tinker-structure's rules), as the cookbook's: messages and their
-//! JSON, then the base renderer, then the families, then the lineup (`model_info.py`).
+//! The renderers' shape (tinker-structure's rules), as the cookbook's: messages (their
+//! Python JSON is the tokenizer crate's `py_json`), then the base renderer, then the
+//! families, then the lineup (`model_info.py`).
 
 use tinker_structure::Crate;
 
@@ -8,7 +9,7 @@ fn the_renderers_keep_their_layers() {
     let mut c = Crate::new(
         env!("CARGO_MANIFEST_DIR"),
         &[
-            ("messages", &["py_json.rs", "message.rs", "image.rs"]),
+            ("messages", &["message.rs", "image.rs"]),
             ("base", &["base.rs"]),
             (
                 "families",

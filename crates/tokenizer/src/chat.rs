@@ -6,10 +6,11 @@
 
 use std::collections::BTreeMap;
 
-use minijinja::value::{Kwargs, Value, ValueKind};
+use minijinja::value::{Kwargs, Value};
 use minijinja::{Environment, Error, ErrorKind};
 
 use super::{Tokenizer, TokenizerError};
+use crate::py_json::{self, Style, Value as PyValue};
 use tinker_support::input::InputError;
 
 /// The templates of a tokenizer: one default, and/or named ones (`tool_use`, …).
@@ -118,133 +119,6 @@ pub struct ChatTemplateOptions {
     pub now_unix_secs: Option<i64>,
 }
 
-/// Python's `json.dumps(x, ensure_ascii=False, indent=..., separators=..., sort_keys=...)`.
-/// Output options of [`py_json`].
-#[derive(Clone, Copy)]
-pub(crate) struct JsonStyle<'a> {
-    pub indent: Option<&'a str>,
-    pub seps: (&'a str, &'a str),
-    pub sort: bool,
-    pub ensure_ascii: bool,
-}
-
-pub(crate) fn py_json(
-    v: &Value,
-    out: &mut String,
-    st: JsonStyle<'_>,
-    depth: usize,
-) -> Result<(), Error> {
-    let (indent, seps, sort) = (st.indent, st.seps, st.sort);
-    let newline = |out: &mut String, depth: usize| {
-        if let Some(ind) = indent {
-            out.push('\n');
-            for _ in 0..depth {
-                out.push_str(ind);
-            }
-        }
-    };
-    match v.kind() {
-        ValueKind::Undefined | ValueKind::None => out.push_str("null"),
-        ValueKind::Bool => out.push_str(if v.is_true() { "true" } else { "false" }),
-        ValueKind::Number => {
-            if v.is_integer() {
-                out.push_str(&v.to_string());
-            } else {
-                let f = f64::try_from(v.clone()).unwrap_or(f64::NAN);
-                out.push_str(&py_float(f));
-            }
-        }
-        ValueKind::String => py_str(v.as_str().unwrap_or_default(), out, st.ensure_ascii),
-        ValueKind::Seq | ValueKind::Iterable => {
-            let items: Vec<Value> = v.try_iter()?.collect();
-            if items.is_empty() {
-                out.push_str("[]");
-                return Ok(());
-            }
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(seps.0);
-                }
-                newline(out, depth + 1);
-                py_json(item, out, st, depth + 1)?;
-            }
-            newline(out, depth);
-            out.push(']');
-        }
-        ValueKind::Map => {
-            let mut keys: Vec<Value> = v.try_iter()?.collect();
-            if sort {
-                tinker_support::sort::sort_by(&mut keys, |a, b| a.cmp(b));
-            }
-            if keys.is_empty() {
-                out.push_str("{}");
-                return Ok(());
-            }
-            out.push('{');
-            for (i, k) in keys.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(seps.0);
-                }
-                newline(out, depth + 1);
-                match k.as_str() {
-                    Some(s) => py_str(s, out, st.ensure_ascii),
-                    None => py_str(&k.to_string(), out, st.ensure_ascii),
-                }
-                out.push_str(seps.1);
-                py_json(&v.get_item(k)?, out, st, depth + 1)?;
-            }
-            newline(out, depth);
-            out.push('}');
-        }
-        _ => {
-            return Err(Error::new(
-                ErrorKind::InvalidOperation,
-                format!("tojson: cannot serialize a {}", v.kind()),
-            ))
-        }
-    }
-    Ok(())
-}
-
-fn py_str(s: &str, out: &mut String, ensure_ascii: bool) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || (ensure_ascii && (c as u32) > 0x7e) => {
-                let mut buf = [0u16; 2];
-                for u in c.encode_utf16(&mut buf) {
-                    out.push_str(&format!("\\u{u:04x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-/// Python's `json.dumps(float)`: `repr(float)` (the support crate's [`fmt_py`]: shortest
-/// round-trip digits, scientific below 1e-4 and from 1e16), with `NaN` and `Infinity`
-/// spelled as JSON extensions.
-///
-/// [`fmt_py`]: tinker_support::json::fmt_py
-pub fn py_float(f: f64) -> String {
-    if f.is_nan() {
-        "NaN".into()
-    } else if f.is_infinite() {
-        if f > 0.0 { "Infinity" } else { "-Infinity" }.into()
-    } else {
-        tinker_support::json::fmt_py(f)
-    }
-}
-
 fn tojson(v: Value, kwargs: Kwargs) -> Result<String, Error> {
     let indent: Option<Value> = kwargs.get("indent")?;
     let sort: Option<bool> = kwargs.get("sort_keys")?;
@@ -283,15 +157,15 @@ fn tojson(v: Value, kwargs: Kwargs) -> Result<String, Error> {
         .as_ref()
         .map(|(a, b)| (a.as_str(), b.as_str()))
         .unwrap_or(default_seps);
-    let mut out = String::new();
-    let style = JsonStyle {
+    let style = Style {
         indent: indent.as_deref(),
         seps,
-        sort: sort.unwrap_or(false),
         ensure_ascii: ensure_ascii.unwrap_or(false),
     };
-    py_json(&v, &mut out, style, 0)?;
-    Ok(out)
+    Ok(py_json::dumps_with(
+        &PyValue::from_template(&v, sort.unwrap_or(false))?,
+        style,
+    ))
 }
 
 /// A minimal `strftime` for `strftime_now` (UTC).
@@ -577,43 +451,10 @@ fn py_lstrip(s: &str) -> &str {
     s.trim_start_matches(py_ws)
 }
 
-/// Python's `json.dumps(v)` with its defaults (`ensure_ascii=True`, `", "` and `": "`).
-pub fn py_json_dumps(v: &serde_json::Value) -> String {
-    let mut out = String::new();
-    let style = JsonStyle {
-        indent: None,
-        seps: (", ", ": "),
-        sort: false,
-        ensure_ascii: true,
-    };
-    // Serializing a JSON value cannot fail.
-    let _ = py_json(&Value::from(minijinja::value::Serde(v)), &mut out, style, 0);
-    out
-}
-
-/// Python's `json.dumps(v, separators=seps, ensure_ascii=…, indent=…)`.
-pub fn py_json_dumps_with(
-    v: &serde_json::Value,
-    seps: (&str, &str),
-    ensure_ascii: bool,
-    indent: Option<usize>,
-) -> String {
-    let pad = indent.map(|n| " ".repeat(n));
-    let mut out = String::new();
-    let style = JsonStyle {
-        indent: pad.as_deref(),
-        seps,
-        sort: false,
-        ensure_ascii,
-    };
-    // Serializing a JSON value cannot fail.
-    let _ = py_json(&Value::from(minijinja::value::Serde(v)), &mut out, style, 0);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::py_json::py_float;
 
     #[test]
     fn python_float_repr() {

@@ -36,6 +36,7 @@ mod cache;
 #[doc(hidden)]
 pub mod chat;
 mod fast;
+pub mod py_json;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub use fast::seal_prepared;

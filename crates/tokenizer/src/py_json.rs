@@ -1,18 +1,18 @@
-//! Python's `json` module as the cookbook's DeepSeek renderers meet it: `json.loads` with
+//! Python's `json` module, once for the crate and the renderers above it: `json.loads` with
 //! its acceptance (`NaN`, `Infinity`, integers of any size up to Python's 4,300-digit
 //! conversion limit, nesting up to about its recursion limit) and its error messages, and
-//! `json.dumps` of what it returns. serde_json differs on each of these, and tool-call
-//! text comes from the model, so the parsers need Python's behaviour. Shared by the
-//! renderers (`base::parse_tool_call_json`, DeepSeek's DSML and tool calls).
+//! `json.dumps` (separators, `indent`, `ensure_ascii`, `repr(float)`) of the one value type
+//! it reads into. serde_json differs on each of these, and tool-call text comes from the
+//! model, so the parsers need Python's behaviour. The chat templates' `tojson`, the
+//! renderers' tool calls, the cookbook's `.jsonl` lines and the CLI's output all print
+//! through [`dumps_with`].
 
+use minijinja::value::ValueKind;
 use serde_json::Value as Json;
-
-use tinker_tokenizer::chat::py_float;
-use tinker_tokenizer::chat::py_json_dumps_with as json_dumps_with;
 
 /// A decoded value, as Python holds it.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Value {
+pub enum Value {
     /// `None`.
     Null,
     /// `True` / `False`.
@@ -31,7 +31,7 @@ pub(crate) enum Value {
 
 /// Why `json.loads` raised.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Error {
+pub enum Error {
     /// `json.JSONDecodeError`, with Python's message.
     Decode(String),
     /// Another `ValueError`: an integer over the 4,300-digit conversion limit.
@@ -42,7 +42,7 @@ pub(crate) enum Error {
 
 impl Error {
     /// Python's `str(e)`.
-    pub(crate) fn message(&self) -> &str {
+    pub fn message(&self) -> &str {
         match self {
             Error::Decode(m) | Error::Value(m) | Error::Recursion(m) => m,
         }
@@ -56,7 +56,7 @@ const MAX_STR_DIGITS: usize = 4300;
 const MAX_DEPTH: usize = 980;
 
 /// `json.loads(s)`.
-pub(crate) fn loads(s: &str) -> Result<Value, Error> {
+pub fn loads(s: &str) -> Result<Value, Error> {
     let p = Parser {
         c: s.chars().collect(),
     };
@@ -74,9 +74,44 @@ pub(crate) fn loads(s: &str) -> Result<Value, Error> {
 }
 
 impl Value {
+    /// A template value as Python's `json` holds it (`tojson`'s input); with `sort`, each
+    /// dict's keys in order first (`sort_keys=True`). A value that is not JSON (a function,
+    /// a macro) is refused.
+    pub fn from_template(v: &minijinja::Value, sort: bool) -> Result<Value, minijinja::Error> {
+        Ok(match v.kind() {
+            ValueKind::Undefined | ValueKind::None => Value::Null,
+            ValueKind::Bool => Value::Bool(v.is_true()),
+            ValueKind::Number if v.is_integer() => Value::Int(v.to_string()),
+            ValueKind::Number => Value::Float(f64::try_from(v.clone()).unwrap_or(f64::NAN)),
+            ValueKind::String => Value::Str(v.as_str().unwrap_or_default().to_owned()),
+            ValueKind::Seq | ValueKind::Iterable => Value::Array(
+                v.try_iter()?
+                    .map(|item| Value::from_template(&item, sort))
+                    .collect::<Result<_, _>>()?,
+            ),
+            ValueKind::Map => {
+                let mut keys: Vec<minijinja::Value> = v.try_iter()?.collect();
+                if sort {
+                    tinker_support::sort::sort_by(&mut keys, |a, b| a.cmp(b));
+                }
+                let entry = |k: &minijinja::Value| -> Result<(String, Value), minijinja::Error> {
+                    let name = k.as_str().map_or_else(|| k.to_string(), str::to_owned);
+                    Ok((name, Value::from_template(&v.get_item(k)?, sort)?))
+                };
+                Value::Object(keys.iter().map(entry).collect::<Result<_, _>>()?)
+            }
+            _ => {
+                return Err(minijinja::Error::new(
+                    minijinja::ErrorKind::InvalidOperation,
+                    format!("tojson: cannot serialize a {}", v.kind()),
+                ))
+            }
+        })
+    }
+
     /// The same value as a [`Json`] one: `NaN` and the infinities, which it cannot hold,
     /// are refused; an integer past 64 bits becomes the nearest float.
-    pub(crate) fn to_json(&self) -> Result<Json, String> {
+    pub fn to_json(&self) -> Result<Json, String> {
         Ok(match self {
             Value::Null => Json::Null,
             Value::Bool(b) => Json::Bool(*b),
@@ -99,52 +134,145 @@ impl Value {
     }
 }
 
-/// `json.dumps(v, ensure_ascii=…)` with the default separators.
-pub(crate) fn dumps(v: &Value, ensure_ascii: bool) -> String {
-    let mut out = String::new();
-    write(v, ensure_ascii, &mut out);
-    out
+/// How `json.dumps` lays its text out: `indent` (a string per level, or none: one line),
+/// `separators` and `ensure_ascii`.
+#[derive(Clone, Copy)]
+pub struct Style<'a> {
+    /// Each level's indentation; `None` writes one line.
+    pub indent: Option<&'a str>,
+    /// The item and key separators (Python's default `(", ", ": ")`).
+    pub seps: (&'a str, &'a str),
+    /// `\uXXXX` escapes for every character past ASCII.
+    pub ensure_ascii: bool,
 }
 
-fn write(v: &Value, ensure_ascii: bool, out: &mut String) {
-    match v {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Int(digits) => out.push_str(digits),
-        Value::Float(f) => out.push_str(&py_float(*f)),
-        Value::Str(s) => out.push_str(&string(s, ensure_ascii)),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write(item, ensure_ascii, out);
-            }
-            out.push(']');
-        }
-        Value::Object(entries) => {
-            out.push('{');
-            for (i, (key, item)) in entries.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                out.push_str(&string(key, ensure_ascii));
-                out.push_str(": ");
-                write(item, ensure_ascii, out);
-            }
-            out.push('}');
+impl Style<'_> {
+    /// `json.dumps`' defaults with `ensure_ascii` as given.
+    pub fn python(ensure_ascii: bool) -> Self {
+        Style {
+            indent: None,
+            seps: (", ", ": "),
+            ensure_ascii,
         }
     }
 }
 
-fn string(s: &str, ensure_ascii: bool) -> String {
-    json_dumps_with(
-        &Json::String(s.to_owned()),
-        (", ", ": "),
+/// `json.dumps(v, ensure_ascii=…)` with the default separators.
+pub fn dumps(v: &Value, ensure_ascii: bool) -> String {
+    dumps_with(v, Style::python(ensure_ascii))
+}
+
+/// `json.dumps(v, indent=…, separators=…, ensure_ascii=…)`.
+pub fn dumps_with(v: &Value, style: Style<'_>) -> String {
+    let mut out = String::new();
+    write(v, style, 0, &mut out);
+    out
+}
+
+/// `json.dumps(v, separators=seps, ensure_ascii=…, indent=…)` of a serde_json value (as
+/// `json.loads` of its text would hold it); `indent` spaces per level.
+pub fn dumps_json(
+    v: &Json,
+    seps: (&str, &str),
+    ensure_ascii: bool,
+    indent: Option<usize>,
+) -> String {
+    let pad = indent.map(|n| " ".repeat(n));
+    let style = Style {
+        indent: pad.as_deref(),
+        seps,
         ensure_ascii,
-        None,
-    )
+    };
+    // Through the template engine's value, as `tojson` reads a template's (serde_json's
+    // numbers: integers as integers, the rest as floats).
+    let v = minijinja::Value::from(minijinja::value::Serde(v));
+    match Value::from_template(&v, false) {
+        Ok(py) => dumps_with(&py, style),
+        // A serde_json value always converts.
+        Err(_) => String::new(),
+    }
+}
+
+fn write(v: &Value, st: Style<'_>, depth: usize, out: &mut String) {
+    let (open, close, len) = match v {
+        Value::Null => return out.push_str("null"),
+        Value::Bool(b) => return out.push_str(if *b { "true" } else { "false" }),
+        Value::Int(digits) => return out.push_str(digits),
+        Value::Float(f) => return out.push_str(&py_float(*f)),
+        Value::Str(s) => return py_str(s, out, st.ensure_ascii),
+        Value::Array(items) => ('[', ']', items.len()),
+        Value::Object(entries) => ('{', '}', entries.len()),
+    };
+    // A list's or a dict's items between their brackets, each on its own line when indented.
+    out.push(open);
+    for i in 0..len {
+        if i > 0 {
+            out.push_str(st.seps.0);
+        }
+        newline(st, depth + 1, out);
+        let item = match v {
+            Value::Object(entries) => {
+                py_str(&entries[i].0, out, st.ensure_ascii);
+                out.push_str(st.seps.1);
+                &entries[i].1
+            }
+            Value::Array(items) => &items[i],
+            _ => unreachable!("only lists and dicts have items"),
+        };
+        write(item, st, depth + 1, out);
+    }
+    if len > 0 {
+        newline(st, depth, out);
+    }
+    out.push(close);
+}
+
+fn newline(st: Style<'_>, depth: usize, out: &mut String) {
+    if let Some(ind) = st.indent {
+        out.push('\n');
+        for _ in 0..depth {
+            out.push_str(ind);
+        }
+    }
+}
+
+/// A `str` as `json.dumps` writes it.
+fn py_str(s: &str, out: &mut String, ensure_ascii: bool) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 || (ensure_ascii && (c as u32) > 0x7e) => {
+                let mut buf = [0u16; 2];
+                for u in c.encode_utf16(&mut buf) {
+                    out.push_str(&format!("\\u{u:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Python's `json.dumps(float)`: `repr(float)` (the support crate's [`fmt_py`]: shortest
+/// round-trip digits, scientific below 1e-4 and from 1e16), with `NaN` and `Infinity`
+/// spelled as JSON extensions.
+///
+/// [`fmt_py`]: tinker_support::json::fmt_py
+pub fn py_float(f: f64) -> String {
+    if f.is_nan() {
+        "NaN".into()
+    } else if f.is_infinite() {
+        if f > 0.0 { "Infinity" } else { "-Infinity" }.into()
+    } else {
+        tinker_support::json::fmt_py(f)
+    }
 }
 
 /// How a scan failed: the C scanner's `StopIteration` (reported by `json.loads` as
