@@ -22,25 +22,39 @@ sim: setup-rust
 native: setup-rust
 	cargo build --workspace --bins --examples
 
-.PHONY: all setup setup-rust build sim native wasm demo test test-cli test-readme lint test-rust test-js test-node test-node-lite test-browser test-workerd test-bun test-deno test-package typecheck test-tokenizer-parity bench-tokenizer test-size test-size-strict bench clean
+.PHONY: all setup setup-rust setup-tools setup-js setup-python setup-fuzz build sim native wasm demo test test-cli test-readme lint test-rust test-js test-node test-node-lite test-browser test-workerd test-bun test-deno test-package typecheck test-tokenizer-parity bench-tokenizer test-size test-size-strict bench clean
 
 all: build
 
-# The Rust toolchain's parts alone (the native builds need nothing else), then the rest:
-# npm, PyPI, Debian and the cargo-installed tools (scripts/setup.sh). Every test suite
-# needs the whole set-up; the native build starts before it is done.
+# The set-up in parts (scripts/setup.sh STEP), so that each build starts as soon as what it
+# needs is in: the native build after the Rust toolchain's parts; the wasm build after its
+# tools (wasm-bindgen-cli, wasm-pack) and npm (binaryen); test-fuzz after cargo-fuzz.
+# Every test suite needs the whole set-up.
 setup-rust:
 	@scripts/setup.sh rust
 
-setup: setup-rust
-	@scripts/setup.sh
+setup-tools: setup-rust
+	@scripts/setup.sh tools
 
-wasm: setup
+setup-js:
+	@scripts/setup.sh js
+
+setup-python:
+	@scripts/setup.sh python
+
+setup-fuzz: setup-rust
+	@scripts/setup.sh fuzz
+
+setup: setup-rust setup-tools setup-js setup-python setup-fuzz
+
+wasm: setup-tools setup-js
 	@scripts/build-wasm.sh
 
 build: wasm
 
-demo: build sim
+# The set-up's parts and the two builds side by side (make's own -j), then the demo.
+demo:
+	@$(MAKE) --no-print-directory -j3 --output-sync=target setup build sim
 	node examples/demo.mjs
 
 # rustfmt, and Clippy's lints: the native ones as the builds produced them, wasm32's in
@@ -281,9 +295,16 @@ export TIMED_TARGET = $@
 
 $(filter-out lint,$(TEST_SUITES)): setup
 
+# In make test, the two builds that no suite waits for (Clippy's wasm32 check pass, the
+# fuzz targets' instrumented build) start once the wasm build is done: every JS suite waits
+# for that one, and a fresh clone built it in 13:20 beside them against 8:52 alone.
+ifdef TEST_ORDER
+lint test-fuzz: | wasm
+endif
+
 test:
 	@rm -rf target/suite-times.log target/suite-logs; status=0; \
-	$(MAKE) --no-print-directory -k -j3 --output-sync=target SHELL=$(CURDIR)/scripts/timed-shell.sh TIMED_LOG=$(CURDIR)/target/suite-times.log $(TEST_SUITES) || status=$$?; \
+	$(MAKE) --no-print-directory -k -j3 --output-sync=target TEST_ORDER=1 SHELL=$(CURDIR)/scripts/timed-shell.sh TIMED_LOG=$(CURDIR)/target/suite-times.log $(TEST_SUITES) || status=$$?; \
 	scripts/suite-times.sh target/suite-times.log; \
 	if [ $$status = 0 ]; then echo "make test: all suites passed"; else echo "make test: some suites failed (see above)"; exit $$status; fi
 

@@ -2,8 +2,16 @@
 # Installs everything the build and the tests need, idempotently, from the package
 # registries only (crates.io, npm, PyPI, Debian). Skips what is already installed.
 # Used by `make demo` and `make test`; safe to run again at any time.
-# `scripts/setup.sh rust` does only step 1 (what a native cargo build needs), so that
-# `make native` compiles while the rest of the set-up (npm, PyPI, the tools) goes on.
+#
+#   scripts/setup.sh            everything (the cargo-installed tools build in the background
+#                               while npm, PyPI and Debian download)
+#   scripts/setup.sh STEP…      only those steps, in the foreground: `rust` (what a native
+#                               cargo build needs), `tools` (wasm-bindgen-cli and wasm-pack:
+#                               what the wasm build needs besides npm's binaryen), `js`
+#                               (Chromium, npm, Bun and Deno), `python` (the venv of the
+#                               oracles), `fuzz` (cargo-fuzz and g++). The Makefile runs each
+#                               as its own target, so that `make test` starts the wasm build as
+#                               soon as its tools and npm are in, while PyPI goes on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -11,6 +19,7 @@ log() { printf '\033[1;34m[setup]\033[0m %s\n' "$*"; }
 t0=$(date +%s)
 
 # 1. Rust target for wasm.
+step_rust() {
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   log "rustup target add wasm32-unknown-unknown"
   rustup target add wasm32-unknown-unknown
@@ -24,7 +33,7 @@ for c in clippy rustfmt; do
   fi
 done
 
-[ "${1:-}" = rust ] && exit 0
+}
 
 # 2. The tools built from crates.io: wasm-bindgen-cli at exactly the version in Cargo.lock
 #    (wasm-pack only uses a wasm-bindgen on PATH whose version matches, and cannot download
@@ -35,31 +44,52 @@ done
 #    2 cores, the three took 651 s with their release profiles and take 241 s so, while
 #    their work here stays a matter of seconds (wasm-bindgen over the 1.5 MB module: 1.3 s
 #    instead of 0.4 s; wasm-pack and cargo-fuzz only run other commands).
-want=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)
-have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
-tools=()
-[ "$have" = "$want" ] || tools+=("wasm-bindgen-cli --version $want")
-command -v wasm-pack >/dev/null 2>&1 || tools+=("wasm-pack --locked --version 0.15.1")
-command -v cargo-fuzz >/dev/null 2>&1 || tools+=("cargo-fuzz --locked --version 0.13.2")
-tools_pid=""
-if [ ${#tools[@]} -gt 0 ]; then
+# The tools a step asks for that are not installed yet (crate and flags per entry).
+missing_tools() {
+  local want have
+  want=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)
+  have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
+  for t in "$@"; do
+    case $t in
+      wasm-bindgen) [ "$have" = "$want" ] || echo "wasm-bindgen-cli --version $want" ;;
+      wasm-pack) command -v wasm-pack >/dev/null 2>&1 || echo "wasm-pack --locked --version 0.15.1" ;;
+      cargo-fuzz) command -v cargo-fuzz >/dev/null 2>&1 || echo "cargo-fuzz --locked --version 0.13.2" ;;
+    esac
+  done
+}
+
+# Installs the given tools (lines of missing_tools) with the fast flags above; the log in
+# target/setup-tools.log.
+install_tools() {
+  [ $# -gt 0 ] || return 0
   mkdir -p target
-  for t in "${tools[@]}"; do log "cargo install $t (in the background; log: target/setup-tools.log)"; done
+  for t in "$@"; do log "cargo install $t (log: target/setup-tools.log)"; done
   (
     # Tools are not linted (make exports clippy-driver as the workspace wrapper).
     unset RUSTC_WORKSPACE_WRAPPER
     export CARGO_TARGET_DIR=$ROOT/target/tools CARGO_PROFILE_RELEASE_OPT_LEVEL=0 \
       CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
       CARGO_PROFILE_RELEASE_DEBUG=0
-    for t in "${tools[@]}"; do
+    for t in "$@"; do
       # shellcheck disable=SC2086 # each entry is a crate and its flags
       cargo install $t
     done
-  ) >target/setup-tools.log 2>&1 &
-  tools_pid=$!
-fi
+  ) >>target/setup-tools.log 2>&1 || {
+    tail -n 40 target/setup-tools.log
+    log "cargo install failed (log: target/setup-tools.log)"
+    return 1
+  }
+  log "tools built ($(grep -c '^ *Compiling' target/setup-tools.log) crates)"
+}
+
+step_tools() {
+  local t=()
+  mapfile -t t < <(missing_tools wasm-bindgen wasm-pack)
+  install_tools "${t[@]}"
+}
 
 # 3. Debian chromium for the browser tests (never a downloaded browser).
+step_js() {
 if [ ! -x /usr/bin/chromium ]; then
   log "apt-get install chromium"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -84,8 +114,10 @@ for rt in bun deno; do
     node_modules/.bin/$rt --version >/dev/null
   fi
 done
+}
 
 # 5. Python venv with the official SDK 0.38.0 and the native tokenizers oracle.
+step_python() {
 if [ -f tests/conformance/requirements.txt ]; then
   VENV=tests/conformance/.venv
   stamp=$VENV/.requirements.stamp
@@ -119,23 +151,47 @@ if [ -f tests/conformance/requirements.txt ]; then
     cp tests/conformance/requirements-train.txt "$cstamp"
   fi
 fi
+}
 
-# 6. A C++ compiler for libFuzzer itself (Debian's g++; make test-fuzz).
-if ! command -v c++ >/dev/null 2>&1; then
-  log "apt-get install g++"
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends g++ >/dev/null
+# 6. cargo-fuzz and a C++ compiler for libFuzzer itself (Debian's g++; make test-fuzz).
+step_cxx() {
+  if ! command -v c++ >/dev/null 2>&1; then
+    log "apt-get install g++"
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends g++ >/dev/null
+  fi
+}
+
+step_fuzz() {
+  step_cxx
+  local t=()
+  mapfile -t t < <(missing_tools cargo-fuzz)
+  install_tools "${t[@]}"
+}
+
+if [ $# -gt 0 ]; then
+  for step in "$@"; do
+    case $step in
+      rust | tools | js | python | fuzz) "step_$step" ;;
+      *) echo "setup.sh: unknown step '$step' (rust, tools, js, python, fuzz)" >&2; exit 2 ;;
+    esac
+  done
+  exit 0
 fi
 
-# 7. The tools from step 2.
-if [ -n "$tools_pid" ]; then
-  if ! wait "$tools_pid"; then
-    tail -n 40 target/setup-tools.log
-    log "cargo install failed (log: target/setup-tools.log)"
-    exit 1
-  fi
-  log "tools built ($(grep -c '^ *Compiling' target/setup-tools.log) crates)"
+# Everything: the Rust parts, then the tools building in the background (compiling them is
+# most of a fresh set-up) while the downloads go on.
+step_rust
+tools=()
+mapfile -t tools < <(missing_tools wasm-bindgen wasm-pack cargo-fuzz)
+install_tools "${tools[@]}" &
+tools_pid=$!
+step_js
+step_python
+step_cxx
+if ! wait "$tools_pid"; then
+  exit 1
 fi
 
 log "ready in $(( $(date +%s) - t0 )) s"
