@@ -412,8 +412,10 @@ const git = (...a) => {
   }
 };
 const commit = `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', '--untracked-files=no') ? ' (with uncommitted changes)' : ''}`;
+const cpu = os.cpus()[0]?.model ?? '?';
+const cores = os.availableParallelism?.() ?? os.cpus().length;
 const machine = [
-  `- machine: ${os.cpus()[0]?.model ?? '?'}, ${os.availableParallelism?.() ?? os.cpus().length} cores, ${f(os.totalmem() / 2 ** 30, 1)} GiB, ${os.type()} ${os.release()}`,
+  `- machine: ${cpu}, ${cores} cores, ${f(os.totalmem() / 2 ** 30, 1)} GiB, ${os.type()} ${os.release()}`,
   `- load average (1/5/15 min) at start ${load0.map((x) => f(x)).join(' / ')}, at end ${load1.map((x) => f(x)).join(' / ')} (the machine is shared; CPU-time figures are less sensitive to it than wall times)`,
   `- tinker-wasm ${JSON.parse(readFileSync(path.join(root, 'pkg/package.json'))).version} at ${commit}; Node ${process.version}; Bun ${runtimeVersion('bun', ['--version'])}; ${runtimeVersion('deno', ['--version'])}; miniflare ${pkgVersion('miniflare')} (workerd ${pkgVersion('workerd')}); @lenml/tokenizers ${pkgVersion('@lenml/tokenizers')}`,
   `- Python ${versions.python}: tinker ${versions.tinker}, protobuf ${versions.protobuf}, zstandard ${versions.zstandard}, tokenizers ${versions.tokenizers}, numpy ${versions.numpy}`,
@@ -427,7 +429,7 @@ const missed = targets.filter((t) => !t.ok);
 const summary = targets.length ? `Targets: ${targets.length - missed.length} of ${targets.length} met.${missed.length ? ` Missed: ${missed.map((t) => `${t.bench} (${t.ratio}; target ${t.target})`).join('; ')}. What dominates each miss and the next step: tests/bench/NOTES-issue8.md.` : ''}` : '';
 const command = `node tests/bench/run.mjs${argv.length ? ' ' + argv.join(' ') : ''}`;
 const md = [
-  `One \`make bench\` run, ${started.toISOString().slice(0, 10)}, on ${os.cpus()[0]?.model ?? '?'} (${os.availableParallelism?.() ?? os.cpus().length} cores): every peer measured in the same run, ratios of the two. The sections after the table say what each row measures; the run's machine and versions follow it.`,
+  `One \`make bench\` run, ${started.toISOString().slice(0, 10)}, on ${cpu} (${cores} cores): every peer measured in the same run, ratios of the two. The sections after the table say what each row measures; the run's machine and versions follow it.`,
   '',
   table,
   '',
