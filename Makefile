@@ -285,8 +285,11 @@ test-soak: wasm native
 # machine, all suites in 21:27 two at a time, 16:39 three at a time. Each suite has its own
 # simulator (on port 0), output directory under target/ and browser profile; cargo's lock on
 # target/ keeps two builds of it from overlapping. The longest suites come first, so the
-# short ones fill the end. --output-sync prints each suite's output in one piece when it ends.
-TEST_SUITES := lint test-rust test-differential test-cookbook test-tokenizer-parity test-cli test-js test-examples test-renderer-parity test-conformance test-openai test-www test-soak test-sim-lineup test-sim-language test-package test-readme typecheck test-coverage test-size test-fuzz
+# short ones fill the end; renderer-expected (2 to 3 minutes of one core in Python) is named
+# early, as the head of test-examples' chain: reached only through test-examples, it started
+# 30 minutes into a fresh run and left test-examples alone at the end for 3 minutes.
+# --output-sync prints each suite's output in one piece when it ends.
+TEST_SUITES := lint test-rust renderer-expected test-differential test-cookbook test-examples test-tokenizer-parity test-cli test-js test-renderer-parity test-conformance test-openai test-www test-soak test-sim-lineup test-sim-language test-package test-readme typecheck test-coverage test-size test-fuzz
 
 # -k: a failing suite does not stop the others, so one run reports every failure. Each
 # recipe line runs through scripts/timed-shell.sh, and the table of how long each target took
