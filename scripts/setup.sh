@@ -120,10 +120,11 @@ done
 step_python() {
 if [ -f tests/conformance/requirements.txt ]; then
   VENV=tests/conformance/.venv
-  # --no-compile: no bytecode for every module of every wheel at install time (torch alone
-  # is ~20 s of CPU); Python compiles the modules a suite imports when it imports them.
-  # Measured on the main and torch requirements in fresh venvs: 128 -> 91 s of CPU.
-  PIP=("$VENV/bin/pip" install -q --disable-pip-version-check --no-compile)
+  # Bytecode is compiled at install time (pip's default): with --no-compile the install took
+  # 128 -> 91 s of CPU, but where PYTHONDONTWRITEBYTECODE is set (this project's machines)
+  # every later import compiles from source again, and a fresh run's Python suites took
+  # minutes more (test-differential 1:49 -> 4:35 of CPU).
+  PIP=("$VENV/bin/pip" install -q --disable-pip-version-check)
   stamp=$VENV/.requirements.stamp
   if [ ! -f "$stamp" ] || ! cmp -s tests/conformance/requirements.txt "$stamp"; then
     log "python venv ($VENV)"
