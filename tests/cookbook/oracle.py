@@ -282,6 +282,33 @@ def kl_cases(rng, pg, adv, out):
                          "metrics": list(metrics.items()), "data": [dump_datum(d) for d in data]}
 
 
+def truncations():
+    """TrainingRunStore.truncate_metrics(from_step) on metrics.jsonl texts with rows it keeps and
+    drops for every reason: integer steps before and after, booleans (Python's ints), negative,
+    float and huge steps, NaN and Infinity metrics (json.loads reads them), rows without a step,
+    a list and a line that is not JSON."""
+    import tempfile
+    from tinker_cookbook.stores.storage import LocalStorage
+    from tinker_cookbook.stores.training_store import TrainingRunStore
+
+    rows = ['{"step": 0, "loss": 1.5}', '{"step": 1, "loss": NaN}', '{"step": 2, "loss": Infinity}',
+            '{"step": 3, "x": -Infinity}', '{"step": true}', '{"step": false}', '{"step": -4}',
+            '{"step": 2.0}', '{"step": "3"}', '{"loss": 1}', '[1, 2]', 'not json',
+            '{"step": 123456789012345678901234567890}', '{"step": 5, "step": 1}', '{"step": 4}']
+    cases = []
+    for from_step in (0, 1, 2, 3, 5, 6):
+        text = "\n".join(rows) + "\n"
+        with tempfile.TemporaryDirectory() as d:
+            store = TrainingRunStore(LocalStorage(d))
+            with open(f"{d}/metrics.jsonl", "w") as f:
+                f.write(text)
+            dropped = store.truncate_metrics(from_step)
+            with open(f"{d}/metrics.jsonl") as f:
+                kept = f.read()
+        cases.append({"text": text, "from_step": from_step, "dropped": dropped, "kept": kept})
+    return cases
+
+
 def main():
     hidden = known_hidden_sizes()
     out = {
@@ -291,12 +318,13 @@ def main():
         "hidden_sizes": hidden,
         "get_lr": learning_rates(hidden),
         "rl_data": rl_data(),
+        "truncations": truncations(),
     }
     with open(sys.argv[1], "w") as f:
         json.dump(out, f)
     print(
         f"cookbook oracle: {len(out['data_orders'])} data orders, {len(out['permutations'])} permutations, {len(out['schedules'])} schedule points, "
-        f"{len(hidden)} hidden sizes, {len(out['get_lr'])} learning rates, {len(out['rl_data'])} RL data cases -> {sys.argv[1]}"
+        f"{len(hidden)} hidden sizes, {len(out['get_lr'])} learning rates, {len(out['rl_data'])} RL data cases, {len(out['truncations'])} metrics truncations -> {sys.argv[1]}"
     )
 
 

@@ -26,7 +26,8 @@ fn main() {
         + hidden_sizes(&expected, &mut diffs)
         + learning_rates(&expected, &mut diffs)
         + rl_data(&expected, &mut diffs)
-        + kl_terms(&expected, &mut diffs);
+        + kl_terms(&expected, &mut diffs)
+        + truncations(&expected, &mut diffs);
     for d in &diffs {
         println!("DIFF {d}");
     }
@@ -410,4 +411,29 @@ fn datum_json(d: &Datum) -> Value {
 /// are not equal: Python writes them differently).
 fn same_metrics(a: &Value, b: &Value) -> bool {
     a == b
+}
+
+/// `truncate_metrics(from_step)` of a run's `metrics.jsonl`: which rows it keeps.
+fn truncations(expected: &Value, diffs: &mut Vec<String>) -> usize {
+    let rows = rows(expected, "truncations");
+    for r in rows {
+        let (text, from) = (
+            r["text"].as_str().unwrap(),
+            r["from_step"].as_u64().unwrap(),
+        );
+        let ours = tinker_cookbook::checkpoints::truncate_metrics(text, from);
+        let theirs = match r["dropped"].as_u64().unwrap() {
+            0 => None,
+            _ => Some((
+                format!("metrics.jsonl.pre_resume_{from:06}"),
+                r["kept"].as_str().unwrap().to_string(),
+            )),
+        };
+        if ours != theirs {
+            diffs.push(format!(
+                "truncate_metrics({from}): ours {ours:?}, the cookbook's {theirs:?}"
+            ));
+        }
+    }
+    rows.len()
 }

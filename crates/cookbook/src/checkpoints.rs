@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value as Json};
 use tinker_support::input::InputError;
+use tinker_tokenizer::py_json::{self, Value as Py};
 
 /// `CheckpointRecord`'s own fields, in the order `to_dict` writes them; any other key
 /// is kept after them in the order it came.
@@ -58,18 +59,21 @@ pub fn has(record: &Map<String, Json>, key: &str) -> bool {
     }
 }
 
-/// The records of a `checkpoints.jsonl` text, one JSON object per line. A line that is not
-/// one is refused with its line number (from 1), as the cookbook's reader fails on it.
+/// The records of a `checkpoints.jsonl` text, one JSON object per line, read as Python's
+/// `json.loads` reads them. A line that is not one is refused with its line number (from 1),
+/// as the cookbook's reader fails on it.
 pub fn parse_records(text: &str) -> Result<Vec<Map<String, Json>>, InputError> {
     text.lines()
         .enumerate()
-        .map(|(i, line)| match serde_json::from_str(line) {
-            Ok(Json::Object(m)) if m.contains_key("name") => Ok(normalized(&m)),
-            _ => Err(InputError::type_error(
-                format!("checkpoints.jsonl line {}", i + 1),
-                "is not a checkpoint record (a JSON object with a \"name\")",
-            )),
-        })
+        .map(
+            |(i, line)| match py_json::loads(line).map(|v| v.to_json()) {
+                Ok(Ok(Json::Object(m))) if m.contains_key("name") => Ok(normalized(&m)),
+                _ => Err(InputError::type_error(
+                    format!("checkpoints.jsonl line {}", i + 1),
+                    "is not a checkpoint record (a JSON object with a \"name\")",
+                )),
+            },
+        )
         .collect()
 }
 
@@ -139,4 +143,33 @@ mod tests {
         let e = parse_records("{\"name\": \"a\"}\n[1]\n").unwrap_err();
         assert_eq!(e.field, "checkpoints.jsonl line 2");
     }
+}
+
+/// Whether a `metrics.jsonl` row is one `truncate_metrics(from_step)` drops: its `step` is
+/// an `int` (Python's: `True` and `False` are 1 and 0) at or after `from_step`. The row is
+/// read as `json.loads` reads it (`NaN` metrics included); a row that is not a JSON object,
+/// or has no integer `step`, is kept.
+fn drops(line: &str, from_step: u64) -> bool {
+    let Ok(Py::Object(entries)) = py_json::loads(line) else {
+        return false;
+    };
+    match entries.iter().find(|(k, _)| k == "step").map(|(_, v)| v) {
+        Some(Py::Bool(b)) => u64::from(*b) >= from_step,
+        Some(Py::Int(digits)) if !digits.starts_with('-') => {
+            digits.parse::<u64>().map_or(true, |step| step >= from_step)
+        }
+        _ => false,
+    }
+}
+
+/// `TrainingStore.truncate_metrics(from_step)` of a resumed run, given the text of
+/// `metrics.jsonl`: `(backup name, kept text)` when rows at or after `from_step` are dropped
+/// (the old file is kept as `metrics.jsonl.pre_resume_{from_step:06d}`), `None` otherwise.
+pub fn truncate_metrics(text: &str, from_step: u64) -> Option<(String, String)> {
+    let kept: Vec<&str> = text.lines().filter(|l| !drops(l, from_step)).collect();
+    if kept.len() == text.lines().count() {
+        return None;
+    }
+    let body = kept.iter().map(|l| format!("{l}\n")).collect();
+    Some((format!("metrics.jsonl.pre_resume_{from_step:06}"), body))
 }

@@ -361,18 +361,7 @@ impl Rl {
         if !self.cfg.counts_tokens() {
             return None;
         }
-        let keep = |line: &&str| {
-            let step = serde_json::from_str::<Json>(line)
-                .ok()
-                .and_then(|v| v.get("step")?.as_u64());
-            step.is_none_or(|s| s < self.start)
-        };
-        let kept: Vec<&str> = text.lines().filter(keep).collect();
-        if kept.len() == text.lines().count() {
-            return None;
-        }
-        let body = kept.iter().map(|l| format!("{l}\n")).collect();
-        Some((format!("metrics.jsonl.pre_resume_{:06}", self.start), body))
+        crate::checkpoints::truncate_metrics(text, self.start)
     }
 
     /// The next step: `(step, the dataset batch it rolls out)`, or `None` when done.

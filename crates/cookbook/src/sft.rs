@@ -307,18 +307,7 @@ impl Sft {
             return None; // train_dpo.main keeps every row
         }
         let step = self.start.0 * self.plan.n_batches + self.start.1;
-        let keep = |line: &&str| {
-            serde_json::from_str::<Json>(line)
-                .ok()
-                .and_then(|v| v.get("step").and_then(Json::as_u64))
-                .is_none_or(|s| s < step)
-        };
-        let kept: Vec<&str> = text.lines().filter(keep).collect();
-        if kept.len() == text.lines().count() {
-            return None;
-        }
-        let body = kept.iter().map(|l| format!("{l}\n")).collect();
-        Some((format!("metrics.jsonl.pre_resume_{step:06}"), body))
+        crate::checkpoints::truncate_metrics(text, step)
     }
 
     /// The model's tokenizer, once the client is there: builds the held-out datums.
