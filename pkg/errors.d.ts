@@ -37,11 +37,14 @@ export declare class APIUserAbortError extends APIError {}
 export declare class APIResponseValidationError extends APIError {}
 /** The server ran the request and it failed. */
 export declare class RequestFailedError extends TinkerError {
+  /** The failed request's id. */
   readonly requestId: string;
+  /** Whose failure it was: 'user' (the request's), 'server' or 'unknown'. */
   readonly category: 'user' | 'server' | 'unknown';
 }
 /** The server no longer has the request's result (HTTP 410 while polling). */
 export declare class FutureExpiredError extends TinkerError {
+  /** The expired request's id. */
   readonly requestId: string;
 }
 /** The client was closed, or poisoned by an earlier failure. */

@@ -1,16 +1,21 @@
-import type { ClientOptions, BillingUsageResponse, CurrentCheckpointStorageUsageResponse, AuditLogResponse, AuditLogParams, Page, TrainingRun, Checkpoint, SessionSummary, ListTrainingRunsParams, AccessScope, RequestOptions, SessionSearchRequest, ModelInput as ModelInputData, TensorData as TensorDataData, Datum, TensorDataFromArrayOptions, DatumFromTokensParams } from './gen/full/tinker_wasm.js';
+import type { ClientOptions, BillingUsageResponse, CurrentCheckpointStorageUsageResponse, AuditLogResponse, AuditLogParams, Page, TrainingRun, Checkpoint, SessionSummary, ListTrainingRunsParams, AccessScope, RequestOptions, SessionSearchRequest, Datum, DatumFromTokensParams } from './gen/full/tinker_wasm.js';
 
 /** A page with navigation. */
 export type NavigablePage<T> = Page<T> & {
+  /** Whether there is a page after this one. */
   hasNextPage(): boolean;
+  /** The next page; rejects with a `TinkerError` when there is none. */
   getNextPage(): Promise<NavigablePage<T>>;
 };
 
 /** A list call: `await` it for the first page, or `for await (const item of …)` over every item. */
 export declare class PagePromise<T> implements PromiseLike<NavigablePage<T>>, AsyncIterable<T> {
+  /** The first page (fetched once; awaiting the list gives it too). */
   firstPage(): Promise<NavigablePage<T>>;
   then<R1 = NavigablePage<T>, R2 = never>(onFulfilled?: ((value: NavigablePage<T>) => R1 | PromiseLike<R1>) | null, onRejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null): Promise<R1 | R2>;
+  /** `firstPage().catch(onRejected)`. */
   catch<R = never>(onRejected?: ((reason: unknown) => R | PromiseLike<R>) | null): Promise<NavigablePage<T> | R>;
+  /** Every item of every page, in order, fetching each page as it is reached. */
   [Symbol.asyncIterator](): AsyncIterator<T>;
 }
 
@@ -26,11 +31,6 @@ export interface RestClientLists extends RestClientDownloads {
   searchSessions(request?: SessionSearchRequest, options?: RequestOptions): PagePromise<SessionSummary>;
 }
 
-/** The model's input (a type and a builder namespace of the same name). */
-export type ModelInput = ModelInputData;
-/** A tensor (a type and a builder namespace of the same name). */
-export type TensorData = TensorDataData;
-
 /** Progress of a checkpoint download. */
 export interface DownloadProgress {
   /** The file being downloaded (relative path). */
@@ -45,7 +45,9 @@ export interface DownloadProgress {
 
 /** One downloaded file. */
 export interface DownloadedFile {
+  /** The file (relative path). */
   path: string;
+  /** Its size in bytes. */
   bytes: number;
   /** Where it was written (with `directory`, in Node). */
   localPath?: string;
@@ -56,22 +58,22 @@ export interface DownloadedFile {
 /** Checkpoint download methods of `RestClient`. */
 export interface RestClientDownloads {
   /** The files of an `external_weights` checkpoint, each as a `ReadableStream`, read in order. */
-  openCheckpointFiles(tinker_path: string, options?: { signal?: AbortSignal; fetch?: typeof fetch }): AsyncIterable<{ path: string; size: number | null; stream: ReadableStream<Uint8Array> }>;
+  openCheckpointFiles(tinker_path: string, options?: { signal?: AbortSignal; fetch?: typeof fetch }): AsyncIterable<{
+    /** The file (relative path). */
+    path: string;
+    /** Its size in bytes, if the server announced it. */
+    size: number | null;
+    /** Its contents. */
+    stream: ReadableStream<Uint8Array>;
+  }>;
   /** Downloads an `external_weights` checkpoint (export one with `TrainingClient.saveWeightsExternal`): to `directory` in Node, else as Blobs. */
-  downloadCheckpoint(tinker_path: string, params?: { directory?: string; on_progress?: (p: DownloadProgress) => void }, options?: { signal?: AbortSignal; fetch?: typeof fetch }): Promise<{ files: DownloadedFile[]; bytes: number }>;
+  downloadCheckpoint(tinker_path: string, params?: { directory?: string; on_progress?: (p: DownloadProgress) => void }, options?: { signal?: AbortSignal; fetch?: typeof fetch }): Promise<{
+    /** The files, in path order. */
+    files: DownloadedFile[];
+    /** Bytes of every file. */
+    bytes: number;
+  }>;
 }
-
-/** Builders of `ModelInput` objects. */
-export declare const ModelInput: {
-  /** One text chunk of token ids: `{ chunks: [{ type: 'encoded_text', tokens }] }`. */
-  fromInts(tokens: Uint32Array | Int32Array | ArrayLike<number>): ModelInputData;
-};
-
-/** Builders of `TensorData` objects. */
-export declare const TensorData: {
-  /** A tensor from flat data, e.g. `TensorData.fromArray([1, 2, 3, 4], { dtype: 'int64', shape: [2, 2] })`. */
-  fromArray(data: ArrayLike<number> | Float32Array | Int32Array | Uint32Array, options?: TensorDataFromArrayOptions): TensorDataData;
-};
 
 /**
  * A next-token `cross_entropy` datum from a full token sequence: input `tokens[0..n-1]`,
@@ -100,5 +102,6 @@ export declare class AdminClient {
   getAuditLog(params?: AuditLogParams): Promise<AuditLogResponse>;
   /** Stops the client's timers. */
   close(): Promise<void>;
+  /** `close()`, for `await using`. */
   [Symbol.asyncDispose](): Promise<void>;
 }

@@ -1,9 +1,15 @@
-// Type declarations for tinker-wasm. Every runtime entry point exports the same API.
+/**
+ * `tinker-wasm`: the Tinker SDK (service, training, sampling and REST clients), the tokenizer,
+ * tinker-cookbook's renderers and the OpenAI-compatible handler. Every runtime entry point
+ * (Node, Bun, Deno, browsers, workerd) exports the same API.
+ * @packageDocumentation
+ * @module tinker-wasm
+ */
 import type { RestClientLists } from './extras.js';
 export * from './gen/full/tinker_wasm.js';
 export * from './errors.js';
 export * from './renderers.js';
-export { PagePromise, ModelInput, TensorData, datumFromTokens, AdminClient } from './extras.js';
+export { PagePromise, datumFromTokens, AdminClient } from './extras.js';
 export type { NavigablePage, RestClientLists, DownloadProgress, DownloadedFile } from './extras.js';
 
 declare module './gen/full/tinker_wasm.js' {

@@ -2,13 +2,21 @@ import type { Renderer, Tokenizer, RendererOptions, ChatMessage, GenerationPromp
 
 /** What a renderer offers: the built-in `Renderer` class, or any object a registered factory returns. */
 export interface RendererLike {
+  /** The renderer's name. */
   readonly name: string;
+  /** What ends a turn: pass it as `sampling_params.stop` (token ids, or strings). */
   readonly stopSequences: number[] | string[];
+  /** Whether each generation prompt of a conversation is a prefix of the next one (the cookbook's `has_extension_property`). */
   readonly hasExtensionProperty: boolean;
+  /** The model input for sampling the next turn. */
   buildGenerationPrompt(messages: ChatMessage[], options?: GenerationPromptOptions): RenderedModelInput;
+  /** Tokens and per-position weights for supervised training (weight 1 on what `train_on_what` selects). */
   buildSupervisedExample(messages: ChatMessage[], options?: SupervisedExampleOptions): SupervisedExample;
+  /** One example per trained turn when the renderer lacks the extension property (else one example), as the cookbook's `build_supervised_examples`. */
   buildSupervisedExamples(messages: ChatMessage[], options?: SupervisedExampleOptions): SupervisedExample[];
+  /** Parses sampled tokens back into an assistant message (reasoning and tool calls split out where the format has them). */
   parseResponse(tokens: Uint32Array | ArrayLike<number>): ParsedResponse;
+  /** The message(s) that declare `tools` to the model, to put before a conversation (the cookbook's `create_conversation_prefix_with_tools`). */
   createConversationPrefixWithTools(tools: ToolSpec[], systemPrompt?: string): ChatMessage[];
 }
 

@@ -79,7 +79,7 @@ declare_params! {
         /// Send telemetry batches (default true).
         telemetry: bool => "?: boolean",
         /// Where log messages go (default `console`).
-        logger: JsValue => "?: { debug?(msg: string): void; info?(msg: string): void; warn?(msg: string): void; error?(msg: string): void }",
+        logger: JsValue => "?: {\n    /** Called with debug-level messages (absent: dropped). */\n    debug?(msg: string): void;\n    /** Called with info-level messages (absent: dropped). */\n    info?(msg: string): void;\n    /** Called with warn-level messages (absent: dropped). */\n    warn?(msg: string): void;\n    /** Called with error-level messages (absent: dropped). */\n    error?(msg: string): void\n  }",
         /// Minimum level logged (default 'warn').
         logLevel: String => "?: 'debug' | 'info' | 'warn' | 'error' | 'off'",
         /// Loads the tokenizer with a resolved id for `getTokenizer()` (full build), e.g.

@@ -68,9 +68,9 @@ declare_params! {
         /// Steps submitted before the oldest one's results are awaited (default 1).
         submit_ahead: u64 => "?: number",
         /// Evaluators run every `eval_every` steps, before the step is sent: functions that build a `TrainingClientEvaluator` or `SamplingClientEvaluator` (the held-out NLL runs after them).
-        evaluator_builders: JsValue => "?: Array<() => { evaluate(client: never): Promise<Record<string, number>> }>",
+        evaluator_builders: JsValue => "?: Array<() => {\n    /** Called with the training client (a `SamplingClientEvaluator`: a sampling client of the current weights); resolves to metrics. */\n    evaluate(client: never): Promise<Record<string, number>>\n  }>",
         /// Evaluators run every `infrequent_eval_every` steps.
-        infrequent_evaluator_builders: JsValue => "?: Array<() => { evaluate(client: never): Promise<Record<string, number>> }>",
+        infrequent_evaluator_builders: JsValue => "?: Array<() => {\n    /** Called with the training client (a `SamplingClientEvaluator`: a sampling client of the current weights); resolves to metrics. */\n    evaluate(client: never): Promise<Record<string, number>>\n  }>",
     }
 
     /// `supervised.FromConversationFileBuilder`: a JSONL file, one `{"messages": [...]}` per line.
@@ -80,7 +80,7 @@ declare_params! {
         /// The file's contents (text or UTF-8 bytes), in place of file_path.
         text: JsValue => "?: string | Uint8Array",
         /// The conversations themselves, in place of a file: an array or (async) iterable of `{ messages }`.
-        conversations: JsValue => "?: Iterable<{ messages: ChatMessage[] }> | AsyncIterable<{ messages: ChatMessage[] }>",
+        conversations: JsValue => "?: Iterable<{\n    /** The conversation. */\n    messages: ChatMessage[]\n  }> | AsyncIterable<{\n    /** The conversation. */\n    messages: ChatMessage[]\n  }>",
         /// Rows held out for evaluation (default 0).
         test_size: u64 => "?: number",
         /// The seed of the shuffle before the split (default 0).
@@ -153,9 +153,9 @@ declare_params! {
         /// Stop after this many steps in all.
         max_steps: u64 => "?: number",
         /// Evaluators run every `eval_every` steps (the held-out NLL of the test pairs runs after them).
-        evaluator_builders: JsValue => "?: Array<() => { evaluate(client: never): Promise<Record<string, number>> }>",
+        evaluator_builders: JsValue => "?: Array<() => {\n    /** Called with the training client (a `SamplingClientEvaluator`: a sampling client of the current weights); resolves to metrics. */\n    evaluate(client: never): Promise<Record<string, number>>\n  }>",
         /// Evaluators run every `infrequent_eval_every` steps.
-        infrequent_evaluator_builders: JsValue => "?: Array<() => { evaluate(client: never): Promise<Record<string, number>> }>",
+        infrequent_evaluator_builders: JsValue => "?: Array<() => {\n    /** Called with the training client (a `SamplingClientEvaluator`: a sampling client of the current weights); resolves to metrics. */\n    evaluate(client: never): Promise<Record<string, number>>\n  }>",
     }
 
     /// `preference.DPODatasetBuilderFromComparisons`: each comparison a chosen and a rejected datum.
@@ -187,6 +187,7 @@ declare_params! {
 const LABELED_COMPARISON_TS: &str = r#"
 /** A row of a comparison file (`preference.types.LabeledComparison`). */
 export interface LabeledComparison {
+    /** The prompt and the two completions. */
     comparison: {
         /** The shared prompt. */
         prompt_conversation: ChatMessage[];

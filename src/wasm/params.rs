@@ -34,7 +34,7 @@ declare_params! {
         /// Metadata of the training run.
         user_metadata: StrMap<String> => "?: Record<string, string>",
         /// Optimizer family, `{ type: 'adamw' }` (default) or `{ type: 'dimuon', version: 1 }`.
-        optimizer: JsValue => "?: { type: string; [key: string]: unknown }",
+        optimizer: JsValue => "?: {\n    /** The optimizer family, e.g. 'adamw' or 'dimuon'; other fields are its settings. */\n    type: string; [key: string]: unknown\n  }",
     }
 
     /// Parameters of `ServiceClient.createTrainingClientFromState(WithOptimizer)` (after the path).
@@ -46,7 +46,7 @@ declare_params! {
         /// Access token of another account that owns the checkpoint.
         weights_access_token: String => "?: string",
         /// Optimizer family (only without optimizer state).
-        optimizer: JsValue => "?: { type: string; [key: string]: unknown }",
+        optimizer: JsValue => "?: {\n    /** The optimizer family, e.g. 'adamw' or 'dimuon'; other fields are its settings. */\n    type: string; [key: string]: unknown\n  }",
     }
 
     /// Sampling retry behaviour: Python's `RetryConfig`, durations in seconds as there.

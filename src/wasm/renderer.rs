@@ -46,15 +46,32 @@ export type TrainOnWhat =
 
 /** A model input in the wire shape: text chunks (`Uint32Array` tokens) and image chunks. */
 export interface RenderedModelInput {
+  /** The chunks, in order. */
   chunks: Array<
-    | { type: 'encoded_text'; tokens: Uint32Array }
-    | { type: 'image'; data: string; format: 'png' | 'jpeg'; expected_tokens: number }
+    | {
+        /** Token ids. */
+        type: 'encoded_text';
+        /** The token ids. */
+        tokens: Uint32Array;
+      }
+    | {
+        /** An inline image. */
+        type: 'image';
+        /** The encoded image bytes, in base64. */
+        data: string;
+        /** The image's encoding. */
+        format: 'png' | 'jpeg';
+        /** Context positions the image occupies. */
+        expected_tokens: number;
+      }
   >;
 }
 
 /** A model input with one weight per position (the cookbook's `(ModelInput, weights)`). */
 export interface SupervisedExample {
+  /** The rendered conversation. */
   model_input: RenderedModelInput;
+  /** One weight per position of `model_input`: 1 where trained, else 0. */
   weights: Float32Array;
 }
 
@@ -69,20 +86,30 @@ export interface ParsedResponse {
 
 /** A JSON-schema tool declaration (`{ name, description, parameters }`). */
 export interface ToolSpec {
+  /** The tool's name, as the model calls it. */
   name: string;
+  /** What the tool does, for the model. */
   description: string;
+  /** JSON schema of the tool's arguments. */
   parameters: Record<string, unknown>;
   [key: string]: unknown;
 }
 
 /** What tinker-cookbook knows of a model (its `ModelAttributes`). */
 export interface ModelAttributes {
+  /** The organisation, e.g. "Qwen". */
   organization: string;
+  /** The version, e.g. "3". */
   version_str: string;
+  /** The size, e.g. "30B-A3B". */
   size_str: string;
+  /** Chat/instruct-tuned (else a base model). */
   is_chat: boolean;
+  /** Renderer names, most recommended first. */
   recommended_renderers: RendererName[];
+  /** Takes images. */
   is_vl: boolean;
+  /** Takes audio. */
   is_audio_in: boolean;
 }
 

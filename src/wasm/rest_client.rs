@@ -452,9 +452,7 @@ impl RestClient {
     }
 
     /// Who the credentials belong to, from the JWT's claims (no request).
-    #[wasm_bindgen(
-        unchecked_return_type = "Promise<{ user_urn: string; org_urn: string | null; email: string | null }>"
-    )]
+    #[wasm_bindgen(unchecked_return_type = "Promise<WhoamiResponse>")]
     pub fn whoami(
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "RequestOptions")] options: JsValue,

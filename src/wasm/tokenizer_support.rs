@@ -15,13 +15,31 @@ use crate::types::{InputError, InputErrorKind};
 const TS_TYPES: &'static str = r#"
 /** A chat message, as transformers' chat templates and tinker-cookbook renderers take it. */
 export interface ChatMessage {
+  /** Who speaks: `'system'`, `'user'`, `'assistant'`, `'tool'`, or another role. */
   role: 'system' | 'user' | 'assistant' | 'tool' | (string & {});
   /** Text, or parts: `{ type: 'text', text }`, `{ type: 'thinking', thinking }`, `{ type: 'image', image }` (a `data:` URL, or the PNG/JPEG bytes). */
   content: string | ContentPart[] | null;
   /** Tool calls of an assistant message (`arguments` a JSON string, or an object). */
-  tool_calls?: Array<{ type?: 'function'; id?: string | null; function: { name: string; arguments: string | Record<string, unknown> } }>;
+  tool_calls?: Array<{
+    /** The call's kind (only `'function'`). */
+    type?: 'function';
+    /** Id that tool results refer to (`tool_call_id`), or null. */
+    id?: string | null;
+    /** The function called. */
+    function: {
+      /** The function's name. */
+      name: string;
+      /** Its arguments: a JSON string, or an object. */
+      arguments: string | Record<string, unknown>;
+    };
+  }>;
   /** Tool calls the model wrote that could not be parsed (from `parseResponse`). */
-  unparsed_tool_calls?: Array<{ raw_text: string; error: string }>;
+  unparsed_tool_calls?: Array<{
+    /** The model's text of the call. */
+    raw_text: string;
+    /** What was wrong with it. */
+    error: string;
+  }>;
   /** Per-message training flag, for `train_on_what: 'customized'`. */
   trainable?: boolean;
   /** Tool results: the id of the call answered. */
@@ -33,11 +51,34 @@ export interface ChatMessage {
 
 /** One part of structured message content. */
 export type ContentPart =
-  | { type: 'text'; text: string }
-  | { type: 'thinking'; thinking: string }
-  | { type: 'image'; image: string | Uint8Array | number[] };
+  | {
+      /** Visible text. */
+      type: 'text';
+      /** The text. */
+      text: string;
+    }
+  | {
+      /** Reasoning. */
+      type: 'thinking';
+      /** The reasoning text. */
+      thinking: string;
+    }
+  | {
+      /** An image, for vision-language renderers. */
+      type: 'image';
+      /** A `data:` URL (other URLs must be fetched first), or the PNG/JPEG bytes. */
+      image: string | Uint8Array | number[];
+    };
 
-export interface AddedToken { id: number; content: string; special: boolean }
+/** A token of the tokenizer's added vocabulary (`addedTokens`). */
+export interface AddedToken {
+  /** The token's id. */
+  id: number;
+  /** The token's text. */
+  content: string;
+  /** Whether it is a special token. */
+  special: boolean;
+}
 
 "#;
 

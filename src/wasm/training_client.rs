@@ -244,7 +244,7 @@ impl TrainingClient {
     }
 
     /// Saves weights and optimizer state; resolves to `{ path }`.
-    #[wasm_bindgen(js_name = saveState, unchecked_return_type = "Promise<{ path: string }>")]
+    #[wasm_bindgen(js_name = saveState, unchecked_return_type = "Promise<SaveWeightsResponse>")]
     pub fn save_state(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] name: JsValue,
@@ -274,7 +274,7 @@ impl TrainingClient {
     }
 
     /// Loads a checkpoint's weights into this model (not its optimizer state).
-    #[wasm_bindgen(js_name = loadState, unchecked_return_type = "Promise<{ path?: string }>")]
+    #[wasm_bindgen(js_name = loadState, unchecked_return_type = "Promise<LoadWeightsResponse>")]
     pub fn load_state(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
@@ -285,7 +285,7 @@ impl TrainingClient {
     }
 
     /// Loads a checkpoint's weights and optimizer state into this model.
-    #[wasm_bindgen(js_name = loadStateWithOptimizer, unchecked_return_type = "Promise<{ path?: string }>")]
+    #[wasm_bindgen(js_name = loadStateWithOptimizer, unchecked_return_type = "Promise<LoadWeightsResponse>")]
     pub fn load_state_with_optimizer(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
@@ -296,7 +296,7 @@ impl TrainingClient {
     }
 
     /// Saves weights for sampling as `tinker://…/sampler_weights/{name}`; resolves to `{ path }`.
-    #[wasm_bindgen(js_name = saveWeightsForSampler, unchecked_return_type = "Promise<{ path: string }>")]
+    #[wasm_bindgen(js_name = saveWeightsForSampler, unchecked_return_type = "Promise<SaveWeightsForSamplerResponse>")]
     pub fn save_weights_for_sampler(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] name: JsValue,
@@ -316,7 +316,7 @@ impl TrainingClient {
     }
 
     /// Exports weights (HuggingFace-style files) as `tinker://…/external_weights/{name}`.
-    #[wasm_bindgen(js_name = saveWeightsExternal, unchecked_return_type = "Promise<{ path: string; size_bytes?: number }>")]
+    #[wasm_bindgen(js_name = saveWeightsExternal, unchecked_return_type = "Promise<SaveWeightsExternalResponse>")]
     pub fn save_weights_external(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] name: JsValue,

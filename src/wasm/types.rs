@@ -7,29 +7,76 @@ use wasm_bindgen::prelude::*;
 const TS_TYPES: &str = r#"
 /** A chunk of model input (wire format). */
 export type ModelInputChunk =
-  | { type: 'encoded_text'; tokens: Uint32Array | Int32Array | ArrayLike<number> }
-  | { type: 'image'; data: Uint8Array | ArrayBuffer | string; format: 'png' | 'jpeg'; expected_tokens?: number }
-  | { type: 'image_asset_pointer'; location: string; format: 'png' | 'jpeg'; expected_tokens?: number }
-  | { type: 'dmel'; dmel: Uint8Array | ArrayBuffer | string };
+  | {
+      /** Token ids. */
+      type: 'encoded_text';
+      /** The token ids. */
+      tokens: Uint32Array | Int32Array | ArrayLike<number>;
+    }
+  | {
+      /** An inline image. */
+      type: 'image';
+      /** The encoded image bytes, or a base64 string of them. */
+      data: Uint8Array | ArrayBuffer | string;
+      /** The image's encoding. */
+      format: 'png' | 'jpeg';
+      /** Context positions the image occupies (advisory to the server; needed to compute lengths). */
+      expected_tokens?: number;
+    }
+  | {
+      /** An image referenced by location (sampling prompts only). */
+      type: 'image_asset_pointer';
+      /** Path or URL of the image. */
+      location: string;
+      /** The image's encoding. */
+      format: 'png' | 'jpeg';
+      /** Context positions the image occupies (advisory to the server; needed to compute lengths). */
+      expected_tokens?: number;
+    }
+  | {
+      /** Audio DMel tokens. */
+      type: 'dmel';
+      /** The serialized TensorContainer of the DMel token tensor: bytes, or a base64 string of them. */
+      dmel: Uint8Array | ArrayBuffer | string;
+    };
 
 /** The model's input: a sequence of chunks. Where a ModelInput is expected, an array of token ids also works. */
 export interface ModelInput {
+  /** The chunks, in order. */
   chunks: ModelInputChunk[];
 }
 
+/** Builders of `ModelInput` objects (the package's entry points export them; a type and a builder of the same name). */
+export declare const ModelInput: {
+  /** One text chunk of token ids: `{ chunks: [{ type: 'encoded_text', tokens }] }`. */
+  fromInts(tokens: Uint32Array | Int32Array | ArrayLike<number>): ModelInput;
+};
+
 /** A tensor: flat row-major data, a dtype, and an optional shape (and optional sparse CSR layout). */
 export interface TensorData {
+  /** The values, flat in row-major order (only the stored values when sparse). */
   data: Float32Array | Float64Array | Int32Array | Uint32Array | BigInt64Array | ArrayLike<number>;
   /** Defaults by input name (`target_tokens` int64; `weights`, `advantages`, `logprobs` float32) or typed-array kind. */
   dtype?: 'float32' | 'int64';
+  /** The dense shape; absent: one dimension. Required when sparse. */
   shape?: number[];
+  /** Sparse CSR row pointers (length rows + 1); set with `sparse_col_indices`. */
   sparse_crow_indices?: ArrayLike<number>;
+  /** Sparse CSR column indices, one per stored value; set with `sparse_crow_indices`. */
   sparse_col_indices?: ArrayLike<number>;
 }
 
+/** Builders of `TensorData` objects (the package's entry points export them; a type and a builder of the same name). */
+export declare const TensorData: {
+  /** A tensor from flat data, e.g. `TensorData.fromArray([1, 2, 3, 4], { dtype: 'int64', shape: [2, 2] })`. */
+  fromArray(data: ArrayLike<number> | Float32Array | Int32Array | Uint32Array, options?: TensorDataFromArrayOptions): TensorData;
+};
+
 /** One training example: input position i predicts `target_tokens[i]`. */
 export interface Datum {
+  /** The input: a ModelInput, or token ids. */
   model_input: ModelInput | Uint32Array | Int32Array | ArrayLike<number>;
+  /** The loss function's inputs by name (`target_tokens`, `weights`, `advantages`, …): tensors or flat arrays. */
   loss_fn_inputs: Record<string, TensorData | Float32Array | Int32Array | Uint32Array | ArrayLike<number>>;
 }
 
@@ -38,13 +85,17 @@ export type LossFn = 'cross_entropy' | 'importance_sampling' | 'ppo' | 'cispo' |
 
 /** A tensor as the SDK returns it (float32 data as `Float32Array`, int64 as `number[]`). */
 export interface TensorOutput {
+  /** The values, flat in row-major order. */
   data: Float32Array | number[];
+  /** The element type. */
   dtype: 'float32' | 'int64';
+  /** The dense shape. */
   shape: number[];
 }
 
 /** Result of `forward` / `forwardBackward`. */
 export interface ForwardBackwardOutput {
+  /** Class name of the loss function's output records, as the server reports it (e.g. `TorchLossReturn`). */
   loss_fn_output_type: string;
   /** One entry per datum, in input order; `logprobs` holds the model's logprob of each target. */
   loss_fn_outputs: Array<Record<string, TensorOutput>>;
@@ -54,9 +105,11 @@ export interface ForwardBackwardOutput {
 
 /** What a custom loss function returns. */
 export interface CustomLossResult {
+  /** The loss; reported as the result's `loss:sum` metric. */
   loss: number;
   /** ∂loss/∂logprobs, one array per datum shaped like its logprobs. */
   gradients: Array<Float32Array | ArrayLike<number>>;
+  /** Further metrics, added to the result's. */
   metrics?: Record<string, number>;
 }
 
@@ -65,7 +118,9 @@ export type CustomLossFn = (data: Datum[], logprobs: Float32Array[]) => CustomLo
 
 /** Parameters of the Dimuon optimizer (for a model created with `{ type: 'dimuon' }`); missing fields get Python's defaults. */
 export interface DimuonParams {
+  /** The optimizer family. */
   type: 'dimuon';
+  /** The step size (non-negative). */
   learning_rate: number;
   /** Maximum global gradient norm; 0 or less disables clipping (default 0). */
   grad_clip_norm?: number;
@@ -75,30 +130,96 @@ export interface DimuonParams {
 
 /** Parameters of another optimizer family, identified by `type`. */
 export interface OptimizerParams {
+  /** The optimizer family; the other fields are its parameters. */
   type: string;
   [key: string]: unknown;
 }
 
 /** Result of `optimStep`. */
 export interface OptimStepResponse {
+  /** Metrics of the step, when the server reports any. */
   metrics?: Record<string, number>;
+  /** The result's type tag, as the server sends it. */
+  type?: 'optim_step';
+}
+
+/** Result of `saveState` (Python's `SaveWeightsResponse`). */
+export interface SaveWeightsResponse {
+  /** The checkpoint's `tinker://…/weights/{name}` path, for `loadState` or a new training client. */
+  path: string;
+  /** The result's type tag, as the server sends it. */
+  type?: 'save_weights';
+}
+
+/** Result of `loadState` / `loadStateWithOptimizer` (Python's `LoadWeightsResponse`). */
+export interface LoadWeightsResponse {
+  /** The path of the checkpoint that was loaded, when the server reports it. */
+  path?: string;
+  /** Canonical id of the model the weights were loaded onto, when the server reports it. */
+  model_id?: string;
+  /** The result's type tag, as the server sends it. */
+  type?: 'load_weights';
+}
+
+/** Result of `saveWeightsForSampler` (Python's `SaveWeightsForSamplerResponse`). */
+export interface SaveWeightsForSamplerResponse {
+  /** The sampler checkpoint's `tinker://…/sampler_weights/{name}` path, for `createSamplingClient({ model_path })`. */
+  path: string;
+  /** The result's type tag, as the server sends it. */
+  type?: 'save_weights_for_sampler';
+}
+
+/** Result of `saveWeightsExternal` (Python's `SaveWeightsExternalResponse`). */
+export interface SaveWeightsExternalResponse {
+  /** The export's `tinker://…/external_weights/{name}` path, for `RestClient.downloadCheckpoint`. */
+  path: string;
+  /** Size of the exported files in bytes, when the server reports it. */
+  size_bytes?: number;
+  /** The result's type tag, as the server sends it. */
+  type?: 'save_weights_external';
+}
+
+/** Who the credentials belong to (`RestClient.whoami`, Python's `WhoamiResponse`). */
+export interface WhoamiResponse {
+  /** URN of the calling principal. */
+  user_urn: string;
+  /** URN of the organisation the credential acts in, or null. */
+  org_urn: string | null;
+  /** Email of the calling user, if the principal is a user; else null. */
+  email: string | null;
 }
 
 /** Model information (`get_info`, wire field names). */
 export interface ModelInfo {
+  /** The model's id. */
   model_id: string;
-  model_data: { arch?: string; model_name?: string; tokenizer_id?: string };
+  /** Metadata of the model. */
+  model_data: {
+    /** Architecture identifier. */
+    arch?: string;
+    /** The base model's name, e.g. "Qwen/Qwen3-8B". */
+    model_name?: string;
+    /** Id of the model's tokenizer. */
+    tokenizer_id?: string;
+  };
+  /** Whether the model is a LoRA fine-tune. */
   is_lora?: boolean;
+  /** The LoRA rank, for a LoRA model. */
   lora_rank?: number;
+  /** The model's name. */
   model_name?: string;
   [key: string]: unknown;
 }
 
 /** One sampled sequence. */
 export interface SampledSequence {
+  /** The sampled token ids. */
   tokens: Int32Array;
+  /** The logprob of each sampled token, or null if not computed. */
   logprobs: Float32Array | null;
+  /** `'stop'`: a stop condition ended it; `'length'`: `max_tokens` did. */
   stop_reason: 'stop' | 'length';
+  /** Session-scoped id of this sequence, for later requests that refer to it. */
   sequence_id: string;
   /** Per sampled position: `[token_id, logprob]` pairs, or null. */
   topk_logprobs: Array<Array<[number, number]> | null> | null;
@@ -106,71 +227,130 @@ export interface SampledSequence {
 
 /** Result of `sample`. */
 export interface SampleResponse {
+  /** The sampled sequences. */
   sequences: SampledSequence[];
   /** One per prompt token; null where not computed (the first). */
   prompt_logprobs: Array<number | null> | null;
+  /** Per prompt position: up to k `[token_id, logprob]` pairs, or null where not computed; null unless `topk_prompt_logprobs` was asked. */
   topk_prompt_logprobs: Array<Array<[number, number]> | null> | null;
+  /** Prompt tokens billed as prefix-cache hits (counted once per prompt). */
   prompt_cache_hit_tokens: number;
+  /** Logprobs of the ids of `target_prompt_logprobs` (float32, same shape; 0 where the id was -1), or null unless asked. */
   target_prompt_logprobs: TensorOutput | null;
-  prompt_alt_tokens: { tokens: TensorOutput; logprobs: TensorOutput } | null;
+  /** The draws `prompt_alt_tokens_k` asked for, or null unless asked. */
+  prompt_alt_tokens: {
+    /** int64 token ids, shape `[len(prompt) - 1, k]`: row i holds alternatives to prompt token i + 1. */
+    tokens: TensorOutput;
+    /** float32 logprobs of those ids, same shape. */
+    logprobs: TensorOutput;
+  } | null;
 }
 
+/** Whose objects a REST call reads: 'owned' (the caller's) or 'accessible' (also those shared with the caller). */
 export type AccessScope = 'owned' | 'accessible';
 
 /** A checkpoint (wire field names). */
 export interface Checkpoint {
+  /** The checkpoint's id within its run, e.g. `weights/<name>`. */
   checkpoint_id: string;
+  /** Training state, sampler weights, or exported weights. */
   checkpoint_type: 'training' | 'sampler' | 'external';
+  /** When it was created (RFC 3339). */
   time: string;
+  /** Its `tinker://` path. */
   tinker_path: string;
+  /** Its size in bytes, when known. */
   size_bytes?: number;
+  /** Whether it is publicly accessible. */
   public?: boolean;
+  /** When it expires (RFC 3339), or null: never. */
   expires_at?: string | null;
-  user_metadata?: Record<string, string>;
+  /** User metadata attached to the checkpoint. */
+  user_metadata?: Record<string, string> | null;
   [key: string]: unknown;
 }
 
 /** A training run (wire field names). */
 export interface TrainingRun {
+  /** The run's id. */
   training_run_id: string;
+  /** The base model, e.g. "Qwen/Qwen3-8B". */
   base_model: string;
+  /** The run's owner. */
   model_owner: string;
+  /** Whether the run trains a LoRA. */
   is_lora: boolean;
+  /** Whether the model is in a corrupted state. */
   corrupted?: boolean;
+  /** The LoRA rank, for a LoRA run. */
   lora_rank?: number;
+  /** Time of the last request to the model (RFC 3339). */
   last_request_time: string;
+  /** The latest training checkpoint, or null. */
   last_checkpoint?: Checkpoint | null;
+  /** The latest sampler checkpoint, or null. */
   last_sampler_checkpoint?: Checkpoint | null;
-  user_metadata?: Record<string, string>;
+  /** User metadata of the run. */
+  user_metadata?: Record<string, string> | null;
   [key: string]: unknown;
 }
 
+/** A list of checkpoints (`listCheckpoints`). */
 export interface CheckpointsListResponse {
+  /** The checkpoints. */
   checkpoints: Checkpoint[];
-  cursor?: { offset: number; limit: number; total_count: number };
+  /** Pagination of a paged list; absent when unpaged. */
+  cursor?: {
+    /** Offset of this page. */
+    offset: number;
+    /** Page size asked for. */
+    limit: number;
+    /** Items in all pages. */
+    total_count: number;
+  };
 }
 
+/** The models the server offers (`getServerCapabilities`). */
 export interface ServerCapabilities {
-  supported_models: Array<{ model_name?: string; max_context_length?: number; trainable?: boolean; sampleable?: boolean }>;
+  /** One entry per model. */
+  supported_models: Array<{
+    /** The model's name, e.g. "Qwen/Qwen3-8B". */
+    model_name?: string;
+    /** Longest context in tokens. */
+    max_context_length?: number;
+    /** Whether training runs can be created on it. */
+    trainable?: boolean;
+    /** Whether it has sampling capacity. */
+    sampleable?: boolean;
+  }>;
 }
 
+/** One session (`getSession`), wire field names. */
 export interface SessionInfo {
+  /** Ids of the session's training runs. */
   training_run_ids: string[];
+  /** Ids of the session's samplers. */
   sampler_ids: string[];
   [key: string]: unknown;
 }
 
+/** One sampler (`getSampler`). */
 export interface SamplerInfo {
+  /** The sampler's id (its sampling session id). */
   sampler_id: string;
+  /** The base model it samples. */
   base_model: string;
+  /** The `tinker://` path of the weights it samples, if any. */
   model_path?: string;
 }
 
 /** One audit log entry (`getAuditLog`). Times are RFC 3339 strings. */
 export interface AuditLogEntry {
+  /** When the event occurred. */
   timestamp: string;
   /** `<resource>_<action>`, e.g. `checkpoint_read`, `project_grant_set`. */
   event: string;
+  /** Who did it, what it was about, and whatever else this event records. */
   event_details?: Record<string, unknown>;
   /** Deprecated by the server: read `event_details`. */
   model_id?: string | null;
@@ -183,40 +363,84 @@ export interface AuditLogEntry {
 
 /** The organisation's audit log (`getAuditLog`), sorted by timestamp. */
 export interface AuditLogResponse {
+  /** The entries. */
   entries: AuditLogEntry[];
   [key: string]: unknown;
 }
 
 /** What one billing bucket counts; dispatch on `type`. */
 export type BillingEventInfo =
-  | { type: 'training'; token_count: number }
-  | { type: 'sampling_prefill'; cached: boolean; token_count: number }
-  | { type: 'sampling_sample'; token_count: number }
-  | { type: 'checkpoint'; count: number }
-  | { type: 'storage'; free?: boolean; gigabyte_hours: number };
+  | {
+      /** Tokens processed by forward/backward passes. */
+      type: 'training';
+      /** Training tokens in the bucket. */
+      token_count: number;
+    }
+  | {
+      /** Prompt (prefill) tokens processed while sampling. */
+      type: 'sampling_prefill';
+      /** True: served from the prefill cache (the cached rate); false: full-rate prefill. */
+      cached: boolean;
+      /** Prefill tokens in the bucket. */
+      token_count: number;
+    }
+  | {
+      /** Tokens generated while sampling. */
+      type: 'sampling_sample';
+      /** Sampled tokens in the bucket. */
+      token_count: number;
+    }
+  | {
+      /** Checkpoint operations (billed per checkpoint). */
+      type: 'checkpoint';
+      /** Checkpoints in the bucket. */
+      count: number;
+    }
+  | {
+      /** Checkpoint storage. */
+      type: 'storage';
+      /** True for free storage, false for paid (absent: false). */
+      free?: boolean;
+      /** Storage in the bucket, in gigabyte-hours. */
+      gigabyte_hours: number;
+    };
 
 /** One hourly bucket of billing usage (`getBillingUsage`). Times are RFC 3339 strings. */
 export interface BillingUsageEvent {
+  /** Start of the UTC hour (inclusive). */
   bucket_start: string;
+  /** End of the UTC hour (exclusive). */
   bucket_end: string;
+  /** The base model billed against; null when unknown. */
   base_model?: string | null;
+  /** Organization-user URN of the user who created the session billed. */
   user_id?: string | null;
+  /** Display name of `user_id`. */
   user_name?: string | null;
+  /** The session the usage is attributed to; null for storage and older usage. */
   session_id?: string | null;
+  /** The current project of that session. */
   project_id?: string | null;
   /** Estimated gross USD cost before credits and commits (not an amount due). */
   estimated_cost_usd?: number | null;
+  /** Gross USD rate per million tokens behind `estimated_cost_usd`; null for non-token events or when unknown. */
   effective_rate_usd_per_million_tokens?: number | null;
+  /** Gross USD rate per gigabyte-month (720 GB-hours) behind `estimated_cost_usd`; null for non-storage events or when unknown. */
   effective_rate_usd_per_gigabyte_month?: number | null;
+  /** The kind of usage and its quantity. */
   event_info: BillingEventInfo;
   [key: string]: unknown;
 }
 
 /** Billing usage between two times (`getBillingUsage`). */
 export interface BillingUsageResponse {
+  /** Hourly usage events, by bucket then descending token count. */
   data: BillingUsageEvent[];
   /** Attributes of each session that appears in `data`, by session id. */
-  sessions?: Record<string, { user_metadata?: Record<string, string> | null }>;
+  sessions?: Record<string, {
+    /** The session's user_metadata, or null when it has none. */
+    user_metadata?: Record<string, string> | null;
+  }>;
   /** Boundary between invoice-derived and rate-card cost estimates (RFC 3339), or null. */
   cost_data_through?: string | null;
   [key: string]: unknown;
@@ -224,55 +448,98 @@ export interface BillingUsageResponse {
 
 /** Checkpoint storage of one project and session owner (`getCurrentCheckpointStorageUsage`). */
 export interface CurrentCheckpointStorageUsageItem {
+  /** The project of the checkpoints' session. */
   project_id?: string | null;
+  /** Organization-user URN of the session's owner. */
   org_user_urn?: string | null;
+  /** The owner's email. */
   user_email?: string | null;
+  /** The owner's display name. */
   user_name?: string | null;
+  /** Active checkpoints. */
   checkpoint_count: number;
+  /** Bytes stored. */
   size_bytes: number;
+  /** Bytes stored, in gigabytes (the billing unit). */
   size_gigabytes: number;
+  /** Projected gross USD cost of 720 hours at the current rate. */
   estimated_monthly_cost_usd?: number | null;
   [key: string]: unknown;
 }
 
 /** Current checkpoint storage of the organisation (`getCurrentCheckpointStorageUsage`). */
 export interface CurrentCheckpointStorageUsageResponse {
+  /** Current gross USD storage rate per gigabyte-month. */
   effective_rate_usd_per_gigabyte_month?: number | null;
+  /** Storage by project and session owner. */
   data: CurrentCheckpointStorageUsageItem[];
   [key: string]: unknown;
 }
 
+/** Public information about a checkpoint (`getWeightsInfoByTinkerPath`). */
 export interface WeightsInfo {
+  /** The base model. */
   base_model: string;
+  /** Whether the weights are a LoRA. */
   is_lora: boolean;
+  /** The LoRA rank, for LoRA weights. */
   lora_rank?: number;
   [key: string]: unknown;
 }
 
+/** Download URLs of an exported checkpoint's files (`getExternalWeightsUrls`). */
 export interface ExternalWeightsUrls {
   /** Relative file path → signed URL. */
   urls: Record<string, string>;
+  /** When the URLs expire (RFC 3339). */
   expires: string;
 }
 
+/** A session search (`searchSessionsPage`); results are restricted to projects the caller may list. */
 export interface SessionSearchRequest {
+  /** Exact session id to match (with `display_name`: either matches). */
   session_id?: string;
+  /** Projects to search (default: every project the caller may list). */
   project_ids?: string[];
-  user_metadata?: Record<string, string>;
+  /** Metadata pairs that must all match exactly. */
+  user_metadata?: Record<string, string> | null;
+  /** Case-insensitive substring of the display name; each word must appear (with `session_id`: either matches). */
   display_name?: string;
-  owner?: { type: 'own' } | { type: 'accessible' } | { type: 'user'; owner_urns: string[] };
-  statuses?: Array<{ type: string; [key: string]: unknown }>;
+  /** Whose sessions (default: the caller's own). */
+  owner?: {
+    /** The caller's own sessions. */
+    type: 'own';
+  } | {
+    /** Every owner's sessions. */
+    type: 'accessible';
+  } | {
+    /** The listed users' sessions. */
+    type: 'user';
+    /** Owner URNs to match (1 to 10). */
+    owner_urns: string[];
+  };
+  /** Match any listed status (default: every status). */
+  statuses?: Array<{
+    /** 'active', 'cancelled', 'failed' or 'client_finished' (which takes optional `reasons`: 'success', 'errored', 'interrupted'). */
+    type: string;
+    [key: string]: unknown;
+  }>;
+  /** Page size, 1 to 200 (default 50). */
   limit?: number;
 }
 
+/** One session found by `searchSessionsPage` (wire field names). */
 export interface SessionSummary {
+  /** The session's id. */
   session_id: string;
+  /** When it was created (RFC 3339). */
   created_at: string;
   [key: string]: unknown;
 }
 
 /** One page of a list call. */
 export interface Page<T> {
+  /** The items of this page. */
   items: T[];
   /** The whole response. */
   response: unknown;
