@@ -78,7 +78,7 @@ test-rust: native
 # (tests/js/access-recorder.mjs); coverage.mjs --accesses then holds coverage.json to it.
 test-node: wasm native
 	rm -f target/js-coverage/accesses.json
-	TINKER_COVERAGE_OUT=target/js-coverage/accesses.json node --test tests/js/node.test.mjs tests/js/general-engine.test.mjs tests/js/node-transport.test.mjs tests/js/node-env.test.mjs tests/js/node-gc.test.mjs tests/js/secrets.test.mjs tests/js/memory.test.mjs
+	TINKER_COVERAGE_OUT=target/js-coverage/accesses.json node --test tests/js/node.test.mjs tests/js/general-engine.test.mjs tests/js/node-transport.test.mjs tests/js/node-env.test.mjs tests/js/node-gc.test.mjs tests/js/secrets.test.mjs tests/js/memory.test.mjs tests/js/output-shapes.test.mjs
 	node tests/js/coverage.mjs --accesses target/js-coverage/accesses.json
 
 test-node-lite: wasm native
@@ -139,9 +139,21 @@ test-openai-cookbook: wasm native renderer-tokenizers
 
 .PHONY: test-openai-cookbook
 
-# Every README block marked `<!-- runs as written -->`, run against a fresh simulator.
+# Every code block of the README and the guides (www/docs/guides) marked `<!-- runs as
+# written [in RUNTIME] -->`, run against a fresh simulator in Node, Bun, Deno, Chromium or
+# workerd as it says, its output checked (tests/readme/run.mjs).
 test-readme: wasm native
 	node tests/readme/run.mjs
+
+# The documentation site (issue 36), into www/site/: the guides, the README as its front page,
+# the CLI's commands and the API reference TypeDoc generates from the package's .d.ts. Fails
+# on an export without doc text and on any broken link (www/docs/build.mjs).
+test-docs: wasm
+	node www/docs/build.mjs
+
+docs: test-docs
+
+.PHONY: docs test-docs
 
 test-js: test-node test-node-lite test-browser test-workerd test-bun test-deno
 
@@ -247,7 +259,7 @@ test-differential-faults: wasm native
 
 # The browser playground (issue 7): the site (www/ + pkg/ + tokenizer files), tinker-sim and
 # the relay Worker (www/relay/) in miniflare, all on loopback; prints the URL.
-playground: wasm sim renderer-tokenizers
+playground: wasm sim renderer-tokenizers docs
 	node www/dev/serve.mjs
 
 # Playground tests: the relay in miniflare (origins, paths, size limit, no key in any answer)
@@ -289,7 +301,7 @@ test-soak: wasm native
 # early, as the head of test-examples' chain: reached only through test-examples, it started
 # 30 minutes into a fresh run and left test-examples alone at the end for 3 minutes.
 # --output-sync prints each suite's output in one piece when it ends.
-TEST_SUITES := lint test-rust renderer-expected test-differential test-cookbook test-examples test-tokenizer-parity test-cli test-js test-renderer-parity test-conformance test-openai test-www test-soak test-sim-lineup test-sim-language test-package test-readme typecheck test-coverage test-size test-fuzz
+TEST_SUITES := lint test-rust renderer-expected test-differential test-cookbook test-examples test-tokenizer-parity test-cli test-js test-renderer-parity test-conformance test-openai test-www test-soak test-sim-lineup test-sim-language test-package test-readme test-docs typecheck test-coverage test-size test-fuzz
 
 # -k: a failing suite does not stop the others, so one run reports every failure. Each
 # recipe line runs through scripts/timed-shell.sh, and the table of how long each target took
