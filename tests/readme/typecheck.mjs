@@ -14,23 +14,22 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
-const line = (i) => readme.slice(0, i).split('\n').length;
+import { docFiles, lineAt, root } from './docs.mjs';
 
 const unmarked = [];
 const checked = [];
-for (const m of readme.matchAll(/(<!--([^\n]*?)-->\s*\n)?```(js|sh)\n([\s\S]*?)```\n/g)) {
-  const marker = (m[2] ?? '').trim();
-  if (marker === 'runs as written' || marker.startsWith('not run:')) continue;
-  const typed = /^type-checked with:(.*)$/s.exec(marker);
-  if (typed && m[3] === 'js') checked.push({ at: line(m.index), declarations: typed[1].trim(), code: m[4] });
-  else unmarked.push(`README.md:${line(m.index)}: a \`\`\`${m[3]} block with no marker (runs as written, type-checked with: …, or not run: reason)`);
+for (const { file, text } of docFiles()) {
+  for (const m of text.matchAll(/(<!--([^\n]*?)-->\s*\n)?```(js|sh)\n([\s\S]*?)```\n/g)) {
+    const marker = (m[2] ?? '').trim();
+    if (/^runs as written( in (bun|deno|chromium|workerd))?$/.test(marker) || marker.startsWith('not run:')) continue;
+    const typed = /^type-checked with:(.*)$/s.exec(marker);
+    const at = `${file}:${lineAt(text, m.index)}`;
+    if (typed && m[3] === 'js') checked.push({ at, declarations: typed[1].trim(), code: m[4] });
+    else unmarked.push(`${at}: a \`\`\`${m[3]} block with no marker (runs as written [in RUNTIME], type-checked with: …, or not run: reason)`);
+  }
 }
 if (unmarked.length) {
-  console.log(`not ok - README blocks: ${unmarked.length} without a marker\n  ${unmarked.join('\n  ')}`);
+  console.log(`not ok - README and guide blocks: ${unmarked.length} without a marker\n  ${unmarked.join('\n  ')}`);
   process.exit(1);
 }
 if (checked.length === 0) throw new Error('no type-checked README blocks found');
@@ -38,9 +37,9 @@ if (checked.length === 0) throw new Error('no type-checked README blocks found')
 const dir = path.join(root, 'tests/types/.readme');
 rmSync(dir, { recursive: true, force: true });
 mkdirSync(dir, { recursive: true });
-const files = checked.map(({ at, declarations, code }) => {
-  const name = `block-${at}.ts`;
-  writeFileSync(path.join(dir, name), `// README.md:${at}\n${declarations}\n${code}\nexport {};\n`);
+const files = checked.map(({ at, declarations, code }, i) => {
+  const name = `block-${i + 1}.ts`;
+  writeFileSync(path.join(dir, name), `// ${at}\n${declarations}\n${code}\nexport {};\n`);
   return name;
 });
 const base = JSON.parse(readFileSync(path.join(root, 'tests/types/tsconfig.json'), 'utf8'));
@@ -51,4 +50,4 @@ try {
   console.log(`not ok - README: the type-checked blocks (${files.join(', ')}) do not type-check against the package`);
   process.exit(1);
 }
-console.log(`ok - README: ${checked.length} block(s) type-checked against the package (lines ${checked.map((c) => c.at).join(', ')}); every other block runs as written or says why not`);
+console.log(`ok - README and guides: ${checked.length} block(s) type-checked against the package (${checked.map((c) => c.at).join(', ')}); every other block runs as written or says why not`);
