@@ -86,6 +86,35 @@ pub fn last_checkpoint(
     records.iter().rev().find(|r| has(r, required_key)).cloned()
 }
 
+/// Whether a `metrics.jsonl` row is one `truncate_metrics(from_step)` drops: its `step` is
+/// an `int` (Python's: `True` and `False` are 1 and 0) at or after `from_step`. The row is
+/// read as `json.loads` reads it (`NaN` metrics included); a row that is not a JSON object,
+/// or has no integer `step`, is kept.
+fn drops(line: &str, from_step: u64) -> bool {
+    let Ok(Py::Object(entries)) = py_json::loads(line) else {
+        return false;
+    };
+    match entries.iter().find(|(k, _)| k == "step").map(|(_, v)| v) {
+        Some(Py::Bool(b)) => u64::from(*b) >= from_step,
+        Some(Py::Int(digits)) if !digits.starts_with('-') => {
+            digits.parse::<u64>().map_or(true, |step| step >= from_step)
+        }
+        _ => false,
+    }
+}
+
+/// `TrainingStore.truncate_metrics(from_step)` of a resumed run, given the text of
+/// `metrics.jsonl`: `(backup name, kept text)` when rows at or after `from_step` are dropped
+/// (the old file is kept as `metrics.jsonl.pre_resume_{from_step:06d}`), `None` otherwise.
+pub fn truncate_metrics(text: &str, from_step: u64) -> Option<(String, String)> {
+    let kept: Vec<&str> = text.lines().filter(|l| !drops(l, from_step)).collect();
+    if kept.len() == text.lines().count() {
+        return None;
+    }
+    let body = kept.iter().map(|l| format!("{l}\n")).collect();
+    Some((format!("metrics.jsonl.pre_resume_{from_step:06}"), body))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,33 +172,4 @@ mod tests {
         let e = parse_records("{\"name\": \"a\"}\n[1]\n").unwrap_err();
         assert_eq!(e.field, "checkpoints.jsonl line 2");
     }
-}
-
-/// Whether a `metrics.jsonl` row is one `truncate_metrics(from_step)` drops: its `step` is
-/// an `int` (Python's: `True` and `False` are 1 and 0) at or after `from_step`. The row is
-/// read as `json.loads` reads it (`NaN` metrics included); a row that is not a JSON object,
-/// or has no integer `step`, is kept.
-fn drops(line: &str, from_step: u64) -> bool {
-    let Ok(Py::Object(entries)) = py_json::loads(line) else {
-        return false;
-    };
-    match entries.iter().find(|(k, _)| k == "step").map(|(_, v)| v) {
-        Some(Py::Bool(b)) => u64::from(*b) >= from_step,
-        Some(Py::Int(digits)) if !digits.starts_with('-') => {
-            digits.parse::<u64>().map_or(true, |step| step >= from_step)
-        }
-        _ => false,
-    }
-}
-
-/// `TrainingStore.truncate_metrics(from_step)` of a resumed run, given the text of
-/// `metrics.jsonl`: `(backup name, kept text)` when rows at or after `from_step` are dropped
-/// (the old file is kept as `metrics.jsonl.pre_resume_{from_step:06d}`), `None` otherwise.
-pub fn truncate_metrics(text: &str, from_step: u64) -> Option<(String, String)> {
-    let kept: Vec<&str> = text.lines().filter(|l| !drops(l, from_step)).collect();
-    if kept.len() == text.lines().count() {
-        return None;
-    }
-    let body = kept.iter().map(|l| format!("{l}\n")).collect();
-    Some((format!("metrics.jsonl.pre_resume_{from_step:06}"), body))
 }
