@@ -124,7 +124,9 @@ export function openaiHandler(glue) {
       const answer = {
         id: `chatcmpl-${crypto.randomUUID()}`,
         created: Math.floor(Date.now() / 1000),
-        prompt_tokens: prompt.chunks.reduce((/** @type {number} */ n, /** @type {any} */ c) => n + (c.tokens?.length ?? 0), 0),
+        // The prompt's length as the service counts it (Python's ModelInput.length): an image
+        // chunk counts its expected_tokens, as OpenAI's usage counts image tokens.
+        prompt_tokens: prompt.chunks.reduce((/** @type {number} */ n, /** @type {any} */ c) => n + (c.tokens?.length ?? c.expected_tokens ?? 0), 0),
         choices: r.sequences.map((/** @type {any} */ seq) => choice(seq, tokenizer, renderer.parseResponse(Array.from(seq.tokens)).message)),
       };
       return respond(plan.stream, glue.__openaiChatResponse(body, answer));

@@ -74,6 +74,36 @@ DROP = object()  # a field left out of the request (None sends an explicit null)
 
 REASONING_TURN = [{"role": "user", "content": "Hello."}, {"role": "assistant", "content": "Hi.", "reasoning_content": "Greet back."}, *USER]
 
+# Images: a vision model of the lineup (Qwen3's tokenizer) and its recommended renderer, with
+# the Qwen-VL image processor the renderer parity oracle builds offline.
+VL = "Qwen/Qwen3-VL-30B-A3B-Instruct"
+
+
+def renderer_oracle():
+    """tests/renderers/oracle.py (its test images, its offline image processor settings)."""
+    import importlib.util
+
+    if "renderer_oracle" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("renderer_oracle", ROOT / "tests/renderers/oracle.py")
+        sys.modules["renderer_oracle"] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules["renderer_oracle"])
+    return sys.modules["renderer_oracle"]
+
+
+def image_url(w: int, h: int, fmt: str) -> str:
+    """The renderer parity oracle's drawn test image, as a data URL."""
+    o = renderer_oracle()
+    return o.image_uri(o.draw_image(w, h, "RGB"), fmt)
+
+
+def vl_chat(content: list, **kw) -> dict:
+    return {"model": VL, "messages": [{"role": "user", "content": content}], "max_tokens": 8, "logprobs": True, **kw}
+
+
+IMAGE_WHY = ("the image: the cookbook's renderer sends it as JPEG, re-encoded with PIL (renderers/base.py "
+             "image_to_chunk), ours as given (the data URL's bytes and format); the same expected_tokens and text "
+             "tokens around it. tinker-sim's model reads neither, so the answers are the same")
+
 
 def chat(**kw) -> dict:
     """A chat request: one user message, max_tokens 12, with `kw` changed."""
@@ -135,6 +165,12 @@ CASES: list[dict] = [
     {"name": "tool-choice-none", "via": "tools", "request": chat(tools=[WEATHER], tool_choice="none"),
      "expect": {"refused": "NotImplementedError", "prompt": "tools-dropped", "answers": False,
                 "why": "`tool_choice: \"none\"`: the LiteLLM provider declares the tools anyway (provider.py:409 passes optional_params[\"tools\"], tool_choice unread); ours renders without them (crates/openai/src/request.rs:318)"}},
+    # Images (image_url parts, data URLs): openai_messages_to_tinker (openai_compat.py:43) makes
+    # them ImageParts for the renderer; the client then fails on its usage count (via "image").
+    {"name": "image-png", "via": "image", "model": VL, "request": vl_chat([{"type": "image_url", "image_url": {"url": image_url(96, 64, "PNG")}}, {"type": "text", "text": "What colour is this?"}]),
+     "expect": {"refused": "ValueError: to_ints only supported", "image": "re-encoded", "why": IMAGE_WHY}},
+    {"name": "image-jpeg-between-text", "via": "image", "model": VL, "request": vl_chat([{"type": "text", "text": "Compare"}, {"type": "image_url", "image_url": {"url": image_url(300, 200, "JPEG")}}, {"type": "text", "text": "with this."}, {"type": "image_url", "image_url": {"url": image_url(64, 128, "PNG")}}]),
+     "expect": {"refused": "ValueError: to_ints only supported", "image": "re-encoded", "why": IMAGE_WHY}},
     {"name": "completions", "via": "completions", "endpoint": "completions", "request": {"model": MODEL, "prompt": "Once upon a time", "max_tokens": 10, "logprobs": 0},
      "expect": {"answers": "prefix",
                 "why": "neither side sends a `stop` (tinker_openai.py:193-198; pkg/openai.js: the server's default, the model's end-of-text token); the cookbook's finish_reason is always `stop` (tinker_openai.py:215)"}},
@@ -229,13 +265,14 @@ class ScriptedSampler:
 
 
 class CountingSampler:
-    """The sampling client, counting its sample calls (which case sent which request)."""
+    """A sampling client, counting its sample calls in `sent` (shared by every model's: which
+    case sent which request)."""
 
-    def __init__(self, inner):
-        self.inner, self.calls = inner, 0
+    def __init__(self, inner, sent: list[int]):
+        self.inner, self.sent = inner, sent
 
     def sample(self, *a, **k):
-        self.calls += 1
+        self.sent[0] += 1
         return self.inner.sample(*a, **k)
 
     def __getattr__(self, name):
@@ -253,34 +290,40 @@ def cookbook_side(args) -> int:
 
     provider = import_litellm_provider()
     tok = AutoTokenizer.from_pretrained(args.tokenizer_dir)
-    tokenizer_utils.register_tokenizer(MODEL, lambda: tok)
+    for m in (MODEL, VL):
+        tokenizer_utils.register_tokenizer(m, lambda: tok)
     cases = json.loads(Path(args.cases).read_text())
+    QWEN_VL_CONFIG = renderer_oracle().QWEN_VL_CONFIG
+    from transformers.models.qwen2_vl.image_processing_qwen2_vl import Qwen2VLImageProcessor
 
     async def run() -> list[dict]:
         service = tinker.ServiceClient(base_url=args.base_url)
-        sampler = CountingSampler(await service.create_sampling_client(base_model=MODEL))
+        sent = [0]  # sample calls of every sampler, in order
+        samplers: dict[str, CountingSampler] = {}
         tokenizer = tokenizer_utils.get_tokenizer(MODEL)
-        recommended = model_info.get_recommended_renderer_name(MODEL)
-        clients: dict[str, TinkerAsyncOpenAIClient] = {}
+        clients: dict[tuple[str, str], TinkerAsyncOpenAIClient] = {}
 
-        def client(name: str | None) -> TinkerAsyncOpenAIClient:
-            name = name or recommended
-            if name not in clients:
-                clients[name] = TinkerAsyncOpenAIClient(sampler, renderers.get_renderer(name, tokenizer), tokenizer)
-            return clients[name]
+        async def client(model: str, name: str | None) -> TinkerAsyncOpenAIClient:
+            name = name or model_info.get_recommended_renderer_name(model)
+            if model not in samplers:
+                samplers[model] = CountingSampler(await service.create_sampling_client(base_model=model), sent)
+            if (model, name) not in clients:
+                image = Qwen2VLImageProcessor(**QWEN_VL_CONFIG) if model_info.get_model_attributes(model).is_vl else None
+                clients[(model, name)] = TinkerAsyncOpenAIClient(samplers[model], renderers.get_renderer(name, tokenizer, image_processor=image), tokenizer)
+            return clients[(model, name)]
 
         out = []
         for case in cases:
             req = {k: v for k, v in case["request"].items()}
             via = case.get("via", "client")
-            c = client(case.get("renderer"))
+            c = await client(case.get("model", MODEL), case.get("renderer"))
             if case.get("script"):
                 # A scripted answer instead of tinker-sim's: the client over a sampler that returns it.
                 c = TinkerAsyncOpenAIClient(ScriptedSampler(case["script"]), c.renderer, tokenizer)
-            rec: dict = {"name": case["name"], "renderer": case.get("renderer") or recommended}
-            before = sampler.calls
+            rec: dict = {"name": case["name"], "renderer": c.renderer.__class__.__name__}
+            before = sent[0]
             try:
-                if case.get("expect", {}).get("refused"):
+                if case.get("expect", {}).get("refused") and via != "image":
                     # The client first, as given: it must refuse (expect.refused) before sampling.
                     try:
                         await c.chat.completions.create(**req)
@@ -294,6 +337,28 @@ def cookbook_side(args) -> int:
                     ch = r.choices[0]
                     rec["choices"] = [{"content": ch.text, "finish_reason": ch.finish_reason, "logprobs": ch.logprobs.token_logprobs}]
                     rec["usage"] = {k: getattr(r.usage, k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+                elif via == "image":
+                    # The client over openai_messages_to_tinker's ImageParts fails at its own
+                    # `model_input.to_ints()` (tinker_openai.py:89, for the usage; the LiteLLM
+                    # provider too, provider.py:121): checked, then the client's steps without
+                    # that call (tinker_openai.py:83-112): the same conversion, renderer,
+                    # SamplingParams, parse and finish_reason.
+                    msgs = openai_messages_to_tinker(req["messages"])
+                    try:
+                        await c.chat.completions.create(**{**req, "messages": msgs})
+                        rec["refused"] = None
+                    except Exception as e:  # noqa: BLE001
+                        rec["refused"] = f"{type(e).__name__}: {e}"
+                    model_input = c.renderer.build_generation_prompt(msgs)
+                    max_tokens = req.get("max_tokens") or req.get("max_completion_tokens")
+                    sample = await c.sampling_client.sample(prompt=model_input, num_samples=1, sampling_params=tinker.SamplingParams(
+                        temperature=float(req.get("temperature", 1.0)), max_tokens=int(max_tokens or 128), top_p=float(req.get("top_p", 1.0)),
+                        top_k=int(req.get("top_k", -1)), stop=req.get("stop", c.renderer.get_stop_sequences())))
+                    seq = sample.sequences[0]
+                    message, termination = c.renderer.parse_response(seq.tokens)
+                    rec["choices"] = [{"content": renderers.format_content_as_string(message["content"]), "tool_calls": None,
+                                       "finish_reason": "stop" if termination.is_stop_sequence else "length", "logprobs": seq.logprobs, "parts": message["content"]}]
+                    rec["usage"] = {"prompt_tokens": model_input.length, "completion_tokens": len(seq.tokens), "total_tokens": model_input.length + len(seq.tokens)}
                 elif via == "tools":
                     # provider.acompletion (provider.py:398-415) without litellm's envelope.
                     params = provider._extract_sampling_params({k: v for k, v in req.items() if k not in ("model", "messages", "tools")})
@@ -317,7 +382,7 @@ def cookbook_side(args) -> int:
                     rec["usage"] = {k: getattr(r.usage, k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
             except Exception as e:  # noqa: BLE001
                 rec["error"] = f"{type(e).__name__}: {e}"
-            rec["samples_sent"] = sampler.calls - before
+            rec["samples_sent"] = sent[0] - before
             out.append(rec)
         return out
 
@@ -376,7 +441,35 @@ def expected_diff(case: dict) -> dict:
 
 
 def text(tok, body: dict) -> str:
-    return tok.decode([t for c in body["prompt"]["chunks"] for t in c["tokens"]])
+    """The prompt's text, each image as `<image N>` (N: its expected_tokens)."""
+    return "".join(tok.decode(c["tokens"]) if "tokens" in c else f"<image {c.get('expected_tokens')}>" for c in body["prompt"]["chunks"])
+
+
+def image_chunks(body: dict) -> list[dict]:
+    return [c for c in body["prompt"]["chunks"] if c.get("type") == "image"]
+
+
+def compare_images(a: dict, b: dict, request: dict) -> tuple[list[str], dict, dict]:
+    """The documented image difference (`expect.image: "re-encoded"`): the cookbook's chunks are
+    JPEG, ours the request's own bytes and format; everything else about them equal. Returns the
+    problems and both bodies with each image's data and format set aside."""
+    import base64
+
+    sent = [p["image_url"]["url"] for m in request["messages"] if isinstance(m["content"], list) for p in m["content"] if p["type"] == "image_url"]
+    ia, ib = image_chunks(a), image_chunks(b)
+    problems = []
+    if len(ia) != len(sent) or len(ib) != len(sent):
+        return [f"{len(sent)} images sent, {len(ia)} (cookbook) and {len(ib)} (ours) image chunks"], a, b
+    for i, (x, y, url) in enumerate(zip(ia, ib, sent)):
+        fmt, data = url.removeprefix("data:image/").split(";base64,")
+        if (y["format"], y["data"]) != (fmt, data):
+            problems.append(f"image {i}: ours is not the request's own {fmt} bytes")
+        if x["format"] != "jpeg" or base64.b64decode(x["data"])[:2] != b"\xff\xd8":
+            problems.append(f"image {i}: the cookbook's is not a JPEG ({x['format']})")
+        if x.get("expected_tokens") != y.get("expected_tokens") or not x.get("expected_tokens"):
+            problems.append(f"image {i}: expected_tokens {x.get('expected_tokens')} (cookbook) against {y.get('expected_tokens')} (ours)")
+    strip = lambda body: {**body, "prompt": {**body["prompt"], "chunks": [{k: v for k, v in c.items() if k not in ("data", "format")} for c in body["prompt"]["chunks"]]}}  # noqa: E731
+    return problems, strip(a), strip(b)
 
 
 def compare_case(case: dict, cb: dict, ours: dict, cb_bodies: list[dict], our_bodies: list[dict], tok) -> list[str]:
@@ -403,6 +496,11 @@ def compare_case(case: dict, cb: dict, ours: dict, cb_bodies: list[dict], our_bo
     if len(cb_bodies) != 1 or len(our_bodies) != 1:
         return problems + [f"{len(cb_bodies)} sample requests (cookbook) against {len(our_bodies)} (ours)"]
     a, b = cb_bodies[0], our_bodies[0]
+    if e.get("image") == "re-encoded":
+        image_problems, a, b = compare_images(a, b, case["request"])
+        problems += image_problems
+    elif image_chunks(a) or image_chunks(b):
+        problems.append("image chunks in a case without `expect.image`")
     diff = flat_diff(a, b)
     want = expected_diff(case)
     if "prompt" in diff:
@@ -502,6 +600,7 @@ def documented_differences(case: dict) -> list[str]:
     out += [f"ours refuses {e['ours_refuses']}"] if e.get("ours_refuses") else []
     out += [f"{k}: {a!r} / {b!r}" for k, (a, b) in expected_diff(case).items()]
     out += ["prompt"] if e.get("prompt") else []
+    out += ["images re-encoded by the cookbook"] if e.get("image") else []
     out += [f"answer {k}" for k in e.get("answer", {})]
     out += ["answers not compared"] if e.get("answers") is False else ["one answer begins the other"] if e.get("answers") == "prefix" else []
     out += ["OURS DIVERGES"] if e.get("ours_diverges") else []
