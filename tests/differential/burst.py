@@ -37,6 +37,7 @@ API_KEY = json.loads((HERE / "scenario.json").read_text())["api_key"]
 
 PYTHON = f"""
 import asyncio, collections, json, sys
+sys.modules["torch"] = None  # torch is not used here: start without its ~5 s import (tests/cli/tinker-py)
 import tinker
 from tinker import types
 url, out = sys.argv[1], sys.argv[2]

@@ -53,7 +53,9 @@ CASE_LIMIT_S = 60
 CASE_WAIT_S = CASE_LIMIT_S + 40
 
 PYTHON = f"""
-import sys, time, tinker
+import sys, time
+sys.modules["torch"] = None  # torch is not used here: start without its ~5 s import (tests/cli/tinker-py)
+import tinker
 sc = tinker.ServiceClient(base_url=sys.argv[1], api_key={API_KEY!r})
 sc.create_sampling_client(base_model="Qwen/Qwen3-8B").result()
 print("ready", flush=True)

@@ -28,6 +28,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+sys.modules["torch"] = None  # torch is not used here: start without its ~5 s import (tests/cli/tinker-py)
 from run import Sim  # noqa: E402
 
 import tinker  # noqa: E402

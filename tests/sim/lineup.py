@@ -38,6 +38,7 @@ for k in ("TINKER_BASE_URL", "TINKER_API_KEY", "TINKER_PROJECT_ID"):
 
 import logging  # noqa: E402
 
+sys.modules["torch"] = None  # torch is not used here: start without its ~5 s import (tests/cli/tinker-py)
 import tinker  # noqa: E402
 from tinker import types  # noqa: E402
 
