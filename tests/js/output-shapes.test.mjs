@@ -31,11 +31,11 @@ function declared(name) {
 const TYPED = new Set(['Float32Array', 'Float64Array', 'Int32Array', 'Uint32Array', 'Uint8Array', 'BigInt64Array', 'ArrayBuffer']);
 
 /** Problems of `value` against `type`, as `path: …` strings (empty: it conforms). */
-function check(value, type, at, depth = 0) {
+function check(value, type, at) {
   const flags = type.flags;
   if (flags & (ts.TypeFlags.Any | ts.TypeFlags.Unknown)) return [];
   if (type.isUnion()) {
-    const tries = type.types.map((t) => check(value, t, at, depth));
+    const tries = type.types.map((t) => check(value, t, at));
     return tries.some((p) => p.length === 0) ? [] : [`${at}: ${describe(value)} is none of ${checker.typeToString(type)} (${tries.map((p) => p[0]).join(' | ')})`];
   }
   if (flags & ts.TypeFlags.Null) return value === null ? [] : [`${at}: not null`];
@@ -51,7 +51,7 @@ function check(value, type, at, depth = 0) {
   if (checker.isArrayType(type) || checker.isTupleType(type)) {
     if (!Array.isArray(value)) return [`${at}: ${describe(value)} is not an array`];
     const args = checker.getTypeArguments(type);
-    return value.slice(0, 8).flatMap((v, i) => check(v, checker.isTupleType(type) ? args[i] : args[0], `${at}[${i}]`, depth + 1));
+    return value.slice(0, 8).flatMap((v, i) => check(v, checker.isTupleType(type) ? args[i] : args[0], `${at}[${i}]`));
   }
   if (flags & ts.TypeFlags.Object) {
     if (value === null || typeof value !== 'object' || Array.isArray(value)) return [`${at}: ${describe(value)} is not an object`];
@@ -64,12 +64,11 @@ function check(value, type, at, depth = 0) {
         if (!optional) problems.push(`${at}.${p.name}: declared, missing`);
         continue;
       }
-      const pt = checker.getTypeOfSymbol(p);
-      problems.push(...check(value[p.name], optional ? checker.getNonNullableType(pt) === pt ? pt : pt : pt, `${at}.${p.name}`, depth + 1));
+      problems.push(...check(value[p.name], checker.getTypeOfSymbol(p), `${at}.${p.name}`));
     }
     for (const k of Object.keys(value)) {
       if (props.some((p) => p.name === k)) continue;
-      if (index) problems.push(...check(value[k], index.type, `${at}[${JSON.stringify(k)}]`, depth + 1));
+      if (index) problems.push(...check(value[k], index.type, `${at}[${JSON.stringify(k)}]`));
       else problems.push(`${at}.${k}: written, not declared`);
     }
     return problems;
