@@ -78,7 +78,7 @@ test-rust: native
 # (tests/js/access-recorder.mjs); coverage.mjs --accesses then holds coverage.json to it.
 test-node: wasm native
 	rm -f target/js-coverage/accesses.json
-	TINKER_COVERAGE_OUT=target/js-coverage/accesses.json node --test tests/js/node.test.mjs tests/js/general-engine.test.mjs tests/js/node-transport.test.mjs tests/js/node-env.test.mjs tests/js/node-gc.test.mjs tests/js/secrets.test.mjs tests/js/memory.test.mjs tests/js/output-shapes.test.mjs
+	TINKER_COVERAGE_OUT=target/js-coverage/accesses.json node --test tests/js/node.test.mjs tests/js/general-engine.test.mjs tests/js/node-transport.test.mjs tests/js/node-env.test.mjs tests/js/node-gc.test.mjs tests/js/secrets.test.mjs tests/js/memory.test.mjs tests/js/output-shapes.test.mjs tests/js/declare.test.mjs
 	node tests/js/coverage.mjs --accesses target/js-coverage/accesses.json
 
 test-node-lite: wasm native

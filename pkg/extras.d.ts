@@ -1,4 +1,6 @@
-import type { ClientOptions, BillingUsageResponse, CurrentCheckpointStorageUsageResponse, AuditLogResponse, AuditLogParams, Page, TrainingRun, Checkpoint, SessionSummary, ListTrainingRunsParams, AccessScope, RequestOptions, SessionSearchRequest, Datum, DatumFromTokensParams } from './gen/full/tinker_wasm.js';
+import type { ClientOptions, BillingUsageResponse, CurrentCheckpointStorageUsageResponse, AuditLogResponse, AuditLogParams, BillingUsageParams, StorageUsageParams, Page, TrainingRun, Checkpoint, SessionSummary, ListTrainingRunsParams, ListUserCheckpointsParams, ListSessionsParams, RequestOptions, SessionSearchRequest, Datum, DatumFromTokensParams } from './gen/full/tinker_wasm.js';
+import type { DownloadCheckpointParams, DownloadOptions } from './gen/params.js';
+export type { DownloadCheckpointParams, DownloadOptions } from './gen/params.js';
 
 /** A page with navigation. */
 export type NavigablePage<T> = Page<T> & {
@@ -24,9 +26,9 @@ export interface RestClientLists extends RestClientDownloads {
   /** Training runs, newest first. */
   listTrainingRuns(params?: ListTrainingRunsParams, options?: RequestOptions): PagePromise<TrainingRun>;
   /** All of the caller's checkpoints, newest first. */
-  listUserCheckpoints(params?: { limit?: number; offset?: number }, options?: RequestOptions): PagePromise<Checkpoint>;
+  listUserCheckpoints(params?: ListUserCheckpointsParams, options?: RequestOptions): PagePromise<Checkpoint>;
   /** Session ids. */
-  listSessions(params?: { limit?: number; offset?: number; access_scope?: AccessScope }, options?: RequestOptions): PagePromise<string>;
+  listSessions(params?: ListSessionsParams, options?: RequestOptions): PagePromise<string>;
   /** Session search (experimental). */
   searchSessions(request?: SessionSearchRequest, options?: RequestOptions): PagePromise<SessionSummary>;
 }
@@ -58,7 +60,7 @@ export interface DownloadedFile {
 /** Checkpoint download methods of `RestClient`. */
 export interface RestClientDownloads {
   /** The files of an `external_weights` checkpoint, each as a `ReadableStream`, read in order. */
-  openCheckpointFiles(tinker_path: string, options?: { signal?: AbortSignal; fetch?: typeof fetch }): AsyncIterable<{
+  openCheckpointFiles(tinker_path: string, options?: DownloadOptions): AsyncIterable<{
     /** The file (relative path). */
     path: string;
     /** Its size in bytes, if the server announced it. */
@@ -67,7 +69,7 @@ export interface RestClientDownloads {
     stream: ReadableStream<Uint8Array>;
   }>;
   /** Downloads an `external_weights` checkpoint (export one with `TrainingClient.saveWeightsExternal`): to `directory` in Node, else as Blobs. */
-  downloadCheckpoint(tinker_path: string, params?: { directory?: string; on_progress?: (p: DownloadProgress) => void }, options?: { signal?: AbortSignal; fetch?: typeof fetch }): Promise<{
+  downloadCheckpoint(tinker_path: string, params?: DownloadCheckpointParams, options?: DownloadOptions): Promise<{
     /** The files, in path order. */
     files: DownloadedFile[];
     /** Bytes of every file. */
@@ -95,9 +97,9 @@ export declare function datumFromTokens(tokens: Uint32Array | Int32Array | Array
 export declare class AdminClient {
   constructor(options?: ClientOptions);
   /** Hourly billing usage events in [starting_on, ending_before) (admin or billing-admin role). */
-  getBillingUsage(params: { starting_on: Date | string; ending_before: Date | string }): Promise<BillingUsageResponse>;
+  getBillingUsage(params: BillingUsageParams): Promise<BillingUsageResponse>;
   /** Current checkpoint count, size and projected cost, optionally of one project. */
-  getCurrentCheckpointStorageUsage(params?: { project_id?: string }): Promise<CurrentCheckpointStorageUsageResponse>;
+  getCurrentCheckpointStorageUsage(params?: StorageUsageParams): Promise<CurrentCheckpointStorageUsageResponse>;
   /** The organisation's audit log (admin role). */
   getAuditLog(params?: AuditLogParams): Promise<AuditLogResponse>;
   /** Stops the client's timers. */

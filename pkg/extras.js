@@ -2,6 +2,7 @@
 // registers the error classes with the wasm module, adds async-iterable list methods
 // over the RestClient's page calls, and namespaces the data builders.
 import { errorClasses } from './errors.js';
+import { DownloadCheckpointParams, DownloadOptions } from './params.js';
 
 /** A list call: `await` it for the first page, or `for await` over every item. */
 export class PagePromise {
@@ -70,7 +71,7 @@ const listMethods = {
 let nodeModules = null;
 
 /** Streams the files of an `external_weights` checkpoint (see `downloadMethods`). */
-async function* checkpointFiles(rest, tinkerPath, { signal, fetch: fetchFn = globalThis.fetch } = {}) {
+async function* checkpointFiles(rest, tinkerPath, { signal, fetch: fetchFn = globalThis.fetch }) {
   const { urls } = await rest.getExternalWeightsUrls(tinkerPath, signal ? { signal } : undefined);
   for (const path of Object.keys(urls).sort()) {
     let response;
@@ -114,8 +115,8 @@ const downloadMethods = {
    * The files of an `external_weights` checkpoint as an async iterable of
    * `{ path, size, stream }` (a `ReadableStream` each, read in order): nothing is buffered.
    */
-  openCheckpointFiles(tinkerPath, options = {}) {
-    return checkpointFiles(this, tinkerPath, options);
+  openCheckpointFiles(tinkerPath, options) {
+    return checkpointFiles(this, tinkerPath, DownloadOptions.read(options));
   },
 
   /**
@@ -124,11 +125,12 @@ const downloadMethods = {
    * `{ path, fileBytes, fileSize, bytes }` after each chunk; the request option `signal`
    * aborts, `fetch` replaces the global one.
    */
-  async downloadCheckpoint(tinkerPath, { directory, on_progress: onProgress } = {}, { signal, fetch } = {}) {
+  async downloadCheckpoint(tinkerPath, params, options) {
+    const { directory, on_progress: onProgress } = DownloadCheckpointParams.read(params);
+    const { signal, fetch } = DownloadOptions.read(options);
     let fs = null;
     let pathMod = null;
     if (directory !== undefined) {
-      if (typeof directory !== 'string') throw Object.assign(new TypeError(`directory: must be a string, got ${typeof directory}`), { field: 'directory' });
       if (!nodeModules) throw Object.assign(new TypeError('directory: writing to disk needs the Node entry point; elsewhere omit it to get Blobs'), { field: 'directory' });
       ({ fs, path: pathMod } = nodeModules);
     }

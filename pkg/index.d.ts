@@ -10,7 +10,7 @@ export * from './gen/full/tinker_wasm.js';
 export * from './errors.js';
 export * from './renderers.js';
 export { PagePromise, datumFromTokens, AdminClient } from './extras.js';
-export type { NavigablePage, RestClientLists, DownloadProgress, DownloadedFile } from './extras.js';
+export type { NavigablePage, RestClientLists, DownloadProgress, DownloadedFile, DownloadCheckpointParams, DownloadOptions } from './extras.js';
 
 declare module './gen/full/tinker_wasm.js' {
   interface RestClient extends RestClientLists {}

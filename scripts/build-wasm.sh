@@ -83,3 +83,6 @@ build_general
 for pid in "${pids[@]}"; do
   wait "$pid"
 done
+# The TypeScript of the package's own JS parameter objects, from their declarations.
+log "pkg/gen/params.d.ts"
+node scripts/params-ts.mjs

@@ -94,31 +94,53 @@ fn options_objects_are_declared_once() {
             }
         }
     }
-    // The package's own declarations (pkg/*.d.ts, beside the generated ones) refer to them.
+    // The package's own declarations (pkg/**/*.d.ts, beside the generated ones) refer to
+    // them: no interface of that kind written there, and no parameter typed by an object
+    // literal (a shape declared inline). The package's JS declares its own objects with
+    // pkg/declare.js, whose TypeScript is generated into pkg/gen.
     let pkg = skin().src.parent().unwrap().join("pkg");
-    for f in std::fs::read_dir(&pkg).unwrap().map(|e| e.unwrap().path()) {
-        if !f.to_string_lossy().ends_with(".d.ts") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&f).unwrap();
-        for line in text.lines().map(str::trim_start) {
-            if let Some(r) = line.strip_prefix("export interface ") {
-                let name = r.split(|c: char| !c.is_alphanumeric()).next().unwrap_or("");
-                if ["Options", "Params", "Config"]
-                    .iter()
-                    .any(|s| name.ends_with(s))
-                {
-                    found.push(format!(
-                        "{}: TypeScript of {name} written by hand",
-                        f.display()
-                    ));
-                }
+    for dir in [pkg.clone(), pkg.join("lite"), pkg.join("cookbook")] {
+        for f in std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()) {
+            if f.to_string_lossy().ends_with(".d.ts") {
+                let text = std::fs::read_to_string(&f).unwrap();
+                found.extend(hand_written_shapes(&text).into_iter().map(|m| format!("{}: {m}", f.display())));
             }
         }
     }
     assert!(files.len() > 20, "the scan found the skin");
     assert!(
         found.is_empty(),
-        "declare these with declare_params!: {found:#?}"
+        "declare these with declare_params! (the module's) or pkg/declare.js (the package's JS): {found:#?}"
     );
+    // The check itself.
+    let seen = hand_written_shapes(
+        "export interface FooOptions {\n  f(params?: { a?: number }): void;\n  constructor(params: {\n}",
+    );
+    assert_eq!(seen.len(), 3, "{seen:?}");
+}
+
+/// What a declaration file writes by hand: an interface named as a parameter object, and
+/// each parameter typed by an object literal.
+fn hand_written_shapes(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for line in text.lines().map(str::trim_start) {
+        if let Some(r) = line.strip_prefix("export interface ") {
+            let name = r.split(|c: char| !c.is_alphanumeric()).next().unwrap_or("");
+            if ["Options", "Params", "Config"].iter().any(|s| name.ends_with(s)) {
+                found.push(format!("TypeScript of {name} written by hand"));
+            }
+        }
+        // `(name: {` or `, name?: {`: a parameter whose type is an object literal.
+        for (i, _) in line.match_indices(": {") {
+            let before = line[..i].trim_end_matches('?');
+            let name_start = before
+                .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .map_or(0, |j| j + 1);
+            let prev = before[..name_start].trim_end();
+            if name_start < before.len() && (prev.ends_with('(') || prev.ends_with(',')) {
+                found.push(format!("a parameter shape written inline: {line}"));
+            }
+        }
+    }
+    found
 }

@@ -5,6 +5,7 @@
 // through the skin's __CookbookSft); this file sends what it says, in the order it says,
 // and holds what a user passes in: the dataset's source, the run's store, the signal and
 // the metrics callback.
+import { CookbookRunOptions, PolicyRunOptions, TokensWithLogprobsParams, CompleteParams, TinkerTokenCompleterParams, TinkerMessageCompleterParams } from './params.js';
 
 /**
  * A run's files (`checkpoints.jsonl`, `metrics.jsonl`): a folder in Node, any object with
@@ -152,8 +153,9 @@ async function comparisonTexts(d, fs) {
  * and why it stopped.
  */
 export class TokensWithLogprobs {
-  /** @param {{ tokens: number[], maybe_logprobs: number[] | null, stop_reason?: string, sequence_id?: string | null, prompt_cache_hit_tokens?: number }} f */
-  constructor({ tokens, maybe_logprobs, stop_reason = 'stop', sequence_id = null, prompt_cache_hit_tokens = 0 }) {
+  /** @param {import('../gen/cookbook-params.js').TokensWithLogprobsParams} fields */
+  constructor(fields) {
+    const { tokens, maybe_logprobs, stop_reason = 'stop', sequence_id = null, prompt_cache_hit_tokens = 0 } = TokensWithLogprobsParams.read(fields);
     this.tokens = tokens;
     this.maybe_logprobs = maybe_logprobs;
     this.stop_reason = stop_reason;
@@ -204,9 +206,10 @@ function samplingClient(v, what) {
 function completers(tinker) {
   /** `TinkerTokenCompleter({ sampling_client, max_tokens, temperature = 1, context_window })`. */
   class TinkerTokenCompleter extends TokenCompleter {
-    /** @param {{ sampling_client: any, max_tokens: number, temperature?: number, context_window?: number | null }} p */
-    constructor({ sampling_client, max_tokens, temperature = 1.0, context_window = null }) {
+    /** @param {import('../gen/cookbook-params.js').TinkerTokenCompleterParams} params */
+    constructor(params) {
       super();
+      const { sampling_client, max_tokens, temperature = 1.0, context_window = null } = TinkerTokenCompleterParams.read(params);
       this.sampling_client = samplingClient(sampling_client, 'TinkerTokenCompleter');
       tinker.__cookbookCompleterMaxTokens(max_tokens, undefined, undefined, undefined);
       this.max_tokens = max_tokens;
@@ -216,9 +219,9 @@ function completers(tinker) {
       this.signal = undefined;
     }
 
-    /** @param {any} modelInput @param {string[] | number[]} stop @param {{ max_tokens?: number }} [options] */
-    async complete(modelInput, stop, options = {}) {
-      const max_tokens = tinker.__cookbookCompleterMaxTokens(this.max_tokens, options.max_tokens ?? undefined, this.context_window ?? undefined, modelInput);
+    /** @param {any} modelInput @param {string[] | number[]} stop @param {import('../gen/cookbook-params.js').CompleteParams} [params] */
+    async complete(modelInput, stop, params) {
+      const max_tokens = tinker.__cookbookCompleterMaxTokens(this.max_tokens, CompleteParams.read(params).max_tokens, this.context_window ?? undefined, modelInput);
       const r = await this.sampling_client.sample({ prompt: modelInput, num_samples: 1, sampling_params: { stop, max_tokens, temperature: this.temperature } }, this.signal ? { signal: this.signal } : undefined);
       const seq = r.sequences[0];
       if (!seq.logprobs) throw new Error('TinkerTokenCompleter: the sampler returned no logprobs');
@@ -234,9 +237,10 @@ function completers(tinker) {
 
   /** `TinkerMessageCompleter({ sampling_client, renderer, max_tokens, stop_condition, temperature = 1 })`. */
   class TinkerMessageCompleter extends MessageCompleter {
-    /** @param {{ sampling_client: any, renderer: any, max_tokens: number, stop_condition?: string[] | number[] | null, temperature?: number }} p */
-    constructor({ sampling_client, renderer, max_tokens, stop_condition = null, temperature = 1.0 }) {
+    /** @param {import('../gen/cookbook-params.js').TinkerMessageCompleterParams} params */
+    constructor(params) {
       super();
+      const { sampling_client, renderer, max_tokens, stop_condition = null, temperature = 1.0 } = TinkerMessageCompleterParams.read(params);
       this.sampling_client = samplingClient(sampling_client, 'TinkerMessageCompleter');
       if (renderer === null || typeof renderer !== 'object' || typeof renderer.buildGenerationPrompt !== 'function') {
         throw new TypeError('TinkerMessageCompleter.renderer: must be a Renderer');
@@ -354,14 +358,14 @@ export function cookbook(tinker, host = {}) {
     if (config === null || typeof config !== 'object') {
       throw new TypeError(`${what} config: must be an object, got ${config === null ? 'null' : typeof config}`);
     }
-    const { service, signal, onMetrics: userMetrics, store } = options;
+    const { service, signal, onMetrics: userMetrics, store, progress } = CookbookRunOptions.read(options);
     if (!(service instanceof tinker.ServiceClient)) {
       throw new TypeError(`${what} options.service: must be a ServiceClient of tinker-wasm/cookbook (the cookbook runs on its own build of the module: take ServiceClient from that entry, not from tinker-wasm)`);
     }
     if (userMetrics !== undefined && typeof userMetrics !== 'function') {
       throw new TypeError(`${what} options.onMetrics: must be a function, got ${typeof userMetrics}`);
     }
-    const bar = options.progress !== false && host.progress ? host.progress() : null;
+    const bar = progress !== false && host.progress ? host.progress() : null;
     const onMetrics = bar ? (/** @type {any} */ m) => (bar.step(m), userMetrics?.(m)) : userMetrics;
     const files = store ?? runStore(config.log_path);
     const builtEvaluators = { frequent: buildEvaluators(config, 'evaluator_builders'), infrequent: buildEvaluators(config, 'infrequent_evaluator_builders') };
@@ -695,7 +699,7 @@ export function cookbook(tinker, host = {}) {
    * @param {(ctx: any, sm: any) => Promise<{ length: number, batch: (i: number) => Promise<[any[], number[] | undefined]>, scorers: any[], evaluators: any[], strategy: any }>} setup
    */
   async function policyLoop(cfg, distillation, options, setup) {
-    const { service, signal, onMetrics, store } = options;
+    const { service, signal, onMetrics, store } = PolicyRunOptions.read(options);
     if (!(service instanceof tinker.ServiceClient)) {
       throw new TypeError(`options.service: must be a ServiceClient of tinker-wasm/cookbook (the cookbook runs on its own build of the module: take ServiceClient from that entry, not from tinker-wasm)`);
     }

@@ -12,7 +12,24 @@ import type {
   DpoConfig,
   DPODatasetBuilderFromComparisonsParams,
   ComparisonBuilderFromJsonlParams,
+  RLConfig,
+  OnPolicyDistillationConfig,
 } from '../gen/cookbook/tinker_wasm.js';
+import type {
+  CookbookRunOptions,
+  PolicyRunOptions,
+  ProblemGroupBuilderParams,
+  InitialObservationOverflowParams,
+  EnvFromMessageEnvParams,
+  StepExtra,
+  RetryOnFailureParams,
+  MinViableGroupParams,
+  PromptOnlyDatasetParams,
+  TokensWithLogprobsParams,
+  CompleteParams,
+  TinkerTokenCompleterParams,
+  TinkerMessageCompleterParams,
+} from '../gen/cookbook-params.js';
 
 // The whole SDK, as tinker-wasm exports it (the same classes, on the cookbook build of the
 // module: use this entry's ServiceClient for the cookbook's methods).
@@ -27,7 +44,27 @@ export type {
   DPODatasetBuilderFromComparisonsParams,
   ComparisonBuilderFromJsonlParams,
   LabeledComparison,
+  RLConfig,
+  AsyncConfig,
+  ScorerConfig,
+  OnPolicyDistillationConfig,
+  DistillationDatasetConfig,
 } from '../gen/cookbook/tinker_wasm.js';
+export type {
+  CookbookRunOptions,
+  PolicyRunOptions,
+  ProblemGroupBuilderParams,
+  InitialObservationOverflowParams,
+  EnvFromMessageEnvParams,
+  StepExtra,
+  RetryOnFailureParams,
+  MinViableGroupParams,
+  PromptOnlyDatasetParams,
+  TokensWithLogprobsParams,
+  CompleteParams,
+  TinkerTokenCompleterParams,
+  TinkerMessageCompleterParams,
+} from '../gen/cookbook-params.js';
 
 /** A run's files (`checkpoints.jsonl`, `metrics.jsonl`): a folder in Node (`log_path`), a store elsewhere. */
 export interface RunStore {
@@ -37,24 +74,6 @@ export interface RunStore {
   append(name: string, text: string): Promise<void> | void;
   /** Replaces the file. */
   write(name: string, text: string): Promise<void> | void;
-}
-
-/** A method's per-call options. */
-export interface CookbookRunOptions {
-  /** The client to train with (its options carry the key, base URL and tokenizer loading). */
-  service: ServiceClient;
-  /**
-   * Stops the run cleanly: the steps in flight finish, then a checkpoint is saved where it
-   * stopped. Aborted while the training client is still being created, the creation is
-   * cancelled and the method rejects with the abort's reason (there is nothing to save).
-   */
-  signal?: AbortSignal;
-  /** Receives each step's metrics line (the cookbook's names), after it is written. */
-  onMetrics?: (metrics: Record<string, number>) => void;
-  /** Where the run's files live when not in a `log_path` folder (browsers, Workers). */
-  store?: RunStore;
-  /** In a Node terminal, a progress line (step, loss, ETA) on stderr; `false` turns it off. */
-  progress?: boolean;
 }
 
 /** How a run ended. */
@@ -138,7 +157,7 @@ declare class Env {
   /** The first observation and its stop condition (or an overflow: the prompt alone is over budget). */
   initialObservation(): Promise<[ModelInput, number[] | string[]] | InitialObservationOverflow>;
   /** The outcome of the sampled tokens (`extra.stop_reason`: "stop" or "length"). */
-  step(action: number[], extra?: { stop_reason?: string }): Promise<StepResult>;
+  step(action: number[], extra?: StepExtra): Promise<StepResult>;
 }
 
 /** `rl.types.EnvGroupBuilder`: the environments of one group (one problem); extend `rl.EnvGroupBuilder`. */
@@ -170,13 +189,13 @@ declare class ProblemEnv extends Env {
 /** `rl.problem_env.ProblemGroupBuilder`: `num_envs` environments from `env_thunk`, tagged `dataset_name`. The class is `rl.ProblemGroupBuilder`. */
 declare class ProblemGroupBuilder extends EnvGroupBuilder {
   /** `num_envs` (from 1) calls of `env_thunk`; `dataset_name` is the logging tag (default "problems"). */
-  constructor(params: { env_thunk: () => Env; num_envs: number; dataset_name?: string });
+  constructor(params: ProblemGroupBuilderParams);
 }
 
 /** `rl.types.InitialObservationOverflow`: returned by `initialObservation()` when the prompt alone is over budget. The class is `rl.InitialObservationOverflow`. */
 declare class InitialObservationOverflow {
   /** The rollout ends at once with one empty turn of `reward` and `metrics` (default none); no datum. */
-  constructor(params: { reward: number; metrics?: Record<string, number>; logs?: Record<string, unknown> });
+  constructor(params: InitialObservationOverflowParams);
   /** The rollout's reward (it counts in the group's mean). */
   readonly reward: number;
   /** The rollout's metrics. */
@@ -210,28 +229,11 @@ declare class MessageEnv {
 /** `rl.message_env.EnvFromMessageEnv`: a MessageEnv run as a token-level Env (parsing, stop and overflow rules of the cookbook's adapter). The class is `rl.EnvFromMessageEnv`. */
 declare class EnvFromMessageEnv extends Env {
   /** `message_env` run with `renderer`, under the cookbook adapter's defaults. */
-  constructor(params: {
-    /** Renders the conversation and parses each reply. */
-    renderer: Renderer | RendererLike;
-    /** The environment to run. */
-    message_env: MessageEnv;
-    /** Reward of a malformed reply (default -1). */
-    failed_parse_reward?: number;
-    /** A malformed reply ends the episode (default true). */
-    terminate_on_parse_error?: boolean;
-    /** The conversation's token budget, with room for `max_generation_tokens` (default: none). */
-    max_trajectory_tokens?: number | null;
-    /** Tokens kept free for the next reply within `max_trajectory_tokens` (default: none). */
-    max_generation_tokens?: number | null;
-    /** Reward of a reply cut at max_tokens or a conversation over budget (default -0.1). */
-    context_overflow_reward?: number;
-    /** A reply cut at max_tokens ends the episode (default true; false: `observeTruncatedResponse`). */
-    terminate_on_length?: boolean;
-  });
+  constructor(params: EnvFromMessageEnvParams);
   /** The rendered first conversation and the renderer's stop sequences, or an overflow (`max_trajectory_tokens`). */
   initialObservation(): Promise<[ModelInput, number[] | string[]] | InitialObservationOverflow>;
   /** The reply parsed and passed to the MessageEnv's `step`, with the adapter's parse, length and overflow rules. */
-  step(action: number[], extra?: { stop_reason?: string }): Promise<StepResult>;
+  step(action: number[], extra?: StepExtra): Promise<StepResult>;
 }
 
 /** `rl.FailFast`: any rollout's error fails the run (the default, but for thinkingmachines/Inkling models). */
@@ -243,7 +245,7 @@ declare class FailFast {
 /** `rl.RetryOnFailure`: failed (or timed-out) rollouts retried on fresh environments within a budget; past it the group is dropped. */
 declare class RetryOnFailure {
   /** `max_retries`: the group's retry budget (default 3); `per_rollout_timeout`: seconds per rollout (default 0: none). */
-  constructor(params?: { max_retries?: number; per_rollout_timeout?: number });
+  constructor(params?: RetryOnFailureParams);
   /** true: a failed group is dropped instead of failing the run. */
   readonly catchesGroupErrors: true;
 }
@@ -251,9 +253,17 @@ declare class RetryOnFailure {
 /** `rl.MinViableGroup`: a group is kept once `min_successful` (default ceil(0.75 · size)) rollouts succeed, dropped below it. */
 declare class MinViableGroup {
   /** `max_retries` (default 3): the group's retry budget, spent only while fewer than `min_successful` have succeeded; `per_rollout_timeout` in seconds (default null: none). */
-  constructor(params?: { min_successful?: number | null; max_retries?: number; per_rollout_timeout?: number | null });
+  constructor(params?: MinViableGroupParams);
   /** true: a failed group is dropped instead of failing the run. */
   readonly catchesGroupErrors: true;
+}
+
+/** What `dataset_builder` is called with. */
+export interface DatasetBuilderContext {
+  /** The model's tokenizer. */
+  tokenizer: unknown;
+  /** The run's renderer. */
+  renderer: Renderer;
 }
 
 /** A dataset of groups: `getBatch(index)` gives a step's group builders. */
@@ -264,85 +274,6 @@ export interface RLDataset {
   readonly length: number;
 }
 
-/** `KLReferenceConfig` / `TeacherConfig`: a base model, with a checkpoint's weights when given. */
-export interface ScorerConfig {
-  /** The base model, e.g. "Qwen/Qwen3-8B". */
-  base_model: string;
-  /** Sampler weights to score with (`tinker://…/sampler_weights/…`; default null: the base model's). */
-  load_checkpoint_path?: string | null;
-}
-
-/** `rl.train.Config` (the synchronous loop's fields, the cookbook's names and defaults). */
-export interface RLConfig {
-  /** The learning rate (constant). */
-  learning_rate: number;
-  /** Builds the datasets from the model's tokenizer and renderer: `[train, test?]`. */
-  dataset_builder: (ctx: { tokenizer: unknown; renderer: Renderer }) => Promise<[RLDataset, RLDataset?]> | [RLDataset, RLDataset?];
-  /** The base model to train, e.g. "Qwen/Qwen3-8B". */
-  model_name: string;
-  /** Longest sample in tokens. */
-  max_tokens: number;
-  /** A name for the run (kept for the cookbook's configs; not sent). */
-  recipe_name?: string;
-  /** Where the run keeps checkpoints.jsonl and metrics.jsonl (a folder in Node). */
-  log_path?: string;
-  /** The renderer (default: the model's recommended one); also the run's user metadata. */
-  renderer_name?: string;
-  /** Weights to start from (`tinker://…/weights/…`, a fresh optimizer); a resume from log_path wins. */
-  load_checkpoint_path?: string;
-  /** Save every this many steps (default 20). */
-  save_every?: number;
-  /** Time to live of periodic saves (default 604800; null: kept). */
-  ttl_seconds?: number | null;
-  /** "importance_sampling" (default), "ppo", "cispo", "dro", … */
-  loss_fn?: string;
-  /** The loss's config, sent with each `forward_backward` (default none). */
-  loss_fn_config?: Record<string, number | string>;
-  /** Optimizer steps per batch (default 1). */
-  num_substeps?: number;
-  /** LoRA rank (default 32). */
-  lora_rank?: number;
-  /** Sampling temperature (default 1). */
-  temperature?: number;
-  /** Passes over the dataset (default 1): step i trains batch `i % length`. */
-  num_epochs?: number;
-  /** Stop after this many steps in all (at most `num_epochs` passes). */
-  max_steps?: number;
-  /** The KL penalty against `kl_reference_config`'s policy (default 0: none). */
-  kl_penalty_coef?: number;
-  /** Discount of the KL penalty's future terms (default 0: not discounted). */
-  kl_discount_factor?: number;
-  /** The KL penalty's reference policy (required when `kl_penalty_coef` > 0). */
-  kl_reference_config?: ScorerConfig | null;
-  /** Groups whose rewards are all equal are not trained on (default false). */
-  remove_constant_reward_groups?: boolean;
-  /** Evaluate every this many steps, before the step, and the final weights (default 20; 0: never). */
-  eval_every?: number;
-  /** Builders of sampling evaluators (run with the builder's test set, if any, which is evaluated as `test/…`). */
-  evaluator_builders?: Array<() => SamplingClientEvaluator>;
-  /**
-   * Off-policy training: sampling runs up to `max_steps_off_policy` steps ahead of training,
-   * each step trains `groups_per_batch` completed groups (oldest weights first), with
-   * `loss_fn` (default "stable_reinforce") in place of the config's.
-   */
-  async_config?: {
-    /** How many steps sampling may run ahead of training (0: on-policy). */
-    max_steps_off_policy: number;
-    /** Completed groups each step trains. */
-    groups_per_batch: number;
-    /** The loss of off-policy steps (default "stable_reinforce"). */
-    loss_fn?: string;
-  } | null;
-  /** Rolling saves (the state alone, kept `rolling_ttl_seconds`, default 7200) every this many steps between the periodic ones; each deletes the previous (default 0: none). */
-  rolling_save_every?: number;
-  /** Time to live of rolling saves (default 7200). */
-  rolling_ttl_seconds?: number;
-  /** Score each step's datums again on the new weights: `kl_pre_post_v1`, `kl_pre_post_v2` (default false). */
-  compute_post_kl?: boolean;
-  /** How rollout errors are handled: false (FailFast), true (RetryOnFailure()), or a strategy; errors counted under `rollout_errors/`. */
-  rollout_error_tolerance?: boolean | FailFast | RetryOnFailure | MinViableGroup | null;
-}
-
 /** tinker-cookbook's `rl`: reinforcement learning, and the environments and rollout strategies it runs. */
 export declare const rl: {
   /**
@@ -351,7 +282,7 @@ export declare const rl: {
    * `save_every` steps; a restart on the same files resumes. Metrics per step under the
    * cookbook's names (`env/all/reward/total`, `optim/kl_sample_train_v1`, `tokens/…`, …).
    */
-  train(config: RLConfig, options: Omit<CookbookRunOptions, 'progress'>): Promise<TrainResult>;
+  train(config: RLConfig, options: PolicyRunOptions): Promise<TrainResult>;
   /** The base class of token-level environments (`rl.types.Env`). */
   Env: typeof Env;
   /** The base class of group builders (`rl.types.EnvGroupBuilder`). */
@@ -383,84 +314,13 @@ declare class PromptOnlyEnv extends ProblemEnv {
 /** `distillation.PromptOnlyDataset`: batches of prompts, each a group of `group_size` PromptOnlyEnvs. */
 declare class PromptOnlyDataset implements RLDataset {
   /** The dataset of `prompts` (`batch_size` and `group_size` from 1). */
-  constructor(params: {
-    /** The prompts, in order. */
-    prompts: string[];
-    /** Prompts (groups) per batch. */
-    batch_size: number;
-    /** Environments per prompt. */
-    group_size: number;
-    /** The model's renderer. */
-    renderer: Renderer | RendererLike;
-    /** The model's tokenizer (for `max_prompt_tokens`). */
-    tokenizer: unknown;
-    /** Prompts are cut to this many tokens (default null: not cut). */
-    max_prompt_tokens?: number | null;
-    /** Messages before each prompt (default null). */
-    convo_prefix?: ChatMessage[] | null;
-    /** The logging tag (default "prompts"). */
-    dataset_name?: string;
-  });
+  constructor(params: PromptOnlyDatasetParams);
   /** `_truncate_prompt`: the prompt cut to `max_prompt_tokens` tokens (encoded with special tokens, decoded back), or as is. */
   truncatePrompt(prompt: string): string;
   /** The group builders of batch `index` (a RangeError past the end). */
   getBatch(index: number): EnvGroupBuilder[];
   /** The number of batches: ceil(prompts / batch_size). */
   readonly length: number;
-}
-
-/** `distillation.DistillationDatasetConfig`: a dataset and the teacher its datums learn from. */
-export interface DistillationDatasetConfig {
-  /** Builds the datasets from the model's tokenizer and renderer: `[train, test?]`. */
-  dataset_builder: RLConfig['dataset_builder'];
-  /** The teacher whose logprobs score this dataset's samples. */
-  teacher_config: ScorerConfig;
-  /** Required, but not read: a step takes the dataset's whole `getBatch(i)` (as the cookbook's `CompositeDataset`). */
-  groups_per_batch: number;
-}
-
-/** `distillation.train_on_policy.Config` (the cookbook's names and defaults). */
-export interface OnPolicyDistillationConfig {
-  /** The learning rate (constant). */
-  learning_rate: number;
-  /** The datasets and their teachers (one or more): each step trains a batch of every one, for as many steps as the shortest has batches. */
-  dataset_configs: DistillationDatasetConfig[];
-  /** The student's base model, e.g. "Qwen/Qwen3-8B". */
-  model_name: string;
-  /** Longest sample in tokens. */
-  max_tokens: number;
-  /** A name for the run (kept for the cookbook's configs; not sent). */
-  recipe_name?: string;
-  /** The renderer (default: the model's recommended one); also the run's user metadata. */
-  renderer_name?: string;
-  /** Sampling temperature (default 1). */
-  temperature?: number;
-  /** LoRA rank (default 32). */
-  lora_rank?: number;
-  /** Weight of the reverse KL to the teacher (default 1). */
-  kl_penalty_coef?: number;
-  /** Discount of the KL's future terms (default 0). */
-  kl_discount_factor?: number;
-  /** "importance_sampling" (default), "ppo", "cispo", "dro", … */
-  loss_fn?: string;
-  /** The loss's config, sent with each `forward_backward` (default none). */
-  loss_fn_config?: Record<string, number | string>;
-  /** Optimizer steps per batch (default 1). */
-  num_substeps?: number;
-  /** Where the run keeps checkpoints.jsonl and metrics.jsonl (a folder in Node). */
-  log_path?: string;
-  /** Evaluate every this many steps, before the step (default 20; 0: never); metrics under `test/`. */
-  eval_every?: number;
-  /** Save every this many steps (default 20). */
-  save_every?: number;
-  /** Weights to start from (`tinker://…/weights/…`, a fresh optimizer); a resume from log_path wins. */
-  load_checkpoint_path?: string;
-  /** Stop after this many steps in all. */
-  max_steps?: number;
-  /** Score each step's datums again on the new weights: `kl_pre_post_v1`, `kl_pre_post_v2` (default false). */
-  compute_post_kl?: boolean;
-  /** Builders of sampling evaluators (run with the datasets' test sets, if any). */
-  evaluator_builders?: Array<() => SamplingClientEvaluator>;
 }
 
 /** tinker-cookbook's `distillation`: on-policy distillation from teacher models. */
@@ -470,7 +330,7 @@ export declare const distillation: {
    * each token's advantage is minus its reverse KL to the dataset's teacher (`teacher_kl`,
    * `teacher_kl/dataset_<i>` in the metrics), and the student trains as in `rl.train`.
    */
-  trainOnPolicy(config: OnPolicyDistillationConfig, options: Omit<CookbookRunOptions, 'progress'>): Promise<TrainResult>;
+  trainOnPolicy(config: OnPolicyDistillationConfig, options: PolicyRunOptions): Promise<TrainResult>;
   /** An environment of one prompt and no reward (`distillation.datasets.PromptOnlyEnv`). */
   PromptOnlyEnv: typeof PromptOnlyEnv;
   /** A dataset of prompts (`distillation.datasets.PromptOnlyDataset`). */
@@ -500,7 +360,7 @@ export declare function indexedDbStore(name: string): RunStore;
 /** A sampled sequence (`TokensWithLogprobs`). */
 export declare class TokensWithLogprobs {
   /** The fields, with the cookbook's defaults (`stop_reason` "stop", `sequence_id` null, `prompt_cache_hit_tokens` 0). */
-  constructor(fields: { tokens: number[]; maybe_logprobs: number[] | null; stop_reason?: string; sequence_id?: string | null; prompt_cache_hit_tokens?: number });
+  constructor(fields: TokensWithLogprobsParams);
   /** The sampled token ids. */
   tokens: number[];
   /** Their logprobs, or null when the sampler returned none. */
@@ -518,7 +378,7 @@ export declare class TokensWithLogprobs {
 /** `TokenCompleter`: extend it and implement `complete`. */
 export declare class TokenCompleter {
   /** A completion of `modelInput` up to a stop sequence of `stop` (strings or token ids); `max_tokens` caps this call. */
-  complete(modelInput: ModelInput, stop: string[] | number[], options?: { max_tokens?: number }): Promise<TokensWithLogprobs>;
+  complete(modelInput: ModelInput, stop: string[] | number[], params?: CompleteParams): Promise<TokensWithLogprobs>;
 }
 
 /** `MessageCompleter`: extend it and implement `complete`. */
@@ -538,12 +398,12 @@ export declare const completers: {
   /** `TinkerTokenCompleter`: one sample per call, `max_tokens` capped so that prompt and completion fit `context_window`. */
   TinkerTokenCompleter: {
     /** Samples with `sampling_client`: at most `max_tokens` per call, `temperature` (default 1), `context_window` in tokens (default null: none). */
-    new (params: { sampling_client: SamplingClient; max_tokens: number; temperature?: number; context_window?: number | null }): TokenCompleter;
+    new (params: TinkerTokenCompleterParams): TokenCompleter;
   };
   /** `TinkerMessageCompleter`: render, sample, parse (tool calls kept). */
   TinkerMessageCompleter: {
     /** Samples with `sampling_client` and `renderer`: at most `max_tokens`, `stop_condition` (default null: the renderer's stop sequences), `temperature` (default 1). */
-    new (params: { sampling_client: SamplingClient; renderer: Renderer | RendererLike; max_tokens: number; stop_condition?: string[] | number[] | null; temperature?: number }): MessageCompleter;
+    new (params: TinkerMessageCompleterParams): MessageCompleter;
   };
 };
 

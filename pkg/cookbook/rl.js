@@ -1,6 +1,7 @@
 // tinker-wasm/cookbook's RL environments: tinker-cookbook's `rl/types.py` and
 // `rl/problem_env.py` as classes to extend (methods camelCase), and the rollouts that run
 // them (`rl/rollouts.py`): what a user's code plugs into `rl.train`.
+import { ProblemGroupBuilderParams, RetryOnFailureParams, MinViableGroupParams, InitialObservationOverflowParams, PromptOnlyDatasetParams, EnvFromMessageEnvParams, StepExtra } from './params.js';
 
 /** `rl.Env`: extend it and implement `initialObservation()` and `step(action)`. */
 export class Env {
@@ -116,9 +117,10 @@ export class ProblemEnv extends Env {
 
 /** `rl.ProblemGroupBuilder({ env_thunk, num_envs, dataset_name = 'problems' })`. */
 export class ProblemGroupBuilder extends EnvGroupBuilder {
-  /** @param {{ env_thunk: () => Env, num_envs: number, dataset_name?: string }} p */
-  constructor({ env_thunk, num_envs, dataset_name = 'problems' }) {
+  /** @param {import('../gen/cookbook-params.js').ProblemGroupBuilderParams} params */
+  constructor(params) {
     super();
+    const { env_thunk, num_envs, dataset_name = 'problems' } = ProblemGroupBuilderParams.read(params);
     if (typeof env_thunk !== 'function') throw new TypeError(`ProblemGroupBuilder.env_thunk: must be a function that makes an Env, got ${typeof env_thunk}`);
     if (!Number.isInteger(num_envs) || num_envs < 1) throw new RangeError(`ProblemGroupBuilder.num_envs: must be a whole number from 1, got ${num_envs}`);
     this.env_thunk = env_thunk;
@@ -226,8 +228,9 @@ export class FailFast {
  * the group is skipped (counted under `rollout_errors/`), not trained on incomplete.
  */
 export class RetryOnFailure {
-  /** @param {{ max_retries?: number, per_rollout_timeout?: number }} [p] */
-  constructor({ max_retries = 3, per_rollout_timeout = 0 } = {}) {
+  /** @param {import('../gen/cookbook-params.js').RetryOnFailureParams} [params] */
+  constructor(params) {
+    const { max_retries = 3, per_rollout_timeout = 0 } = RetryOnFailureParams.read(params);
     this.max_retries = max_retries;
     this.per_rollout_timeout = per_rollout_timeout;
   }
@@ -249,8 +252,9 @@ export class RetryOnFailure {
  * one that cannot is dropped.
  */
 export class MinViableGroup {
-  /** @param {{ min_successful?: number | null, max_retries?: number, per_rollout_timeout?: number | null }} [p] */
-  constructor({ min_successful = null, max_retries = 3, per_rollout_timeout = null } = {}) {
+  /** @param {import('../gen/cookbook-params.js').MinViableGroupParams} [params] */
+  constructor(params) {
+    const { min_successful = null, max_retries = 3, per_rollout_timeout = null } = MinViableGroupParams.read(params);
     this.min_successful = min_successful;
     this.max_retries = max_retries;
     this.per_rollout_timeout = per_rollout_timeout;
@@ -328,8 +332,9 @@ export async function rolloutGroup(builder, policy, strategy = new FailFast()) {
  * reward still counts in the group's mean).
  */
 export class InitialObservationOverflow {
-  /** @param {{ reward: number, metrics?: Record<string, number>, logs?: Record<string, unknown> }} p */
-  constructor({ reward, metrics = {}, logs = {} }) {
+  /** @param {import('../gen/cookbook-params.js').InitialObservationOverflowParams} params */
+  constructor(params) {
+    const { reward, metrics = {}, logs = {} } = InitialObservationOverflowParams.read(params);
     this.reward = reward;
     this.metrics = metrics;
     this.logs = logs;
@@ -404,8 +409,9 @@ export class PromptOnlyEnv extends ProblemEnv {
  * `group_size` PromptOnlyEnvs; prompts longer than `max_prompt_tokens` are cut to it.
  */
 export class PromptOnlyDataset {
-  /** @param {{ prompts: string[], batch_size: number, group_size: number, renderer: any, tokenizer: any, max_prompt_tokens?: number | null, convo_prefix?: any[] | null, dataset_name?: string }} p */
-  constructor({ prompts, batch_size, group_size, renderer, tokenizer, max_prompt_tokens = null, convo_prefix = null, dataset_name = 'prompts' }) {
+  /** @param {import('../gen/cookbook-params.js').PromptOnlyDatasetParams} params */
+  constructor(params) {
+    const { prompts, batch_size, group_size, renderer, tokenizer, max_prompt_tokens = null, convo_prefix = null, dataset_name = 'prompts' } = PromptOnlyDatasetParams.read(params);
     if (!Array.isArray(prompts) || prompts.some((p) => typeof p !== 'string')) throw new TypeError('PromptOnlyDataset.prompts: must be a list of strings');
     for (const [k, v] of /** @type {[string, unknown][]} */ ([['batch_size', batch_size], ['group_size', group_size]])) {
       if (!Number.isInteger(v) || /** @type {number} */ (v) < 1) throw new RangeError(`PromptOnlyDataset.${k}: must be a whole number from 1, got ${v}`);
@@ -482,9 +488,10 @@ const STOP = 'stop/';
  * `max_generation_tokens`) is stopped, as the cookbook's adapter does.
  */
 export class EnvFromMessageEnv extends Env {
-  /** @param {{ renderer: any, message_env: MessageEnv, failed_parse_reward?: number, terminate_on_parse_error?: boolean, max_trajectory_tokens?: number | null, max_generation_tokens?: number | null, context_overflow_reward?: number, terminate_on_length?: boolean }} p */
-  constructor({ renderer, message_env, failed_parse_reward = -1.0, terminate_on_parse_error = true, max_trajectory_tokens = null, max_generation_tokens = null, context_overflow_reward = -0.1, terminate_on_length = true }) {
+  /** @param {import('../gen/cookbook-params.js').EnvFromMessageEnvParams} params */
+  constructor(params) {
     super();
+    const { renderer, message_env, failed_parse_reward = -1.0, terminate_on_parse_error = true, max_trajectory_tokens = null, max_generation_tokens = null, context_overflow_reward = -0.1, terminate_on_length = true } = EnvFromMessageEnvParams.read(params);
     if (renderer === null || typeof renderer !== 'object' || typeof renderer.parseResponse !== 'function') throw new TypeError('EnvFromMessageEnv.renderer: must be a Renderer');
     if (!(message_env instanceof MessageEnv)) throw new TypeError('EnvFromMessageEnv.message_env: must be a MessageEnv');
     this.renderer = renderer;
@@ -518,8 +525,8 @@ export class EnvFromMessageEnv extends Env {
   }
 
   /** @param {number[]} action @param {{ stop_reason?: string }} [extra] @returns {Promise<any>} */
-  async step(action, extra = {}) {
-    if ((extra.stop_reason ?? 'stop') === 'length') {
+  async step(action, extra) {
+    if ((StepExtra.read(extra).stop_reason ?? 'stop') === 'length') {
       const cont = this.terminate_on_length ? null : await this.continueAfterTruncation(action);
       return cont ?? this.end({ max_tokens_reached: 1.0, [`${STOP}max_tokens`]: 1.0 });
     }

@@ -8,7 +8,7 @@ import type { RestClientLists } from '../extras.js';
 export * from '../gen/lite/tinker_wasm.js';
 export * from '../errors.js';
 export { PagePromise, datumFromTokens, AdminClient } from '../extras.js';
-export type { NavigablePage, RestClientLists, DownloadProgress, DownloadedFile } from '../extras.js';
+export type { NavigablePage, RestClientLists, DownloadProgress, DownloadedFile, DownloadCheckpointParams, DownloadOptions } from '../extras.js';
 
 declare module '../gen/lite/tinker_wasm.js' {
   interface RestClient extends RestClientLists {}

@@ -229,7 +229,7 @@ const _: () = assert!(same_keys(
     tinker_cookbook::config::COMPARISON
 ));
 
-const fn same_keys(a: &[&str], b: &[(&str, tinker_cookbook::config::Kind)]) -> bool {
+pub(super) const fn same_keys(a: &[&str], b: &[(&str, tinker_cookbook::config::Kind)]) -> bool {
     if a.len() != b.len() {
         return false;
     }

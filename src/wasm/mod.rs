@@ -8,6 +8,8 @@ mod convert;
 #[cfg(feature = "cookbook")]
 mod cookbook;
 #[cfg(feature = "cookbook")]
+mod cookbook_configs;
+#[cfg(feature = "cookbook")]
 mod cookbook_rl;
 mod errors;
 #[cfg(feature = "tokenizer")]

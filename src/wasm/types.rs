@@ -78,6 +78,22 @@ export interface Datum {
   model_input: ModelInput | Uint32Array | Int32Array | ArrayLike<number>;
   /** The loss function's inputs by name (`target_tokens`, `weights`, `advantages`, …): tensors or flat arrays. */
   loss_fn_inputs: Record<string, TensorData | Float32Array | Int32Array | Uint32Array | ArrayLike<number>>;
+  /** Where the input's positions came from (with `loss_fn_input_spans`: both or neither), as Python's `Datum.with_provenance`. */
+  model_input_spans?: ProvenanceSpan[] | null;
+  /** Where the loss inputs' positions came from (with `model_input_spans`). */
+  loss_fn_input_spans?: ProvenanceSpan[] | null;
+}
+
+/** Positions of a datum taken from a sampled sequence: from its prompt or from its sampled tokens. */
+export interface ProvenanceSpan {
+  /** Which part of the sequence. */
+  type: 'prompt_tokens' | 'sampled_tokens';
+  /** The sampled sequence's `sequence_id`. */
+  sequence_id: string;
+  /** The first position in that part (default 0). */
+  offset?: number;
+  /** How many positions. */
+  length: number;
 }
 
 /** Loss functions the API knows. */

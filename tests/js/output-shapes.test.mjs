@@ -143,3 +143,49 @@ test('renderer and tokenizer outputs', () => {
   conforms(renderer.parseResponse(tok.encode('Hello.<|im_end|>')), 'ParsedResponse');
   for (const t of tok.addedTokens().slice(0, 3)) conforms(t, 'AddedToken');
 });
+
+// Inputs: the data readers of the hot path (src/wasm/convert) keep their key lists beside
+// their JS-assisted readers, for speed; each must allow exactly the keys its declaration
+// names. The reader's own unknown-key error lists what it allows.
+
+/** The keys the reader behind `call` allows, as its error for an undeclared key lists them. */
+async function allowedBy(call) {
+  const e = await Promise.resolve().then(call).then(() => null, (err) => err);
+  assert.ok(e instanceof TypeError, `an undeclared key was refused (got ${e})`);
+  assert.match(e.message, /__undeclared/);
+  const m = /expected one of: ([\w, ]+)/.exec(e.message);
+  assert.ok(m, `the error lists the keys allowed: ${e.message}`);
+  return m[1].split(', ').sort();
+}
+const declaredKeys = (type) => checker.getPropertiesOfType(type).map((p) => p.name).sort();
+/** The member of the `ModelInputChunk` union whose `type` is `kind`. */
+function chunkType(kind) {
+  const member = declared('ModelInputChunk').types.find((t) => {
+    const p = t.getProperty('type');
+    return p && checker.getTypeOfSymbol(p).value === kind;
+  });
+  assert.ok(member, `ModelInputChunk declares a '${kind}' chunk`);
+  return member;
+}
+
+test('input readers allow exactly the declared keys: Datum, ModelInput, each chunk, TensorData', async () => {
+  const training = await service.createLoraTrainingClient({ base_model: 'Qwen/Qwen3-8B', rank: 4 });
+  const sampler = await service.createSamplingClient({ base_model: 'Qwen/Qwen3-8B' });
+  const x = { __undeclared: 1 };
+  const datum = (over) => ({ model_input: [1, 2], loss_fn_inputs: { target_tokens: [2, 3], weights: [1, 1] }, ...over });
+  const train = (d) => () => training.forwardBackward([d], 'cross_entropy');
+  const chunks = (c) => train(datum({ model_input: { chunks: [c] } }));
+  const cases = [
+    ['Datum', declared('Datum'), train(datum(x))],
+    ['ModelInput', declared('ModelInput'), train(datum({ model_input: { chunks: [{ type: 'encoded_text', tokens: [1, 2] }], ...x } }))],
+    ['ModelInput (a prompt)', declared('ModelInput'), () => sampler.sample({ prompt: { chunks: [{ type: 'encoded_text', tokens: [1] }], ...x }, num_samples: 1, sampling_params: { max_tokens: 1 } })],
+    ['encoded_text', chunkType('encoded_text'), chunks({ type: 'encoded_text', tokens: [1, 2], ...x })],
+    ['image', chunkType('image'), chunks({ type: 'image', data: 'AAAA', format: 'png', expected_tokens: 2, ...x })],
+    ['image_asset_pointer', chunkType('image_asset_pointer'), () => sampler.sample({ prompt: { chunks: [{ type: 'image_asset_pointer', location: 'a.png', format: 'png', ...x }] }, num_samples: 1, sampling_params: { max_tokens: 1 } })],
+    ['dmel', chunkType('dmel'), chunks({ type: 'dmel', dmel: 'AAAA', ...x })],
+    ['TensorData', declared('TensorData'), train(datum({ loss_fn_inputs: { target_tokens: [2, 3], weights: { data: [1, 1], ...x } } }))],
+  ];
+  for (const [name, type, call] of cases) {
+    assert.deepEqual(await allowedBy(call), declaredKeys(type), `${name}: the keys its reader allows against its declaration`);
+  }
+});

@@ -122,7 +122,8 @@ export default {
     const llama = config({}, { common_config: { renderer_name: 'llama3', batch_size: 4 } });
     await assert.rejects(run(llama), /renderer_name: "llama3" does not fit the model's tokenizer: <\|eot_id\|> should be one token/);
     await assert.rejects(run(config({}, { file_path: 'x.jsonl' })), /exactly one of file_path, text and conversations/);
-    await assert.rejects(supervised.train(config(), { store: memoryStore() }), /options\.service/);
+    await assert.rejects(supervised.train(config(), { store: memoryStore() }), (e) => e instanceof TypeError && e.field === 'service' && /is required/.test(e.message));
+    await assert.rejects(supervised.train(config(), { service: svc, onMetric: () => {} }), (e) => e instanceof TypeError && e.field === 'onMetric' && /expected one of: service, signal, onMetrics, store, progress/.test(e.message));
     // tinker-wasm's own ServiceClient is another build's: the error says which to use.
     const other = new main.ServiceClient({ apiKey: 'tml-js-tests', baseURL: ctx.env.SIM_URL, dangerouslyAllowBrowser: true, heartbeat: false, telemetry: false });
     // Aborted before the run has a training client: the creation is cancelled, nothing saved.
@@ -174,6 +175,11 @@ export default {
     await assert.rejects(full.complete(prompt, []), /Prompt length \(\d+\) exceeds context window/);
     assert.throws(() => new completers.TinkerTokenCompleter({ sampling_client, max_tokens: -1 }), /max_tokens/);
     assert.throws(() => new completers.TokensWithLogprobs({ tokens: [1], maybe_logprobs: null }).logprobs, /not available/);
+    // The classes' parameters as declared (pkg/cookbook/params.js): a misspelt key, a missing
+    // or mistyped field is a TypeError naming it.
+    assert.throws(() => new completers.TinkerTokenCompleter({ sampling_client, max_token: 8 }), (e) => e instanceof TypeError && e.field === 'max_token' && /expected one of: sampling_client, max_tokens, temperature, context_window/.test(e.message));
+    assert.throws(() => new completers.TokensWithLogprobs({ tokens: [1] }), (e) => e instanceof TypeError && e.field === 'maybe_logprobs' && /is required/.test(e.message));
+    await assert.rejects(tc.complete(prompt, [], { max_tokens: '2' }), (e) => e instanceof TypeError && e.field === 'max_tokens');
 
     const mc = new completers.TinkerMessageCompleter({ sampling_client, renderer, max_tokens: 20, temperature: 0.5 });
     const msg = await mc.complete([{ role: 'user', content: 'Hello?' }]);

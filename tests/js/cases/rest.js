@@ -182,6 +182,11 @@ export default {
     const ac = new AbortController();
     await assert.rejects(rest.downloadCheckpoint(exported.path, { on_progress: () => ac.abort() }, { signal: ac.signal }), tinker.APIUserAbortError);
     await assert.rejects(rest.downloadCheckpoint('tinker://run/weights/x'), (e) => e instanceof TypeError && e.field === 'path');
+    // Its parameters and options as declared (pkg/params.js): a misspelt key or a wrong type is refused.
+    await assert.rejects(rest.downloadCheckpoint(exported.path, { dir: '/tmp/x' }), (e) => e instanceof TypeError && e.field === 'dir' && /expected one of: directory, on_progress/.test(e.message));
+    await assert.rejects(rest.downloadCheckpoint(exported.path, { on_progress: true }), (e) => e instanceof TypeError && e.field === 'on_progress');
+    await assert.rejects(rest.downloadCheckpoint(exported.path, {}, { signal: 'x' }), (e) => e instanceof TypeError && e.field === 'signal');
+    assert.throws(() => rest.openCheckpointFiles(exported.path, { timeout: 5 }), (e) => e instanceof TypeError && e.field === 'timeout');
     await svc.close();
   },
 

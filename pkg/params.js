@@ -1,0 +1,19 @@
+// The parameter objects of the package's own JavaScript methods (pkg/extras.js), each
+// declared once (pkg/declare.js): their readers, and their TypeScript in pkg/gen/params.d.ts.
+import { declareParams } from './declare.js';
+
+/** What the generated declarations import. */
+export const TS_IMPORTS = "import type { DownloadProgress } from '../extras.js';\n";
+
+export const DownloadCheckpointParams = declareParams('DownloadCheckpointParams', 'downloadCheckpoint params', 'Parameters of `RestClient.downloadCheckpoint`.', {
+  directory: ['?: string', 'Write the files under this directory (Node only); without it each file comes back as a `Blob`.'],
+  on_progress: ['?: (p: DownloadProgress) => void', 'Called after each chunk with the download\'s progress.'],
+});
+
+export const DownloadOptions = declareParams('DownloadOptions', 'download options', 'Options of `RestClient.openCheckpointFiles` and `downloadCheckpoint` (the last argument).', {
+  signal: ['?: AbortSignal', 'Aborts the download (`APIUserAbortError`).'],
+  fetch: ['?: typeof fetch', 'Fetches the files\' signed URLs in place of the global `fetch`.'],
+});
+
+/** Every declaration of this module, in order. */
+export const declarations = [DownloadCheckpointParams, DownloadOptions];
