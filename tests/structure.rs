@@ -103,7 +103,11 @@ fn options_objects_are_declared_once() {
         for f in std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()) {
             if f.to_string_lossy().ends_with(".d.ts") {
                 let text = std::fs::read_to_string(&f).unwrap();
-                found.extend(hand_written_shapes(&text).into_iter().map(|m| format!("{}: {m}", f.display())));
+                found.extend(
+                    hand_written_shapes(&text)
+                        .into_iter()
+                        .map(|m| format!("{}: {m}", f.display())),
+                );
             }
         }
     }
@@ -126,7 +130,10 @@ fn hand_written_shapes(text: &str) -> Vec<String> {
     for line in text.lines().map(str::trim_start) {
         if let Some(r) = line.strip_prefix("export interface ") {
             let name = r.split(|c: char| !c.is_alphanumeric()).next().unwrap_or("");
-            if ["Options", "Params", "Config"].iter().any(|s| name.ends_with(s)) {
+            if ["Options", "Params", "Config"]
+                .iter()
+                .any(|s| name.ends_with(s))
+            {
                 found.push(format!("TypeScript of {name} written by hand"));
             }
         }

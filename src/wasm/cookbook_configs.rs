@@ -151,9 +151,18 @@ declare_params! {
     }
 }
 
-const _: () = assert!(same_keys(RLConfig::KEYS, tinker_cookbook::config::RL_CONFIG));
-const _: () = assert!(same_keys(AsyncConfig::KEYS, tinker_cookbook::config::ASYNC_CONFIG));
-const _: () = assert!(same_keys(ScorerConfig::KEYS, tinker_cookbook::config::SCORER));
+const _: () = assert!(same_keys(
+    RLConfig::KEYS,
+    tinker_cookbook::config::RL_CONFIG
+));
+const _: () = assert!(same_keys(
+    AsyncConfig::KEYS,
+    tinker_cookbook::config::ASYNC_CONFIG
+));
+const _: () = assert!(same_keys(
+    ScorerConfig::KEYS,
+    tinker_cookbook::config::SCORER
+));
 const _: () = assert!(same_keys(
     OnPolicyDistillationConfig::KEYS,
     tinker_cookbook::config::DISTILLATION_CONFIG
