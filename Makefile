@@ -291,17 +291,19 @@ test-soak: wasm native
 
 .PHONY: soak test-soak
 
-# Every suite, three at a time on CI's 2 cores: most suites are one process waiting on its own
+# Every suite, four at a time on CI's 2 cores: most suites are one process waiting on its own
 # simulator, timers or a browser, or one single-threaded oracle, and the JS runtimes' suites
 # use about a third of a core (scripts/suite-times.sh's cpu column): measured on a warm
-# machine, all suites in 21:27 two at a time, 16:39 three at a time. Each suite has its own
+# machine, all suites in 21:27 two at a time, 16:39 three at a time; on a fresh clone three at
+# a time left the cores a third idle from minute 21 to 27 (the JS suites together) and the fuzz
+# build alone at the end for 3:30, so it now runs beside the JS suites. Each suite has its own
 # simulator (on port 0), output directory under target/ and browser profile; cargo's lock on
 # target/ keeps two builds of it from overlapping. The longest suites come first, so the
 # short ones fill the end; renderer-expected (2 to 3 minutes of one core in Python) is named
 # early, as the head of test-examples' chain: reached only through test-examples, it started
 # 30 minutes into a fresh run and left test-examples alone at the end for 3 minutes.
 # --output-sync prints each suite's output in one piece when it ends.
-TEST_SUITES := lint test-rust renderer-expected test-differential test-cookbook test-examples test-tokenizer-parity test-cli test-js test-renderer-parity test-conformance test-openai test-www test-soak test-sim-lineup test-sim-language test-package test-readme test-docs typecheck test-coverage test-size test-fuzz
+TEST_SUITES := lint test-rust renderer-expected test-differential test-cookbook test-examples test-tokenizer-parity test-cli test-fuzz test-js test-renderer-parity test-conformance test-openai test-www test-soak test-sim-lineup test-sim-language test-package test-readme test-docs typecheck test-coverage test-size
 
 # -k: a failing suite does not stop the others, so one run reports every failure. Each
 # recipe line runs through scripts/timed-shell.sh, and the table of how long each target took
@@ -319,7 +321,7 @@ endif
 
 test:
 	@rm -rf target/suite-times.log target/suite-logs; status=0; \
-	$(MAKE) --no-print-directory -k -j3 --output-sync=target TEST_ORDER=1 SHELL=$(CURDIR)/scripts/timed-shell.sh TIMED_LOG=$(CURDIR)/target/suite-times.log $(TEST_SUITES) || status=$$?; \
+	$(MAKE) --no-print-directory -k -j4 --output-sync=target TEST_ORDER=1 SHELL=$(CURDIR)/scripts/timed-shell.sh TIMED_LOG=$(CURDIR)/target/suite-times.log $(TEST_SUITES) || status=$$?; \
 	scripts/suite-times.sh target/suite-times.log; \
 	if [ $$status = 0 ]; then echo "make test: all suites passed"; else echo "make test: some suites failed (see above)"; exit $$status; fi
 

