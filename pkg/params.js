@@ -2,8 +2,8 @@
 // declared once (pkg/declare.js): their readers, and their TypeScript in pkg/gen/params.d.ts.
 import { declareParams } from './declare.js';
 
-/** What the generated declarations import. */
-export const TS_IMPORTS = "import type { DownloadProgress } from '../extras.js';\n";
+/** The types the generated declarations name, and the module (from pkg/gen/) that has them. */
+export const TS_TYPES = { module: '../extras.js', names: ['DownloadProgress'] };
 
 export const DownloadCheckpointParams = declareParams('DownloadCheckpointParams', 'downloadCheckpoint params', 'Parameters of `RestClient.downloadCheckpoint`.', {
   directory: ['?: string', 'Write the files under this directory (Node only); without it each file comes back as a `Blob`.'],

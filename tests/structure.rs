@@ -61,6 +61,15 @@ fn options_objects_are_declared_once() {
     // Optimizer parameters other than AdamW go to the core as JSON, whose reader
     // (tinker_core's dimuon_params) checks them: their TypeScript is their one declaration.
     let read_by_the_core = ["DimuonParams", "OptimizerParams"];
+    // The data shapes of the hot path, declared with declare_shapes! (their names are the
+    // blocks of convert/shapes.rs): no second TypeScript of them anywhere in the skin.
+    let shapes_rs = std::fs::read_to_string(wasm.join("convert/shapes.rs")).unwrap();
+    let shapes: Vec<&str> = shapes_rs
+        .lines()
+        .filter_map(|l| l.strip_prefix("    ")?.strip_suffix(" {"))
+        .filter(|n| n.chars().all(char::is_alphanumeric))
+        .collect();
+    assert!(shapes.contains(&"Datum") && shapes.len() >= 8, "{shapes:?}");
     let mut found = Vec::new();
     for f in files
         .iter()
@@ -88,7 +97,7 @@ fn options_objects_are_declared_once() {
                 let shape = ["Options", "Params", "Config"]
                     .iter()
                     .any(|s| name.ends_with(s));
-                if shape && !read_by_the_core.contains(&name) {
+                if (shape && !read_by_the_core.contains(&name)) || shapes.contains(&name) {
                     found.push(format!("{rel}: TypeScript of {name} written by hand"));
                 }
             }

@@ -3,8 +3,8 @@
 // pkg/gen/cookbook-params.d.ts. (The configs the module reads are Rust's declare_params!.)
 import { declareParams } from '../declare.js';
 
-/** What the generated declarations import. */
-export const TS_IMPORTS = "import type { ServiceClient, SamplingClient, ChatMessage, Renderer, RendererLike, Env, MessageEnv, RunStore } from '../cookbook/index.js';\n";
+/** The types the generated declarations name, and the module (from pkg/gen/) that has them. */
+export const TS_TYPES = { module: '../cookbook/index.js', names: ['ServiceClient', 'SamplingClient', 'ChatMessage', 'Renderer', 'RendererLike', 'Env', 'MessageEnv', 'RunStore'] };
 
 /** @type {import('../declare.js').Fields} */
 const runFields = {

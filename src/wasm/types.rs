@@ -5,46 +5,8 @@ use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &str = r#"
-/** A chunk of model input (wire format). */
-export type ModelInputChunk =
-  | {
-      /** Token ids. */
-      type: 'encoded_text';
-      /** The token ids. */
-      tokens: Uint32Array | Int32Array | ArrayLike<number>;
-    }
-  | {
-      /** An inline image. */
-      type: 'image';
-      /** The encoded image bytes, or a base64 string of them. */
-      data: Uint8Array | ArrayBuffer | string;
-      /** The image's encoding. */
-      format: 'png' | 'jpeg';
-      /** Context positions the image occupies (advisory to the server; needed to compute lengths). */
-      expected_tokens?: number;
-    }
-  | {
-      /** An image referenced by location (sampling prompts only). */
-      type: 'image_asset_pointer';
-      /** Path or URL of the image. */
-      location: string;
-      /** The image's encoding. */
-      format: 'png' | 'jpeg';
-      /** Context positions the image occupies (advisory to the server; needed to compute lengths). */
-      expected_tokens?: number;
-    }
-  | {
-      /** Audio DMel tokens. */
-      type: 'dmel';
-      /** The serialized TensorContainer of the DMel token tensor: bytes, or a base64 string of them. */
-      dmel: Uint8Array | ArrayBuffer | string;
-    };
-
-/** The model's input: a sequence of chunks. Where a ModelInput is expected, an array of token ids also works. */
-export interface ModelInput {
-  /** The chunks, in order. */
-  chunks: ModelInputChunk[];
-}
+/** A chunk of model input (wire format); the chunks are declared in src/wasm/convert/shapes.rs. */
+export type ModelInputChunk = EncodedTextChunk | ImageChunk | ImageAssetPointerChunk | DmelChunk;
 
 /** Builders of `ModelInput` objects (the package's entry points export them; a type and a builder of the same name). */
 export declare const ModelInput: {
@@ -52,49 +14,11 @@ export declare const ModelInput: {
   fromInts(tokens: Uint32Array | Int32Array | ArrayLike<number>): ModelInput;
 };
 
-/** A tensor: flat row-major data, a dtype, and an optional shape (and optional sparse CSR layout). */
-export interface TensorData {
-  /** The values, flat in row-major order (only the stored values when sparse). */
-  data: Float32Array | Float64Array | Int32Array | Uint32Array | BigInt64Array | ArrayLike<number>;
-  /** Defaults by input name (`target_tokens` int64; `weights`, `advantages`, `logprobs` float32) or typed-array kind. */
-  dtype?: 'float32' | 'int64';
-  /** The dense shape; absent: one dimension. Required when sparse. */
-  shape?: number[];
-  /** Sparse CSR row pointers (length rows + 1); set with `sparse_col_indices`. */
-  sparse_crow_indices?: ArrayLike<number>;
-  /** Sparse CSR column indices, one per stored value; set with `sparse_crow_indices`. */
-  sparse_col_indices?: ArrayLike<number>;
-}
-
 /** Builders of `TensorData` objects (the package's entry points export them; a type and a builder of the same name). */
 export declare const TensorData: {
   /** A tensor from flat data, e.g. `TensorData.fromArray([1, 2, 3, 4], { dtype: 'int64', shape: [2, 2] })`. */
   fromArray(data: ArrayLike<number> | Float32Array | Int32Array | Uint32Array, options?: TensorDataFromArrayOptions): TensorData;
 };
-
-/** One training example: input position i predicts `target_tokens[i]`. */
-export interface Datum {
-  /** The input: a ModelInput, or token ids. */
-  model_input: ModelInput | Uint32Array | Int32Array | ArrayLike<number>;
-  /** The loss function's inputs by name (`target_tokens`, `weights`, `advantages`, …): tensors or flat arrays. */
-  loss_fn_inputs: Record<string, TensorData | Float32Array | Int32Array | Uint32Array | ArrayLike<number>>;
-  /** Where the input's positions came from (with `loss_fn_input_spans`: both or neither), as Python's `Datum.with_provenance`. */
-  model_input_spans?: ProvenanceSpan[] | null;
-  /** Where the loss inputs' positions came from (with `model_input_spans`). */
-  loss_fn_input_spans?: ProvenanceSpan[] | null;
-}
-
-/** Positions of a datum taken from a sampled sequence: from its prompt or from its sampled tokens. */
-export interface ProvenanceSpan {
-  /** Which part of the sequence. */
-  type: 'prompt_tokens' | 'sampled_tokens';
-  /** The sampled sequence's `sequence_id`. */
-  sequence_id: string;
-  /** The first position in that part (default 0). */
-  offset?: number;
-  /** How many positions. */
-  length: number;
-}
 
 /** Loss functions the API knows. */
 export type LossFn = 'cross_entropy' | 'importance_sampling' | 'ppo' | 'cispo' | 'dro' | 'gspo' | 'stable_reinforce' | 'custom';

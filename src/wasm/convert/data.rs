@@ -116,7 +116,7 @@ pub(super) fn other_chunk(c: &JsValue) -> Result<ModelInputChunk, InputError> {
         || opt_u32(&get_str(c, "expected_tokens")).map_err(|e| pre(e, ".expected_tokens"));
     Ok(match ty.as_str() {
         "image" => {
-            check(&["type", "data", "format", "expected_tokens"])?;
+            check(super::shapes::ImageChunk::KEYS)?;
             ModelInputChunk::Image {
                 data: bytes(&get_str(c, "data")).map_err(|e| pre(e, ".data"))?,
                 format: format()?,
@@ -124,7 +124,7 @@ pub(super) fn other_chunk(c: &JsValue) -> Result<ModelInputChunk, InputError> {
             }
         }
         "image_asset_pointer" => {
-            check(&["type", "location", "format", "expected_tokens"])?;
+            check(super::shapes::ImageAssetPointerChunk::KEYS)?;
             ModelInputChunk::ImageAssetPointer {
                 format: format()?,
                 location: get_str(c, "location")
@@ -134,7 +134,7 @@ pub(super) fn other_chunk(c: &JsValue) -> Result<ModelInputChunk, InputError> {
             }
         }
         "dmel" => {
-            check(&["type", "dmel"])?;
+            check(super::shapes::DmelChunk::KEYS)?;
             ModelInputChunk::Dmel {
                 dmel: bytes(&get_str(c, "dmel")).map_err(|e| pre(e, ".dmel"))?,
             }

@@ -157,3 +157,63 @@ macro_rules! declare_params {
 }
 
 pub(crate) use declare_params;
+
+/// Whether two key lists are the same, in the same order (for compile-time checks).
+pub(crate) const fn same_strs(a: &[&str], b: &[&str]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        let (x, y) = (a[i].as_bytes(), b[i].as_bytes());
+        if x.len() != y.len() {
+            return false;
+        }
+        let mut j = 0;
+        while j < x.len() {
+            if x[j] != y[j] {
+                return false;
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Declares data shapes whose readers are the hot data path's own (src/wasm/convert/data.rs
+/// and batch.rs, JS-assisted, for speed): `Name { /// doc\n "key" => "TS", }` gives the
+/// TypeScript interface with its doc text and `Name::KEYS`, the keys those readers allow
+/// (keys are string literals: `type` is one). `ts = CONST;` names the section's constant.
+macro_rules! declare_shapes {
+    (ts = $tsname:ident; $(
+        $(#[doc = $doc:literal])+
+        $name:ident {
+            $(
+                $(#[doc = $fdoc:literal])+
+                $key:literal => $ts:literal,
+            )*
+        }
+    )*) => {
+        $(
+            $(#[doc = $doc])+
+            pub(crate) struct $name;
+
+            impl $name {
+                /// The keys of the shape, in its declaration's order.
+                pub const KEYS: &'static [&'static str] = &[$($key),*];
+            }
+        )*
+
+        #[::wasm_bindgen::prelude::wasm_bindgen(typescript_custom_section)]
+        const $tsname: &'static str = concat!($(
+            "\n/**", $("\n *", $doc,)+ "\n */\nexport interface ", stringify!($name), " {\n",
+            $(
+                "  /**", $("\n   *", $fdoc,)+ "\n   */\n  ", $key, $ts, ";\n",
+            )*
+            "}\n",
+        )*);
+    };
+}
+
+pub(crate) use declare_shapes;

@@ -18,6 +18,7 @@ mod declare;
 mod numbers;
 mod opts;
 mod output;
+mod shapes;
 
 pub use batch::*;
 pub use data::*;
@@ -205,21 +206,10 @@ struct Js {
     batch_keys: JsValue,
 }
 
-const DATUM_KEYS: &[&str] = &[
-    "model_input",
-    "loss_fn_inputs",
-    "model_input_spans",
-    "loss_fn_input_spans",
-];
-const MODEL_INPUT_KEYS: &[&str] = &["chunks"];
-const ENCODED_TEXT_KEYS: &[&str] = &["type", "tokens"];
-const TENSOR_KEYS: &[&str] = &[
-    "data",
-    "dtype",
-    "shape",
-    "sparse_crow_indices",
-    "sparse_col_indices",
-];
+const DATUM_KEYS: &[&str] = shapes::Datum::KEYS;
+const MODEL_INPUT_KEYS: &[&str] = shapes::ModelInput::KEYS;
+const ENCODED_TEXT_KEYS: &[&str] = shapes::EncodedTextChunk::KEYS;
+const TENSOR_KEYS: &[&str] = shapes::TensorData::KEYS;
 /// Loss-input names taken without copying the key string out of JS.
 const KNOWN_INPUTS: &[&str] = &[
     "target_tokens",

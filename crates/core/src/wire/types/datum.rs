@@ -44,10 +44,13 @@ pub struct Datum {
 }
 
 impl ProvenanceSpan {
+    /// The keys of its JSON form.
+    pub const KEYS: &'static [&'static str] = &["type", "sequence_id", "offset", "length"];
+
     /// Reads a span from its JSON form: `{"type": "prompt_tokens" | "sampled_tokens",
     /// "sequence_id", "offset" (default 0), "length"}`, nothing else.
     pub fn from_json(v: &Value) -> Result<Self, String> {
-        let f = Fields::of(v)?.only(&["type", "sequence_id", "offset", "length"])?;
+        let f = Fields::of(v)?.only(Self::KEYS)?;
         let sequence_id = f.str("sequence_id")?;
         let offset = f.opt_u64("offset")?.unwrap_or(0);
         let length = f.u64("length")?;
