@@ -296,7 +296,9 @@ test-soak: wasm native
 # use about a third of a core (scripts/suite-times.sh's cpu column): measured on a warm
 # machine, all suites in 21:27 two at a time, 16:39 three at a time; on a fresh clone three at
 # a time left the cores a third idle from minute 21 to 27 (the JS suites together) and the fuzz
-# build alone at the end for 3:30, so it now runs beside the JS suites. Each suite has its own
+# build alone at the end for 3:30 (31:28 in all), so it now runs beside the JS suites, four at
+# a time: 26:40 and 30:16 in two fresh runs, the cores 94 % busy (the second machine slower:
+# the same work took 14 % more CPU). Each suite has its own
 # simulator (on port 0), output directory under target/ and browser profile; cargo's lock on
 # target/ keeps two builds of it from overlapping. The longest suites come first, so the
 # short ones fill the end; renderer-expected (2 to 3 minutes of one core in Python) is named
