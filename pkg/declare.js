@@ -116,6 +116,15 @@ function fieldError(field, message) {
 }
 
 /**
+ * The declarations a module exports, in its namespace's order (by name).
+ * @param {Record<string, unknown>} namespace
+ * @returns {Declaration[]}
+ */
+export function declarationsOf(namespace) {
+  return /** @type {Declaration[]} */ (Object.values(namespace).filter((d) => d !== null && typeof d === 'object' && typeof (/** @type {any} */ (d).read) === 'function' && 'fields' in d));
+}
+
+/**
  * The TypeScript of `declarations`: one exported interface each, with their doc text.
  * @param {Declaration[]} declarations
  */

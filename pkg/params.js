@@ -14,6 +14,3 @@ export const DownloadOptions = declareParams('DownloadOptions', 'download option
   signal: ['?: AbortSignal', 'Aborts the download (`APIUserAbortError`).'],
   fetch: ['?: typeof fetch', 'Fetches the files\' signed URLs in place of the global `fetch`.'],
 });
-
-/** Every declaration of this module, in order. */
-export const declarations = [DownloadCheckpointParams, DownloadOptions];

@@ -97,19 +97,3 @@ export const TinkerMessageCompleterParams = declareParams('TinkerMessageComplete
   temperature: ['?: number', 'Sampling temperature (default 1).'],
 });
 
-/** Every declaration of this module, in order. */
-export const declarations = [
-  CookbookRunOptions,
-  PolicyRunOptions,
-  ProblemGroupBuilderParams,
-  InitialObservationOverflowParams,
-  EnvFromMessageEnvParams,
-  StepExtra,
-  RetryOnFailureParams,
-  MinViableGroupParams,
-  PromptOnlyDatasetParams,
-  TokensWithLogprobsParams,
-  CompleteParams,
-  TinkerTokenCompleterParams,
-  TinkerMessageCompleterParams,
-];

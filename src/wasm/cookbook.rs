@@ -235,16 +235,8 @@ pub(super) const fn same_keys(a: &[&str], b: &[(&str, tinker_cookbook::config::K
     }
     let mut i = 0;
     while i < a.len() {
-        let (x, y) = (a[i].as_bytes(), b[i].0.as_bytes());
-        if x.len() != y.len() {
+        if !crate::wasm::convert::same_str(a[i], b[i].0) {
             return false;
-        }
-        let mut j = 0;
-        while j < x.len() {
-            if x[j] != y[j] {
-                return false;
-            }
-            j += 1;
         }
         i += 1;
     }

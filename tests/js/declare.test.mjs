@@ -2,9 +2,12 @@
 // reader (checked here against what the module's readers do) and its TypeScript.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { declareParams, typescript } from '../../pkg/declare.js';
-import { declarations as extras } from '../../pkg/params.js';
-import { declarations as cookbook } from '../../pkg/cookbook/params.js';
+import { declareParams, declarationsOf, typescript } from '../../pkg/declare.js';
+import * as extrasModule from '../../pkg/params.js';
+import * as cookbookModule from '../../pkg/cookbook/params.js';
+
+const extras = declarationsOf(extrasModule);
+const cookbook = declarationsOf(cookbookModule);
 
 const P = declareParams('ThingParams', 'thing params', 'A thing.', {
   name: [': string', 'Its name.'],
@@ -45,6 +48,10 @@ test('its TypeScript: one interface, each field with its doc text', () => {
 
 test("the package's declarations: one name each, every field documented", () => {
   const all = [...extras, ...cookbook];
+  assert.deepEqual([extras.length, cookbook.length], [2, 13]);
+  for (const ns of [extrasModule, cookbookModule]) {
+    for (const d of declarationsOf(ns)) assert.equal(ns[d.name], d, `${d.name} is exported under its own name`);
+  }
   assert.equal(new Set(all.map((d) => d.name)).size, all.length);
   for (const d of all) {
     assert.ok(d.doc.length > 0, d.name);

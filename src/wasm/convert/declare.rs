@@ -158,6 +158,22 @@ macro_rules! declare_params {
 
 pub(crate) use declare_params;
 
+/// Whether two strings are equal (a `const fn`, for compile-time checks).
+pub(crate) const fn same_str(x: &str, y: &str) -> bool {
+    let (x, y) = (x.as_bytes(), y.as_bytes());
+    if x.len() != y.len() {
+        return false;
+    }
+    let mut j = 0;
+    while j < x.len() {
+        if x[j] != y[j] {
+            return false;
+        }
+        j += 1;
+    }
+    true
+}
+
 /// Whether two key lists are the same, in the same order (for compile-time checks).
 pub(crate) const fn same_strs(a: &[&str], b: &[&str]) -> bool {
     if a.len() != b.len() {
@@ -165,16 +181,8 @@ pub(crate) const fn same_strs(a: &[&str], b: &[&str]) -> bool {
     }
     let mut i = 0;
     while i < a.len() {
-        let (x, y) = (a[i].as_bytes(), b[i].as_bytes());
-        if x.len() != y.len() {
+        if !same_str(a[i], b[i]) {
             return false;
-        }
-        let mut j = 0;
-        while j < x.len() {
-            if x[j] != y[j] {
-                return false;
-            }
-            j += 1;
         }
         i += 1;
     }
